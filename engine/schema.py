@@ -1,0 +1,164 @@
+"""The two Arrow schemas every checkray job speaks: corpus documents and test cases.
+
+A test case is data (as in CheckList): one row of ``TEST_CASE_SCHEMA``. Every method
+(clustering+prompting MFTs, TestAug, S²LCT, COSTELLO, templates) writes suites of this
+shape, and the benchmark job reads any of them. See ``docs/schema.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+from engine.errors import InputError
+
+
+class TestType(str, Enum):
+    """CheckList's three test types."""
+
+    MFT = "MFT"  # minimum functionality: prediction must equal ``expected_label``
+    INV = "INV"  # invariance: prediction must not change w.r.t. ``perturbs``
+    DIR = "DIR"  # directional: confidence must move as ``relation`` says w.r.t. ``perturbs``
+
+    __test__ = False  # not a pytest test class
+
+
+class Relation(str, Enum):
+    """Expected relation of an INV/DIR case to the case it perturbs."""
+
+    SAME = "same"  # INV: same predicted label
+    UP = "up"  # DIR: probability of ``expected_label`` does not decrease
+    DOWN = "down"  # DIR: probability of ``expected_label`` does not increase
+    CLOSER = "closer"  # contrastive (COSTELLO): text_pair closer than the negative
+    FARTHER = "farther"
+
+
+CORPUS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("label", pa.string(), nullable=True),
+        pa.field("meta", pa.string(), nullable=True),  # JSON object of the other columns
+    ]
+)
+
+PROVENANCE_TYPE = pa.struct(
+    [
+        pa.field("source_id", pa.string()),  # corpus document the case came from
+        pa.field("template_id", pa.string()),  # prompt or template id
+        pa.field("generator", pa.string()),  # model/backend or rule that produced it
+        pa.field("seed", pa.int64()),
+    ]
+)
+
+TEST_CASE_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),
+        pa.field("suite", pa.string(), nullable=False),
+        pa.field("method", pa.string(), nullable=False),
+        pa.field("capability", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=True),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("text_pair", pa.string(), nullable=True),
+        pa.field("expected_label", pa.string(), nullable=True),
+        pa.field("test_type", pa.string(), nullable=False),
+        pa.field("perturbs", pa.string(), nullable=True),
+        pa.field("relation", pa.string(), nullable=True),
+        pa.field("provenance", PROVENANCE_TYPE, nullable=True),
+        pa.field("meta", pa.string(), nullable=True),  # JSON object
+    ]
+)
+
+_CASE_DEFAULTS: dict[str, Any] = {
+    "topic": None,
+    "text_pair": None,
+    "expected_label": None,
+    "test_type": TestType.MFT.value,
+    "perturbs": None,
+    "relation": None,
+    "provenance": None,
+    "meta": None,
+}
+
+
+def case_id(*parts: Any) -> str:
+    """Stable id from the parts that make a case unique (same inputs, same id)."""
+    digest = hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
+def _meta_json(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def make_cases(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Build a validated test-case table from dict rows.
+
+    Missing optional fields take defaults; ``case_id`` defaults to a hash of
+    suite, text, text_pair and expected label; ``meta`` may be a dict.
+    """
+    records = []
+    for row in rows:
+        rec = {**_CASE_DEFAULTS, **row}
+        if isinstance(rec["test_type"], TestType):
+            rec["test_type"] = rec["test_type"].value
+        if isinstance(rec["relation"], Relation):
+            rec["relation"] = rec["relation"].value
+        rec["meta"] = _meta_json(rec["meta"])
+        if rec.get("case_id") is None:
+            rec["case_id"] = case_id(
+                rec.get("suite"), rec.get("text"), rec["text_pair"], rec["expected_label"]
+            )
+        records.append(rec)
+    table = pa.Table.from_pylist(records, schema=TEST_CASE_SCHEMA)
+    validate_cases(table)
+    return table
+
+
+def validate_cases(table: pa.Table) -> pa.Table:
+    """Check a table against the test-case schema and its invariants; return it cast."""
+    table = conform(table, TEST_CASE_SCHEMA, what="test-case table")
+    types = set(table.column("test_type").to_pylist())
+    unknown = types - {t.value for t in TestType}
+    if unknown:
+        raise InputError(f"test-case table: unknown test_type {sorted(unknown)}")
+    for col in ("case_id", "suite", "method", "capability", "text"):
+        if table.column(col).null_count:
+            raise InputError(f"test-case table: column '{col}' has null values")
+    ids = table.column("case_id")
+    if len(ids) != len(pa.compute.unique(ids)):
+        raise InputError("test-case table: case_id values are not unique")
+    for row_type, perturbs in zip(
+        table.column("test_type").to_pylist(), table.column("perturbs").to_pylist()
+    ):
+        if row_type != TestType.MFT.value and perturbs is None:
+            raise InputError(f"test-case table: a {row_type} case has no 'perturbs' id")
+    return table
+
+
+def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """Select and cast ``table``'s columns to ``schema``; one-line error if impossible."""
+    missing = [f.name for f in schema if f.name not in table.column_names and not f.nullable]
+    if missing:
+        raise InputError(f"{what}: missing column(s) {missing}")
+    columns = []
+    for field in schema:
+        if field.name in table.column_names:
+            col = table.column(field.name)
+            try:
+                columns.append(col.cast(field.type) if col.type != field.type else col)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise InputError(f"{what}: column '{field.name}' is not {field.type}: {exc}") from None
+        else:
+            columns.append(pa.nulls(len(table), field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def empty_cases() -> pa.Table:
+    return TEST_CASE_SCHEMA.empty_table()

@@ -1,0 +1,226 @@
+"""Stage runner: each stage's Parquet output lands atomically in a run directory, and a
+rerun skips every stage whose fingerprint (code version, config, inputs) is unchanged.
+
+Layout of a run directory (a local path or any pyarrow filesystem URI, e.g. ``s3://b/run``)::
+
+    <run>/stages/<stage>/<output>.parquet   stage outputs (or a directory of shards)
+    <run>/stages/<stage>/_SUCCESS.json      commit marker, written last
+    <run>/<published files>                 the job's user-facing outputs
+
+A stage directory without a matching ``_SUCCESS.json`` is debris of a crash and is
+deleted before the stage runs again, so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from engine.errors import InputError
+
+log = logging.getLogger(__name__)
+
+SUCCESS = "_SUCCESS.json"
+
+
+def open_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path) for a local path or a URI pyarrow understands."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{uri}: cannot open filesystem: {exc}") from None
+
+
+class RunDir:
+    """A run directory on any pyarrow filesystem, with atomic writes."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        self.fs, self.root = open_filesystem(uri)
+        self.fs.create_dir(self.root, recursive=True)
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root.rstrip("/"), *parts])
+
+    def exists(self, *parts: str) -> bool:
+        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
+
+    def _atomic(self, final: str, write: Callable[[Any], None]) -> None:
+        parent = final.rsplit("/", 1)[0]
+        self.fs.create_dir(parent, recursive=True)
+        tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            with self.fs.open_output_stream(tmp) as sink:
+                write(sink)
+            self.fs.move(tmp, final)  # rename on local disks; a single PUT on object stores
+        except BaseException:
+            if self.fs.get_file_info(tmp).type != pafs.FileType.NotFound:
+                self.fs.delete_file(tmp)
+            raise
+
+    def write_table(self, rel: str, table: pa.Table) -> str:
+        final = self.path(rel)
+        self._atomic(final, lambda sink: pq.write_table(table, sink))
+        return final
+
+    def write_bytes(self, rel: str, data: bytes) -> str:
+        final = self.path(rel)
+        self._atomic(final, lambda sink: sink.write(data))
+        return final
+
+    def write_text(self, rel: str, text: str) -> str:
+        return self.write_bytes(rel, text.encode("utf-8"))
+
+    def read_table(self, rel: str, columns: list[str] | None = None) -> pa.Table:
+        return pq.read_table(self.path(rel), filesystem=self.fs, columns=columns)
+
+    def read_text(self, rel: str) -> str:
+        with self.fs.open_input_stream(self.path(rel)) as src:
+            return src.read().decode("utf-8")
+
+    def delete_dir(self, rel: str) -> None:
+        if self.exists(rel):
+            self.fs.delete_dir(self.path(rel))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def fingerprint(*parts: Any) -> str:
+    blob = json.dumps(_jsonable(list(parts)), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20]
+
+
+def file_digest(uri: str) -> str:
+    """Content hash of an input file, so an edited corpus reruns what depends on it."""
+    fs, path = open_filesystem(uri)
+    h = hashlib.sha256()
+    with fs.open_input_stream(path) as src:
+        while chunk := src.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()[:20]
+
+
+@dataclass
+class Stage:
+    """A pure step of a job. ``fn(ctx)`` returns ``{output_name: table}`` (the runner
+    writes them) or ``None`` after writing its own files under ``ctx.stage_path``
+    (used by Ray Data stages that write shards in parallel)."""
+
+    name: str
+    fn: Callable[["StageContext"], Mapping[str, pa.Table] | None]
+    inputs: tuple[str, ...] = ()
+    config: Any = None
+    version: str = "1"
+    external: tuple[str, ...] = ()  # fingerprints of outside inputs (e.g. file digests)
+
+
+@dataclass
+class StageContext:
+    run: RunDir
+    stage: Stage
+    done: dict[str, "StageRecord"]
+
+    @property
+    def stage_path(self) -> str:
+        return self.run.path("stages", self.stage.name)
+
+    def input_path(self, stage: str, output: str = "data") -> str:
+        return self.run.path("stages", stage, f"{output}.parquet")
+
+    def input(self, stage: str, output: str = "data", columns: list[str] | None = None) -> pa.Table:
+        if stage not in self.stage.inputs:
+            raise KeyError(f"stage '{self.stage.name}' did not declare input '{stage}'")
+        return pq.read_table(self.input_path(stage, output), filesystem=self.run.fs, columns=columns)
+
+
+@dataclass
+class StageRecord:
+    name: str
+    fingerprint: str
+    skipped: bool
+    seconds: float
+    outputs: dict[str, int] = field(default_factory=dict)  # output -> rows
+
+
+class StageRunner:
+    """Runs stages in order; skips those already committed with the same fingerprint."""
+
+    def __init__(self, run: RunDir, on_stage: Callable[[str, str], None] | None = None):
+        self.run = run
+        self.done: dict[str, StageRecord] = {}
+        self.on_stage = on_stage or (lambda name, status: log.info("stage %s: %s", name, status))
+
+    def _committed(self, name: str) -> dict[str, Any] | None:
+        if not self.run.exists("stages", name, SUCCESS):
+            return None
+        try:
+            return json.loads(self.run.read_text(f"stages/{name}/{SUCCESS}"))
+        except (json.JSONDecodeError, OSError):
+            return None
+
+    def run_stage(self, stage: Stage) -> StageRecord:
+        missing = [i for i in stage.inputs if i not in self.done]
+        if missing:
+            raise RuntimeError(f"stage '{stage.name}' runs before its inputs {missing}")
+        fp = fingerprint(
+            stage.name, stage.version, stage.config, list(stage.external),
+            [self.done[i].fingerprint for i in stage.inputs],
+        )
+        marker = self._committed(stage.name)
+        if marker and marker.get("fingerprint") == fp:
+            rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}))
+            self.on_stage(stage.name, "cached")
+        else:
+            self.run.delete_dir(f"stages/{stage.name}")  # debris or a stale result
+            self.on_stage(stage.name, "running")
+            start = time.perf_counter()
+            result = stage.fn(StageContext(self.run, stage, self.done))
+            outputs: dict[str, int] = {}
+            for out_name, table in (result or {}).items():
+                self.run.write_table(f"stages/{stage.name}/{out_name}.parquet", table)
+                outputs[out_name] = table.num_rows
+            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs)
+            self.run.write_text(
+                f"stages/{stage.name}/{SUCCESS}",
+                json.dumps({"fingerprint": fp, "outputs": outputs, "seconds": rec.seconds}),
+            )
+            self.on_stage(stage.name, f"done in {rec.seconds:.1f}s")
+        self.done[stage.name] = rec
+        return rec
+
+    def run_all(self, stages: list[Stage]) -> dict[str, StageRecord]:
+        for stage in stages:
+            self.run_stage(stage)
+        return self.done
+
+    def output(self, stage: str, output: str = "data", columns: list[str] | None = None) -> pa.Table:
+        return self.run.read_table(f"stages/{stage}/{output}.parquet", columns=columns)
+
+
+def table_bytes(table: pa.Table) -> bytes:
+    """Parquet bytes of a table (for publishing through ``RunDir.write_bytes``)."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()

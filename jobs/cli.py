@@ -1,0 +1,40 @@
+"""Console entry point: ``checkray <job> ...``. User errors print one line and exit 2."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from engine.errors import CheckrayError
+from jobs.app import app
+
+# Importing a job module registers its command (and its config section).
+import jobs.topics  # noqa: E402,F401
+import jobs.demo  # noqa: E402,F401
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    logging.basicConfig(level=os.environ.get("CHECKRAY_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app(standalone_mode=False)
+    except CheckrayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as exc:  # click usage errors are already printed by typer/click
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise
+
+
+if __name__ == "__main__":
+    main()
