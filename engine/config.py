@@ -122,8 +122,14 @@ _SECTIONS: dict[str, type[BaseModel]] = {}
 M = TypeVar("M", bound=BaseModel)
 
 
-def register_section(name: str, model: type[M]) -> type[M]:
-    """Declare a job's config section (``zoo:``, ``benchmark:`` ...)."""
+def register_section(name: str, model: type[M] | None = None):
+    """Declare a job's config section (``zoo:``, ``benchmark:`` ...); also a class decorator."""
+    if model is None:
+        def deco(cls: type[M]) -> type[M]:
+            _SECTIONS[name] = cls
+            return cls
+
+        return deco
     _SECTIONS[name] = model
     return model
 
