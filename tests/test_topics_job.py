@@ -96,7 +96,7 @@ def test_cli_errors_are_one_line_and_leave_no_outputs(tmp_path, args, message):
 def test_gpu_branch_schedules_gpu_actors_when_ray_reports_a_gpu(tmp_path):
     """ray.init(num_gpus=1) on a CPU machine fakes a GPU: the plan must use it, the
     embedding actor must be scheduled with num_gpus and still run (torch picks CPU)."""
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import ray, ray.data, tempfile
         ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=128*1024*1024,
                  _temp_dir=tempfile.mkdtemp(prefix="crg", dir="/tmp"))
@@ -105,8 +105,8 @@ def test_gpu_branch_schedules_gpu_actors_when_ray_reports_a_gpu(tmp_path):
         plan = plan_actor_pool(cluster_resources())
         assert plan.device == "gpu" and plan.ray_options()["num_gpus"] == 1.0, plan
         assert choose_device("auto", cluster_resources()) == "gpu"
-        ds = ray.data.from_items([{{"id": str(i), "text": f"sentence {{i}}"}} for i in range(8)])
-        out = ds.map_batches(EmbeddingActor, fn_constructor_kwargs={{"model": "builtin:minilm"}},
+        ds = ray.data.from_items([{"id": str(i), "text": f"sentence {i}"} for i in range(8)])
+        out = ds.map_batches(EmbeddingActor, fn_constructor_kwargs={"model": "builtin:minilm"},
                              batch_format="pyarrow", batch_size=4,
                              compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options())
         rows = out.take_all()
