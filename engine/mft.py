@@ -1,0 +1,130 @@
+"""Pure parts of Li et al.'s MFT generation: parsing LLM output, de-duplication, gates.
+
+Parsers never raise on malformed output: they return what they could read and count
+the rest, so a model that ignores the format costs cases, not the job.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# "Test Case 1: <summary> Customer Review: <review>" with any spacing/markdown between.
+_CASE = re.compile(
+    r"Test\s*Case\s*\d+\s*[:.\-]\s*(?P<summary>.*?)\s*\**\s*Customer\s*Review\s*\**\s*[:\-]\s*(?P<review>.*?)"
+    r"(?=\n?\s*\**\s*Test\s*Case\s*\d+|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
+_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
+_LABEL = re.compile(r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)",
+                    re.IGNORECASE)
+_REASON = re.compile(r"Reason\s*[:\-]\s*(?P<reason>.+)", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass
+class ParseStats:
+    """What a parser saw: outputs read, items produced, outputs with nothing usable."""
+
+    outputs: int = 0
+    items: int = 0
+    unparsed: int = 0
+    examples: list[str] = field(default_factory=list)  # a few unparsed outputs, for the report
+
+    def add(self, raw: str, n_items: int) -> None:
+        self.outputs += 1
+        self.items += n_items
+        if n_items == 0:
+            self.unparsed += 1
+            if len(self.examples) < 3:
+                self.examples.append(raw[:300])
+
+
+def _clean(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip(" *")  # markdown bold around fields
+    text = text.strip('"“”').strip()
+    return re.sub(r"^\[|\]$", "", text).strip()
+
+
+def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str, str]]:
+    """(topic summary, review) pairs from a Figure 5/6-style answer."""
+    pairs = []
+    for m in _CASE.finditer(raw or ""):
+        if m.group("review").strip().startswith("["):  # the format's placeholder echoed back
+            continue
+        summary = _clean(m.group("summary"))
+        review = _clean(m.group("review").strip().split("\n\n")[0])
+        if len(review.split()) >= 2:
+            pairs.append((summary, review))
+    if stats is not None:
+        stats.add(raw or "", len(pairs))
+    return pairs
+
+
+def format_mft_cases(pairs: list[tuple[str, str]]) -> str:
+    """Pairs back into the answer format, for the few-shot example of Figure 6."""
+    return "\n".join(f"Test Case {i}: {s}\nCustomer Review: {r}" for i, (s, r) in enumerate(pairs, 1))
+
+
+def parse_paraphrases(raw: str, original: str, n: int, stats: ParseStats | None = None) -> list[str]:
+    """Up to ``n`` numbered or bulleted rephrasings, excluding copies of the original."""
+    seen = {normalize_text(original)}
+    out = []
+    for m in _NUMBERED.finditer(raw or ""):
+        text = _clean(m.group("text"))
+        key = normalize_text(text)
+        if len(text.split()) >= 2 and key not in seen and not text.startswith("["):
+            seen.add(key)
+            out.append(text)
+        if len(out) == n:
+            break
+    if stats is not None:
+        stats.add(raw or "", len(out))
+    return out
+
+
+def parse_label(raw: str, stats: ParseStats | None = None) -> tuple[str | None, str]:
+    """("positive" | "negative" | "hard" | None, reason) from a Figure 9-style answer."""
+    m = _LABEL.search(raw or "")
+    label = None
+    if m:
+        word = m.group("label").lower()
+        label = "hard" if word.startswith("hard") or word == "neutral" else word
+    reason = _REASON.search(raw or "")
+    if stats is not None:
+        stats.add(raw or "", int(label is not None))
+    return label, _clean(reason.group("reason")) if reason else ""
+
+
+def normalize_text(text: str) -> str:
+    """Key for exact de-duplication: case, accents, punctuation and spacing ignored."""
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    return re.sub(r"[^a-z0-9]+", " ", text).strip()
+
+
+def dedupe_exact(texts: list[str]) -> list[int]:
+    """Indices of the first occurrence of each normalized text."""
+    seen: set[str] = set()
+    keep = []
+    for i, t in enumerate(texts):
+        key = normalize_text(t)
+        if key and key not in seen:
+            seen.add(key)
+            keep.append(i)
+    return keep
+
+
+def dedupe_near(embeddings: np.ndarray, threshold: float) -> list[int]:
+    """Greedy near-duplicate removal: keep a row unless its cosine similarity to an
+    already kept row is >= ``threshold``. Rows are expected L2-normalised."""
+    kept: list[int] = []
+    if len(embeddings) == 0:
+        return kept
+    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+    unit = embeddings / np.where(norms == 0, 1, norms)
+    for i in range(len(unit)):
+        if not kept or float(np.max(unit[kept] @ unit[i])) < threshold:
+            kept.append(i)
+    return kept
