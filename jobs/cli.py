@@ -12,6 +12,7 @@ from jobs.app import app
 # Importing a job module registers its command (and its config section).
 import jobs.topics  # noqa: E402,F401
 import jobs.demo  # noqa: E402,F401
+import jobs.benchmark  # noqa: E402,F401
 import jobs.templates  # noqa: E402,F401
 
 

@@ -1,0 +1,104 @@
+"""Benchmark inputs (pure): reading suite files, case versions, de-duplicated model inputs.
+
+Every model sees each distinct (text, text_pair) once: INV/DIR cases share texts with
+the cases they perturb, versions of a suite share their seeds' sentences, and several
+suites are often built from the same corpus, so predictions are made on the unique
+inputs and mapped back to the cases.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from engine.errors import InputError
+from engine.schema import validate_cases
+from engine.stages import open_filesystem
+
+PREPARED_EXTRA = [
+    pa.field("part", pa.int32()),  # which input table (suite file) the case came from
+    pa.field("version", pa.string()),  # suite version (meta "version", else provenance.seed)
+    pa.field("input_key", pa.int64()),  # row of the unique-inputs table
+]
+
+
+def read_suite(uri: str) -> pa.Table:
+    """One suite file as a validated test-case table; one-line errors naming the file."""
+    fs, path = open_filesystem(uri)
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"{uri}: suite file not found")
+    try:
+        table = pq.read_table(path, filesystem=fs)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{uri}: not a readable Parquet suite: {exc}") from None
+    return check_suite(table, uri)
+
+
+def check_suite(table: pa.Table, name: str) -> pa.Table:
+    """Validate a suite table: schema, non-empty, every ``perturbs`` id present."""
+    try:
+        table = validate_cases(table)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    if table.num_rows == 0:
+        raise InputError(f"{name}: suite has no test cases")
+    ids = set(table.column("case_id").to_pylist())
+    dangling = {p for p in table.column("perturbs").to_pylist() if p is not None} - ids
+    if dangling:
+        example = sorted(dangling)[0]
+        raise InputError(f"{name}: {len(dangling)} perturbs id(s) name no case in the file (e.g. '{example}')")
+    return table
+
+
+def case_versions(table: pa.Table) -> pa.Array:
+    """Version of each case: ``version`` in its meta JSON, else its provenance seed, else null."""
+    seeds = pc.struct_field(table.column("provenance"), "seed").to_pylist() if table.num_rows else []
+    versions = []
+    for meta, seed in zip(table.column("meta").to_pylist(), seeds):
+        version = None
+        if meta:
+            try:
+                parsed = json.loads(meta)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict) and parsed.get("version") is not None:
+                version = str(parsed["version"])
+        if version is None and seed is not None:
+            version = str(seed)
+        versions.append(version)
+    return pa.array(versions, pa.string())
+
+
+def prepare_cases(parts: Sequence[pa.Table], dedup: bool = True) -> tuple[pa.Table, pa.Table]:
+    """(cases, inputs): all suites' cases with part/version/input_key columns, and the
+    inputs models must score (``input_key``, ``text``, ``text_pair``)."""
+    if not parts:
+        raise InputError("no suites given")
+    tables, keys = [], {}
+    texts: list[str] = []
+    pairs: list[str | None] = []
+    for index, part in enumerate(parts):
+        part = check_suite(part, f"suite #{index + 1}")
+        part_keys = []
+        for text, pair in zip(part.column("text").to_pylist(), part.column("text_pair").to_pylist()):
+            key = keys.get((text, pair)) if dedup else None
+            if key is None:
+                key = len(texts)
+                texts.append(text)
+                pairs.append(pair)
+                if dedup:
+                    keys[(text, pair)] = key
+            part_keys.append(key)
+        tables.append(part
+                      .append_column(PREPARED_EXTRA[0], pa.array([index] * part.num_rows, pa.int32()))
+                      .append_column(PREPARED_EXTRA[1], case_versions(part))
+                      .append_column(PREPARED_EXTRA[2], pa.array(part_keys, pa.int64())))
+    inputs = pa.table({"input_key": pa.array(range(len(texts)), pa.int64()),
+                       "text": pa.array(texts, pa.string()), "text_pair": pa.array(pairs, pa.string())})
+    return pa.concat_tables(tables), inputs

@@ -1,0 +1,169 @@
+"""CheckList expectations: did a model pass each test case? (pure; numpy in, numpy out)
+
+* MFT: the predicted label equals ``expected_label``.
+* INV: the predicted label equals the prediction on the case named in ``perturbs``.
+* DIR (``relation`` up/down): the probability of ``expected_label`` does not decrease
+  (up) / increase (down) by more than ``dir_tolerance`` relative to the perturbed case.
+  With a null ``expected_label`` the label is the perturbed case's predicted label, as
+  CheckList's ``Expect.monotonic(label=None)`` does. CheckList's library default
+  tolerance is 0, but its released suites use 0.1 for every DIR test; we default to 0.1.
+
+Binary models meet "neutral" expectations by CheckList's convention: a model with a
+positive and a negative label predicts neutral when P(positive) lies inside the neutral
+band (default [1/3, 2/3]). The rule applies only to suites that expect the neutral label
+(elsewhere a binary model predicts by argmax), so the same model's predictions on a
+binary suite are unaffected. For DIR on "neutral" the score is 1 - 2|P(positive) - 1/2|
+(highest at the band's centre). A suite expecting a label the model cannot produce and
+no rule covers is a label-map mismatch: every case of that suite gets the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+MFT, INV, DIR = "MFT", "INV", "DIR"
+UP, DOWN, SAME = "up", "down", "same"
+
+
+@dataclass(frozen=True)
+class ExpectationSettings:
+    neutral_label: str = "neutral"
+    positive_label: str = "positive"
+    negative_label: str = "negative"
+    neutral_band: tuple[float, float] = (1 / 3, 2 / 3)  # inclusive P(positive) range
+    dir_tolerance: float = 0.1
+
+
+@dataclass
+class Evaluation:
+    """Per-case outcome for one model on a table of cases (aligned with its rows)."""
+
+    predicted: np.ndarray  # object array of label strings (None where errored)
+    passed: np.ndarray  # object array of True/False/None (None: could not be evaluated)
+    error: list[str | None]
+
+
+def neutral_rule_applies(expected: Iterable[str], model_labels: Sequence[str], s: ExpectationSettings) -> bool:
+    """True when a binary positive/negative model must meet neutral expectations."""
+    labels = set(model_labels)
+    return (
+        s.neutral_label in set(expected)
+        and s.neutral_label not in labels
+        and len(labels) == 2
+        and {s.positive_label, s.negative_label} == labels
+    )
+
+
+def label_map_error(suite: str, expected: Iterable[str], model_labels: Sequence[str],
+                    s: ExpectationSettings) -> str | None:
+    """One-line error when the suite expects labels the model cannot produce, else None."""
+    expected = set(expected)
+    missing = expected - set(model_labels)
+    if neutral_rule_applies(expected, model_labels, s):
+        missing.discard(s.neutral_label)
+    if not missing:
+        return None
+    return (f"label-map mismatch: suite '{suite}' expects {sorted(missing)} "
+            f"but the model's labels are {list(model_labels)}")
+
+
+def predict_labels(probs: np.ndarray, model_labels: Sequence[str], neutral: bool,
+                   s: ExpectationSettings) -> np.ndarray:
+    """Predicted label per row: argmax, or the neutral band rule for binary models."""
+    labels = np.asarray(list(model_labels), dtype=object)
+    predicted = labels[np.argmax(probs, axis=1)]
+    if neutral:
+        p_pos = probs[:, list(model_labels).index(s.positive_label)]
+        lo, hi = s.neutral_band
+        predicted = np.where((p_pos >= lo) & (p_pos <= hi), s.neutral_label, predicted).astype(object)
+    return predicted
+
+
+def label_scores(probs: np.ndarray, model_labels: Sequence[str], wanted: np.ndarray,
+                 s: ExpectationSettings) -> np.ndarray:
+    """P(wanted[i]) for each row i; NaN where the model has no such label or rule."""
+    index = {label: j for j, label in enumerate(model_labels)}
+    scores = np.full(len(wanted), np.nan)
+    for label in set(wanted.tolist()) - {None}:
+        rows = wanted == label
+        if label in index:
+            scores[rows] = probs[rows, index[label]]
+        elif label == s.neutral_label and s.positive_label in index and len(index) == 2:
+            scores[rows] = 1.0 - 2.0 * np.abs(probs[rows, index[s.positive_label]] - 0.5)
+    return scores
+
+
+def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[str],
+                   s: ExpectationSettings) -> Evaluation:
+    """Evaluate one model on ``cases`` (TEST_CASE_SCHEMA rows; ``perturbs`` ids resolve
+    within this table). ``probs[i]`` is the model's output on row i."""
+    n = cases.num_rows
+    suites = np.asarray(cases.column("suite").to_pylist(), dtype=object)
+    expected = np.asarray(cases.column("expected_label").to_pylist(), dtype=object)
+    test_type = np.asarray(cases.column("test_type").to_pylist(), dtype=object)
+    relation = np.asarray(cases.column("relation").to_pylist(), dtype=object)
+    predicted = np.full(n, None, dtype=object)
+    error: list[str | None] = [None] * n
+
+    for suite in dict.fromkeys(suites.tolist()):
+        rows = np.flatnonzero(suites == suite)
+        wanted = {e for e in expected[rows].tolist() if e is not None}
+        problem = label_map_error(suite, wanted, model_labels, s)
+        if problem:
+            for i in rows:
+                error[i] = problem
+            continue
+        neutral = neutral_rule_applies(wanted, model_labels, s)
+        predicted[rows] = predict_labels(probs[rows], model_labels, neutral, s)
+
+    ids = {cid: i for i, cid in enumerate(cases.column("case_id").to_pylist())}
+    perturbs = cases.column("perturbs").to_pylist()
+    ref = np.array([ids.get(p, -1) if p is not None else -1 for p in perturbs], dtype=np.int64)
+    passed = np.full(n, None, dtype=object)
+
+    def settle(rows: np.ndarray, ok: np.ndarray) -> None:
+        for i, value in zip(rows.tolist(), ok.tolist()):
+            if error[i] is None:
+                passed[i] = bool(value)
+
+    usable = np.array([e is None for e in error])
+    mft = np.flatnonzero((test_type == MFT) & usable)
+    no_label = mft[expected[mft] == None]  # noqa: E711 (object array comparison)
+    for i in no_label:
+        error[i] = "MFT case has no expected_label"
+    mft = mft[expected[mft] != None]  # noqa: E711
+    settle(mft, predicted[mft] == expected[mft])
+
+    pairwise = np.flatnonzero((test_type != MFT) & usable)
+    for i in pairwise[ref[pairwise] < 0]:
+        error[i] = f"perturbed case '{perturbs[i]}' is not in the suite"
+    pairwise = pairwise[ref[pairwise] >= 0]
+    for i in pairwise[[error[r] is not None for r in ref[pairwise]]]:
+        error[i] = f"perturbed case '{perturbs[i]}' could not be evaluated"
+    pairwise = pairwise[[error[i] is None for i in pairwise]]
+
+    inv = pairwise[test_type[pairwise] == INV]
+    bad_rel = inv[[r not in (None, SAME) for r in relation[inv]]]
+    for i in bad_rel:
+        error[i] = f"INV case has relation '{relation[i]}' (expected 'same' or none)"
+    inv = inv[[r in (None, SAME) for r in relation[inv]]]
+    settle(inv, predicted[inv] == predicted[ref[inv]])
+
+    dirs = pairwise[test_type[pairwise] == DIR]
+    for i in dirs[[r not in (UP, DOWN) for r in relation[dirs]]]:
+        error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
+    dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
+    if len(dirs):
+        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])  # noqa: E711
+        after = label_scores(probs[dirs], model_labels, label, s)
+        before = label_scores(probs[ref[dirs]], model_labels, label, s)
+        up = relation[dirs] == UP
+        ok = np.where(up, after >= before - s.dir_tolerance, after <= before + s.dir_tolerance)
+        for i in dirs[np.isnan(after) | np.isnan(before)]:
+            error[i] = f"model cannot score label '{expected[i]}'"
+        settle(dirs, ok)
+    return Evaluation(predicted=predicted, passed=passed, error=error)
