@@ -43,3 +43,20 @@ def minilm_path() -> str:
     from actors.embedder import resolve_model
 
     return resolve_model("builtin:minilm")
+
+
+TOPICS_DOCS = 2000
+
+
+@pytest.fixture(scope="session")
+def topics_run_2000(ray_session, tmp_path_factory):
+    """One topics run on 2,000 real sentences (4 clusters, 6 representatives each),
+    shared by the topics-job tests and the jobs that consume a topics run."""
+    from engine.config import load_config
+    from jobs.topics import run_topics
+
+    out = tmp_path_factory.mktemp("topics")
+    cfg = load_config(None, {"corpus.sample": TOPICS_DOCS, "topics.clusterer.n_clusters": 4,
+                             "topics.representatives.top_k": 6})
+    run_topics(cfg, str(out))
+    return cfg, out

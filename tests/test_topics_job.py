@@ -9,21 +9,16 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from engine.config import load_config
 from jobs.topics import run_topics
 
 pytestmark = pytest.mark.ray
 
-N_DOCS = 2000
+from conftest import TOPICS_DOCS as N_DOCS
 
 
 @pytest.fixture(scope="module")
-def topics_run(ray_session, tmp_path_factory):
-    out = tmp_path_factory.mktemp("topics")
-    cfg = load_config(None, {"corpus.sample": N_DOCS, "topics.clusterer.n_clusters": 4,
-                             "topics.representatives.top_k": 6})
-    run_topics(cfg, str(out))
-    return cfg, out
+def topics_run(topics_run_2000):
+    return topics_run_2000
 
 
 @pytest.mark.timeout(420)
