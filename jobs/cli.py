@@ -15,6 +15,7 @@ import jobs.demo  # noqa: E402,F401
 import jobs.benchmark  # noqa: E402,F401
 import jobs.templates  # noqa: E402,F401
 import jobs.zoo  # noqa: E402,F401
+import jobs.mft  # noqa: E402,F401
 
 
 def main() -> None:

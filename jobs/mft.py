@@ -214,18 +214,45 @@ def to_suite(cases: pa.Table, generator: str) -> pa.Table:
     return make_cases(unique.values())
 
 
+class LazyChat:
+    """Starts the generator on first use and frees its actors on ``close``."""
+
+    def __init__(self, start):
+        self._start, self._chat = start, None
+
+    def __call__(self, messages_list, params):
+        if self._chat is None:
+            self._chat = self._start()
+        return self._chat(messages_list, params)
+
+    def close(self) -> None:
+        if self._chat is not None:
+            self._chat.close()
+            self._chat = None
+
+
 def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> RunDir:
     """Run the job; ``chat``/``embed`` default to the configured LLM actor pool and embedder."""
     from jobs.mft_report import mft_sections
     from jobs.mft_runtime import open_chat, open_embedder
 
     m: MFTConfig = cfg.section("mft")
-    chat = chat or open_chat(cfg)
     embed = embed or open_embedder(m.embedder)
     run = RunDir(out)
     runner = StageRunner(run, on_stage=stage_printer("mft"))
-    runner.run_all([representatives_stage(cfg, topics_dir), generation_stage(cfg, chat, embed), mft_topics_stage(cfg, embed)])
-    suite = to_suite(runner.output("mft_topics"), generator=getattr(chat, "name", "llm"))
+    runner.run_stage(representatives_stage(cfg, topics_dir))
+    owned = chat is None
+    if owned:
+        # The LLM actors start only when generation must run (not on a cached rerun).
+        chat = LazyChat(lambda: open_chat(cfg))
+    try:
+        runner.run_stage(generation_stage(cfg, chat, embed))
+    finally:
+        if owned:
+            chat.close()
+    runner.run_stage(mft_topics_stage(cfg, embed))
+    generator = cfg.section("llm").model if owned else getattr(chat, "name", "llm")
+    suite = to_suite(runner.output("mft_topics"), generator=generator)
     run.write_table("suite.parquet", suite)
     evaluation = None
     if m.models:

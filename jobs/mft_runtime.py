@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from engine.config import CheckrayConfig
+from engine.llm import Generation, GenerationParams
 
 
 def open_embedder(model: str) -> Callable[[list[str]], np.ndarray]:
@@ -22,5 +23,24 @@ def open_embedder(model: str) -> Callable[[list[str]], np.ndarray]:
     return embed
 
 
-def open_chat(cfg: CheckrayConfig):
-    raise NotImplementedError("wired to actors/llm once the generator actor lands")
+class GeneratorChat:
+    """``chat(messages_list, params)`` over a started generator actor pool."""
+
+    def __init__(self, generator):
+        self.generator = generator
+        self.name = generator.name
+
+    def __call__(self, messages_list: Sequence, params: GenerationParams) -> list[Generation]:
+        return self.generator.chat(messages_list, params)
+
+    def close(self) -> None:
+        self.generator.close()
+
+
+def open_chat(cfg: CheckrayConfig) -> GeneratorChat:
+    """Start the ``llm:`` backend as Ray actors (vLLM on GPU clusters, else local/http)."""
+    from actors.llm.actor import start_generator
+    from engine.runtime import init_ray
+
+    init_ray(cfg.runtime)
+    return GeneratorChat(start_generator(cfg.section("llm")))
