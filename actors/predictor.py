@@ -34,7 +34,7 @@ class ModelPredictor:
     """Holds one model. Errors while loading are kept and reported by ``status``, because
     an exception in an actor's constructor only surfaces later as an opaque actor death."""
 
-    def __init__(self, spec: dict, threads: int = 1, import_paths: Sequence[str] = ()):
+    def __init__(self, spec: dict, threads: int = 1, import_paths: Sequence[str] = (), head_only: bool = False):
         # A local Ray does not give workers the driver's sys.path; "callable" models named
         # as module:function from a script's folder must still import.
         for path in import_paths:
@@ -47,7 +47,12 @@ class ModelPredictor:
         self.labels: list[str] = list(self.spec.labels)
         start = time.perf_counter()
         try:
-            self.model = load_model(self.spec)
+            if head_only:  # embeddings come from a SharedEncoder: load the head alone
+                from actors.models.sklearn_models import EncoderHeadModel, load_estimator
+
+                self.model = EncoderHeadModel(self.spec, load_estimator(self.spec), encoder=None)
+            else:
+                self.model = load_model(self.spec)
             self.labels = list(self.model.labels)
         except Exception as exc:  # any adapter failure becomes this model's error
             self.model, self.error = None, one_line(exc)
@@ -61,9 +66,18 @@ class ModelPredictor:
     def predict(self, texts: list[str], pairs: list[str | None] | None) -> np.ndarray:
         if self.model is None:
             raise RuntimeError(self.error or "model is not loaded")
-        probs = np.asarray(self.model.predict_proba(texts, pairs), dtype=np.float32)
-        if probs.shape != (len(texts), len(self.labels)):
-            raise ValueError(f"predict_proba returned shape {probs.shape}, expected {(len(texts), len(self.labels))}")
+        return self._checked(self.model.predict_proba(texts, pairs), len(texts))
+
+    def predict_embedded(self, embeddings: np.ndarray) -> np.ndarray:
+        """Head probabilities for a batch of embeddings from a shared encoder."""
+        if self.model is None:
+            raise RuntimeError(self.error or "model is not loaded")
+        return self._checked(self.model.predict_embeddings(embeddings), len(embeddings))
+
+    def _checked(self, probs, n: int) -> np.ndarray:
+        probs = np.asarray(probs, dtype=np.float32)
+        if probs.shape != (n, len(self.labels)):
+            raise ValueError(f"predict_proba returned shape {probs.shape}, expected {(n, len(self.labels))}")
         return probs
 
 
@@ -75,8 +89,9 @@ class ModelRun:
     labels: list[str]
     probs: np.ndarray | None
     error: str | None = None
-    load_seconds: float = 0.0
-    predict_seconds: float = 0.0
+    load_seconds: float = 0.0  # loading the model inside its actor
+    ready_seconds: float = 0.0  # actor requested -> model loaded (process start, imports, load)
+    predict_seconds: float = 0.0  # model loaded -> last batch back
 
 
 def plan_predictors(resources: Mapping[str, float], backend: Literal["auto", "cpu", "gpu"], n_models: int,
@@ -110,11 +125,12 @@ def batch_order(rows: Sequence[int], pairs: Sequence[str | None] | None) -> list
 
 def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequence[str | None] | None,
                 plan: ActorPlan, batch_size: int, in_flight: int = 2, on_event: Event | None = None,
-                needed: Mapping[str, Sequence[int]] | None = None) -> dict[str, ModelRun]:
+                needed: Mapping[str, Sequence[int]] | None = None, share_encoders: bool = True) -> dict[str, ModelRun]:
     """Run every model on ``texts`` (and ``pairs``) in concurrent actors.
 
     ``needed[model]`` limits a model to some rows (the others stay NaN): no time is spent
-    on suites whose labels the model cannot produce.
+    on suites whose labels the model cannot produce. With ``share_encoders``, heads on one
+    sentence encoder read embeddings computed once (``actors.shared_encoder``).
     """
     import ray
 
@@ -135,12 +151,21 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
 
     actor_cls = ray.remote(max_restarts=0)(ModelPredictor).options(**plan.ray_options())
     import_paths = [p for p in sys.path if p and os.path.isdir(p)]
+    feeds: dict[str, list] = {}  # head model -> embedding refs, one per batch
+    encoders: dict[str, object] = {}  # head model -> its shared encoder actor
+    if share_encoders:
+        from actors.shared_encoder import start_shared_encoders
+
+        # The encoder does most of the group's work: give it the cores a model would get alone.
+        threads = max(1, min(8, int(ray.cluster_resources().get("CPU", 1))))
+        feeds, encoders = start_shared_encoders(pending, rows_of, texts, pairs, batch_size, plan, threads,
+                                                import_paths)
     active: dict[str, dict] = {}  # model -> actor, its batch refs and its probabilities
     waiting: dict = {}  # ObjectRef -> (model, kind, batch start)
 
     def start_next() -> None:
         spec = pending.pop(0)
-        actor = actor_cls.remote(spec.model_dump(mode="json"), plan.threads, import_paths)
+        actor = actor_cls.remote(spec.model_dump(mode="json"), plan.threads, import_paths, spec.name in feeds)
         active[spec.name] = {"actor": actor, "spec": spec, "next": 0, "out": None, "done": 0, "t0": time.perf_counter()}
         waiting[actor.status.remote()] = (spec.name, "status", -1)
 
@@ -152,7 +177,10 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
             batch_pairs = None if pairs is None else [pairs[i] for i in batch]
             if batch_pairs is not None and all(p is None for p in batch_pairs):
                 batch_pairs = None
-            ref = state["actor"].predict.remote([texts[i] for i in batch], batch_pairs)
+            if name in feeds:
+                ref = state["actor"].predict_embedded.remote(feeds[name][state["next"] // batch_size])
+            else:
+                ref = state["actor"].predict.remote([texts[i] for i in batch], batch_pairs)
             waiting[ref] = (name, "predict", state["next"])
             state["next"] += len(batch)
 
@@ -161,8 +189,11 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
         for ref in [r for r, v in waiting.items() if v[0] == name]:
             del waiting[ref]
         ray.kill(state["actor"])
+        encoder = encoders.pop(name, None)
+        if encoder is not None and not any(e is encoder for e in encoders.values()):
+            ray.kill(encoder)  # its last head is done
         run = runs[name]
-        run.predict_seconds = time.perf_counter() - state["t0"] - run.load_seconds
+        run.predict_seconds = time.perf_counter() - state["t0"] - run.ready_seconds
         total = len(rows_of[name])
         if error:
             run.error, run.probs = error, None
@@ -186,7 +217,7 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
             continue
         if kind == "status":
             labels, error, load_seconds = value
-            runs[name] = ModelRun(name, labels, None, error, load_seconds)
+            runs[name] = ModelRun(name, labels, None, error, load_seconds, time.perf_counter() - state["t0"])
             if error:
                 finish(name, error)
                 continue

@@ -45,6 +45,7 @@ class BenchmarkConfig(Section):
     backend: Backend = "auto"
     gpu_fraction: Optional[float] = Field(default=None, gt=0, le=1)  # None: GPUs shared evenly
     dedup_texts: bool = True  # score each distinct (text, text_pair) once per model
+    share_encoders: bool = True  # st_head models on one encoder read embeddings computed once
     neutral_label: str = "neutral"
     positive_label: str = "positive"
     negative_label: str = "negative"
@@ -78,7 +79,8 @@ RESULTS_SCHEMA = pa.schema([
 MODELS_SCHEMA = pa.schema([
     pa.field("model", pa.string()), pa.field("family", pa.string()), pa.field("labels", pa.list_(pa.string())),
     pa.field("accuracy", pa.float64()), pa.field("error", pa.string()), pa.field("load_seconds", pa.float64()),
-    pa.field("predict_seconds", pa.float64()), pa.field("probs", pa.list_(pa.float32())),
+    pa.field("ready_seconds", pa.float64()), pa.field("predict_seconds", pa.float64()),
+    pa.field("probs", pa.list_(pa.float32())),
 ])
 
 
@@ -164,13 +166,15 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         plan = plan_predictors(cluster_resources(), bench.backend, len(specs), bench.max_concurrent_models,
                                bench.gpu_fraction)
         with model_progress([s.name for s in specs], len(texts)) as on_event:
-            runs = predict_all(specs, texts, pairs, plan, bench.batch_size, bench.in_flight, on_event, needed)
+            runs = predict_all(specs, texts, pairs, plan, bench.batch_size, bench.in_flight, on_event, needed,
+                               bench.share_encoders)
         rows = []
         for spec in specs:
             r = runs[spec.name]
             flat = None if r.probs is None else r.probs.reshape(-1).tolist()
             rows.append({"model": spec.name, "family": spec.family, "labels": r.labels, "accuracy": spec.accuracy,
-                         "error": r.error, "load_seconds": r.load_seconds, "predict_seconds": r.predict_seconds,
+                         "error": r.error, "load_seconds": r.load_seconds, "ready_seconds": r.ready_seconds,
+                         "predict_seconds": r.predict_seconds,
                          "probs": flat})
         return {"models": pa.Table.from_pylist(rows, schema=MODELS_SCHEMA)}
 

@@ -90,6 +90,7 @@ def _registry(tmp_path) -> str:
         {"name": "exploding", "family": "callable", "path": "fake_models:exploding_sentiment"},
         {"name": "typo", "family": "no_such_family", "path": "x"},
         {"name": "missing", "family": "callable", "path": "no_such_model_file:predict"},
+        {"name": "gone", "family": "sklearn", "path": str(tmp_path / "deleted_model.joblib")},
     ]
     path = tmp_path / "zoo.yaml"
     path.write_text(yaml.safe_dump({"models": models}))
@@ -116,7 +117,7 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     summary = pq.read_table(out / "summary.parquet")
     html = (out / "leaderboard.html").read_text()
     n_cases = 48 + 3 + 1
-    assert results.num_rows == 6 * n_cases
+    assert results.num_rows == 7 * n_cases
 
     # The negation-aware model passes every MFT of the basics suite; the naive one fails negation.
     keyword = _rows(results, "keyword", suite="basics")
@@ -139,7 +140,8 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     assert nli.column("pass").to_pylist() == [None] and "label-map mismatch" in nli.column("error")[0].as_py()
 
     # Failing models are marked, the others finished.
-    for model, needle in (("exploding", "kaboom"), ("typo", "unknown family"), ("missing", "no_such_model_file")):
+    for model, needle in (("exploding", "kaboom"), ("typo", "unknown family"), ("missing", "no_such_model_file"),
+                          ("gone", "deleted_model.joblib")):
         rows = _rows(results, model)
         assert rows.column("pass").null_count == n_cases
         assert needle in rows.column("error")[0].as_py()
@@ -158,7 +160,7 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
 @pytest.mark.ray
 @pytest.mark.timeout(120)
 def test_run_benchmark_in_process_without_dedup_gives_the_same_results(ray_session):
-    from engine.models import ModelSpec
+    from engine.models import ModelSpec, load_model
     from jobs.benchmark import BenchmarkConfig, run_benchmark
 
     specs = [ModelSpec(name="keyword", family="callable", path="fake_models:keyword_sentiment")]
@@ -187,7 +189,8 @@ def test_bad_suites_are_one_line_errors(tmp_path, suite_files):
         assert isinstance(res.exception, InputError), res.output
         assert needle in str(res.exception) and str(suite) in str(res.exception)
     res = _invoke("--models", str(tmp_path / "nope.yaml"), "--suites", suite_files[0], "--out", str(tmp_path / "o"))
-    assert isinstance(res.exception, InputError) and "registry not found" in str(res.exception)
+    assert isinstance(res.exception, InputError)
+    assert "nope.yaml" in str(res.exception) and "not found" in str(res.exception)
 
 
 def test_cli_prints_one_line_and_exits_2(tmp_path):
@@ -196,3 +199,33 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=HERE.parent)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'absent.parquet'}: suite file not found"]
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(240)
+def test_heads_on_one_encoder_share_its_embeddings(ray_session, tmp_path, minilm_path):
+    """Two st_head models: embeddings computed once in a shared encoder actor give the
+    probabilities each model computes on its own."""
+    import joblib
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from actors.shared_encoder import encoder_groups
+    from engine.models import ModelSpec, load_model
+    from jobs.benchmark import BenchmarkConfig, run_benchmark
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 384)), np.array(["negative", "positive"] * 20)
+    specs = []
+    for i, C in enumerate((0.1, 10.0)):
+        joblib.dump(LogisticRegression(C=C).fit(X, y), tmp_path / f"head{i}.joblib")
+        specs.append(ModelSpec(name=f"head{i}", family="st_head", path=str(tmp_path / f"head{i}.joblib"),
+                               options={"encoder": minilm_path}))
+    assert list(encoder_groups(specs, {"head0": [0, 1], "head1": [0, 1]}, None).values()) == [["head0", "head1"]]
+    cases = neutral_suite()
+    shared, _ = run_benchmark(cases, specs, BenchmarkConfig(batch_size=2))
+    assert shared.column("error").null_count == shared.num_rows
+    got = np.array(shared.column("probabilities").to_pylist())
+    texts = cases.column("text").to_pylist()
+    alone = np.vstack([load_model(spec).predict_proba(texts) for spec in specs])
+    assert got.shape == (6, 2) and np.allclose(got, alone, atol=1e-5)
