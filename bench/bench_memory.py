@@ -30,7 +30,8 @@ def write_corpus(path: Path, base_n: int, copies: int) -> int:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    base = rt_table(base_n).select(["text", "label"])
+    # Plain nullable schema: the corpus reader marks text non-null, the joined copies are not.
+    base = rt_table(base_n).select(["text", "label"]).cast(pa.schema([("text", pa.string()), ("label", pa.string())]))
     parts = [base]
     for c in range(1, copies):
         parts.append(base.set_column(0, "text", pc.binary_join_element_wise(base.column("text"), f" (copy {c})", "")))
