@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-from sklearn.model_selection import train_test_split
+
+from engine.errors import ConfigError
+from engine.training import stratified_split
 
 
 def split_ids(corpus: pa.Table, test_fraction: float = 0.2, seed: int = 0) -> dict[str, str]:
-    """``{document id: "train" | "test"}``, stratified by label when every row has one.
+    """``{document id: "train" | "test"}``: the zoo's stratified held-out split.
 
-    Deterministic for a given corpus, fraction and seed, so the zoo's held-out accuracy
-    and the MFT job's test split refer to the same documents.
+    The same corpus, fraction and seed give the zoo's held-out rows, so the zoo's
+    held-out accuracy and the MFT job's test split refer to the same documents. Corpora
+    that cannot be stratified (unlabeled rows, a singleton label) get a seeded random split.
     """
-    ids = np.array(corpus.column("id").to_pylist(), dtype=object)
+    ids = corpus.column("id").to_pylist()
     labels = corpus.column("label").to_pylist()
-    stratify = labels if None not in labels and len(set(labels)) > 1 else None
-    if stratify is not None and min(labels.count(v) for v in set(labels)) < 2:
-        stratify = None
-    train, test = train_test_split(ids, test_size=test_fraction, random_state=seed, stratify=stratify)
-    return {**{i: "train" for i in train}, **{i: "test" for i in test}}
+    try:
+        if None in labels:
+            raise ConfigError("unlabeled rows")
+        held = stratified_split(np.array(labels, dtype=object), test_fraction, seed)
+    except ConfigError:
+        rng = np.random.default_rng(seed)
+        held = np.zeros(len(ids), dtype=bool)
+        held[rng.choice(len(ids), size=max(1, int(round(test_fraction * len(ids)))), replace=False)] = True
+    return {doc: ("test" if h else "train") for doc, h in zip(ids, held)}

@@ -1,17 +1,25 @@
 """``checkray demo``: the whole engine on the embedded default, ending in one report.
 
-Each method adds its job here as it lands; the report concatenates their sections.
+Local Ray on CPU, packaged models, the bundled Rotten Tomatoes sentences:
+
+    topics -> templates suite -> model zoo -> MFTs (LLM) -> benchmark (zoo x every suite)
+           -> one report (topics, zoo, leaderboard, MFT gates, Tables 7/8)
+
+Each method adds its job here as it lands. Every step checkpoints under its own
+sub-directory, so a rerun after a crash resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Optional
 
+import pyarrow.compute as pc
 import typer
 
-from engine.config import load_config
-from engine.report import render
+from engine.config import CheckrayConfig, load_config
+from engine.report import Section, render, table_html
 from engine.runtime import init_ray
 from engine.stages import RunDir, StageRunner
 from jobs.app import app
@@ -20,25 +28,75 @@ from jobs.console import console, stage_printer
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 
 
+def demo_topics(cfg: CheckrayConfig, run: RunDir) -> list[Section]:
+    from jobs import topics
+
+    topics_run = RunDir(run.path("topics"))
+    runner = StageRunner(topics_run, on_stage=stage_printer("topics"))
+    runner.run_all(topics.topic_stages(cfg))
+    sections = topics.publish(runner, cfg)
+    topics_run.write_text("report.html", render("checkray · topics", sections))
+    return sections
+
+
+def demo_templates(cfg: CheckrayConfig, run: RunDir):
+    from jobs.templates import run_templates
+
+    templates_run, expansion = run_templates(cfg, run.path("templates"))
+    caps = expansion.cases.column("capability").to_pylist()
+    rows = [{"capability": c, "cases": caps.count(c)} for c in sorted(set(caps))]
+    section = Section("CheckList template suite", [table_html(rows)],
+                      f"{expansion.cases.num_rows} MFT cases expanded from {cfg.section('templates').spec}.")
+    return expansion.cases, [section]
+
+
+def demo_benchmark(cfg: CheckrayConfig, run: RunDir, suites, specs) -> list[Section]:
+    from jobs.benchmark import run_benchmark
+    from jobs.leaderboard import leaderboard_sections
+    from jobs.mft_eval import table7, table8
+
+    results, summary = run_benchmark(suites, specs, cfg, out=RunDir(run.path("benchmark")))
+    bench = cfg.section("benchmark")
+    sections = leaderboard_sections(results, summary, {s.name: s.accuracy for s in specs}, bench.examples)
+    mft = results.filter(pc.starts_with(results.column("suite"), "mft-"))
+    if mft.num_rows:
+        sections.append(Section("MFT evaluation: Table 7 layout (accuracy; ± std over versions)",
+                                [table_html(table7(mft, specs))]))
+        sections.append(Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)", [table_html(table8(mft))]))
+    return sections
+
+
 @app.command("demo")
 def demo_command(
     out: str = typer.Option("runs/demo", "--out", "-o", help="Run directory."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config (default: configs/demo.yaml)."),
 ):
     """Run every method on the bundled corpus with packaged models; write one report."""
-    from jobs import topics
+    from jobs.mft import run_mft
+    from jobs.zoo import run_zoo, zoo_section
 
     path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     cfg = load_config(path)
     init_ray(cfg.runtime)
     run = RunDir(out)
-    sections = []
+    timings, sections = [], []
 
-    topics_run = RunDir(f"{run.uri.rstrip('/')}/topics")
-    runner = StageRunner(topics_run, on_stage=stage_printer("topics"))
-    runner.run_all(topics.topic_stages(cfg))
-    sections += topics.publish(runner, cfg)
-    topics_run.write_text("report.html", render("checkray · topics", sections))
+    def step(name, fn):
+        start = time.perf_counter()
+        result = fn()
+        timings.append({"step": name, "seconds": round(time.perf_counter() - start, 1)})
+        return result
 
+    topic_sections = step("topics", lambda: demo_topics(cfg, run))
+    template_suite, template_sections = step("templates", lambda: demo_templates(cfg, run))
+    specs = step("zoo", lambda: run_zoo(cfg, run.path("zoo")))
+    mft_run, mft_sections = step("mft", lambda: run_mft(cfg, run.path("topics"), run.path("mft")))
+    from engine.benchmark_inputs import read_suite
+
+    mft_suite = read_suite(mft_run.path("suite.parquet"))
+    bench_sections = step("benchmark", lambda: demo_benchmark(cfg, run, [template_suite, mft_suite], specs))
+
+    sections = (topic_sections + template_sections + [zoo_section(specs)] + mft_sections + bench_sections
+                + [Section("Demo timings", [table_html(timings)])])
     run.write_text("report.html", render("checkray · demo report", sections, subtitle=f"config {path or 'defaults'}"))
     console.print(f"[bold green]demo report: {run.path('report.html')}[/bold green]")

@@ -231,8 +231,9 @@ class LazyChat:
             self._chat = None
 
 
-def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> RunDir:
-    """Run the job; ``chat``/``embed`` default to the configured LLM actor pool and embedder."""
+def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> tuple[RunDir, list]:
+    """Run the job; ``chat``/``embed`` default to the configured LLM actor pool and embedder.
+    Returns the run directory and the report sections."""
     from jobs.mft_report import mft_sections
     from jobs.mft_runtime import open_chat, open_embedder
 
@@ -261,7 +262,7 @@ def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=Non
         evaluation = evaluate_mft(cfg, suite, m.models, run)
     sections = mft_sections(runner, suite, evaluation)
     run.write_text("report.html", render("checkray · MFTs (Li et al.)", sections, subtitle=f"topics run {topics_dir}"))
-    return run
+    return run, sections
 
 
 @app.command("mft")
@@ -275,7 +276,7 @@ def mft_command(
 ):
     """Generate Minimum Functionality Tests from a topics run with an LLM (Li et al.)."""
     cfg = load_config(config, {"llm.backend": backend, "mft.models": models, "mft.versions": versions})
-    run = run_mft(cfg, topics, out)
+    run, _ = run_mft(cfg, topics, out)
     suite = pq.read_table(run.path("suite.parquet"), filesystem=run.fs)
     counts = json.dumps({s: suite.column("suite").to_pylist().count(s) for s in sorted(set(suite.column("suite").to_pylist()))})
     console.print(f"wrote {run.path('suite.parquet')} ({suite.num_rows} cases: {counts}) and report.html")

@@ -36,7 +36,7 @@ def _cfg(**over):
 def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     chat = RuleBasedChat(malformed_every=7)
-    run = run_mft(_cfg(), str(topics_dir), str(tmp_path / "mft"), chat=chat, embed=_embed)
+    run, _ = run_mft(_cfg(), str(topics_dir), str(tmp_path / "mft"), chat=chat, embed=_embed)
     suite = validate_cases(pq.read_table(run.path("suite.parquet")))
     names = set(suite.column("suite").to_pylist())
     assert names == {"mft-train-original", "mft-train-extended", "mft-test-original", "mft-test-extended"}
