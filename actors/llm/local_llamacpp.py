@@ -1,0 +1,76 @@
+"""llama.cpp backend (llama-cpp-python): a GGUF model on CPU, the default local engine.
+
+It memory-maps the quantized GGUF (load in about a second, no conversion) and runs
+~2x faster than transformers on the same 2 CPUs (numbers in docs/llm.md). Chat uses
+the chat template stored in the GGUF (``tokenizer.chat_template``), which
+llama-cpp-python picks up when no ``chat_format`` is forced.
+
+llama-cpp-python must be built with explicit CPU flags (see docs/llm.md): the native
+build segfaults during decode on the CI machine's CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from actors.llm.packaged import resolve_llm
+from engine.errors import InputError
+from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+
+
+def _sampling(params: GenerationParams) -> dict[str, Any]:
+    return dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
+                stop=list(params.stop) or None, seed=params.seed)
+
+
+def _from_response(resp: dict[str, Any], chat: bool) -> Generation:
+    usage = resp.get("usage") or {}
+    choice = (resp.get("choices") or [{}])[0]
+    text = (choice.get("message") or {}).get("content") if chat else choice.get("text")
+    return make_generation(text, choice.get("finish_reason"), int(usage.get("prompt_tokens", 0)),
+                           int(usage.get("completion_tokens", 0)))
+
+
+class LlamaCppGenerator:
+    """``Generator`` over ``llama_cpp.Llama``. One prompt at a time (llama.cpp's Python
+    API serves one sequence per call); each is sampled with ``params.seed``."""
+
+    def __init__(self, model: str, n_ctx: int = 2048, threads: int | None = None):
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise LLMError("the llama.cpp backend needs llama-cpp-python (`make setup` builds it; "
+                           "see docs/llm.md)") from None
+        path = resolve_llm(model)
+        if not path.endswith(".gguf") or not os.path.isfile(path):
+            raise InputError(f"{model}: the llama.cpp backend needs a .gguf file, got {path}")
+        try:
+            self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 1,
+                             verbose=False)
+        except ValueError as exc:  # llama-cpp-python's "Failed to load model from file"
+            raise LLMError(f"{model}: llama.cpp cannot load {path}: {exc}") from None
+        self.name = f"llamacpp:{model}"
+        self.n_ctx = n_ctx
+
+    def __repr__(self) -> str:
+        return f"LlamaCppGenerator({self.name!r})"
+
+    def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]:
+        out = []
+        for prompt in prompts:
+            try:
+                out.append(_from_response(self.llm.create_completion(str(prompt), **_sampling(params)), chat=False))
+            except (ValueError, RuntimeError) as exc:  # e.g. "Requested tokens exceed context window"
+                out.append(failed_generation(exc))
+        return out
+
+    def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]:
+        out = []
+        for messages in messages_list:
+            try:
+                resp = self.llm.create_chat_completion([dict(m) for m in messages], **_sampling(params))
+                out.append(_from_response(resp, chat=True))
+            except (ValueError, RuntimeError, KeyError, TypeError) as exc:  # bad roles, too long, ...
+                out.append(failed_generation(exc))
+        return out

@@ -1,0 +1,172 @@
+"""Text generation behind one interface, whatever runs the model.
+
+A ``Generator`` turns prompts (``generate``) or chat conversations (``chat``) into one
+``Generation`` per input: the text, why it stopped, and token counts. Backends live in
+``actors/llm/`` (they hold weights or connections): llama.cpp and transformers on CPU,
+an OpenAI-compatible HTTP endpoint, and vLLM on GPU nodes. This module is pure: the
+interface, the parameters, the ``llm:`` config section and the backend choice.
+
+Failures of one input never raise: a malformed or empty answer comes back with
+``finish_reason`` ``"empty"`` or ``"error"`` (and ``error`` set) so callers can count
+them (``count_finish_reasons``). Only problems that make every request fail (an
+unreachable endpoint, a rejected API key, a missing model) raise ``LLMError``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal, Mapping, Protocol, Sequence, runtime_checkable
+
+from pydantic import Field, field_validator
+
+from engine.config import Section, register_section
+from engine.errors import CheckrayError
+
+FinishReason = Literal["stop", "length", "empty", "error"]
+Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+BackendName = Literal["vllm", "local", "http"]
+LocalEngine = Literal["llamacpp", "transformers"]
+
+
+class LLMError(CheckrayError):
+    """A generator that cannot serve any request (endpoint down, key rejected, no model)."""
+
+
+class GenerationParams(Section):
+    """Sampling parameters shared by every backend.
+
+    ``temperature == 0`` is greedy decoding (``seed`` then does not matter). With
+    ``temperature > 0`` the same ``seed`` gives the same text for the same prompt on the
+    local backends: each prompt is sampled with ``seed`` itself, independent of the other
+    prompts in its batch, so splitting work across actors does not change outputs.
+    """
+
+    seed: int = 0
+    temperature: float = Field(default=0.0, ge=0.0, le=5.0)
+    max_tokens: int = Field(default=128, ge=1)
+    stop: list[str] = Field(default_factory=list)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+
+    @field_validator("stop")
+    @classmethod
+    def _no_empty_stop(cls, value: list[str]) -> list[str]:
+        if any(s == "" for s in value):
+            raise ValueError("stop strings must not be empty")
+        return value
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One output. ``text`` is "" when ``finish_reason`` is ``empty`` or ``error``."""
+
+    text: str
+    finish_reason: FinishReason
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None  # one line, for ``finish_reason == "error"``
+
+    @property
+    def ok(self) -> bool:
+        return self.finish_reason in ("stop", "length")
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """What every backend offers. Outputs are in input order, one per input."""
+
+    name: str
+
+    def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]: ...
+
+    def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]: ...
+
+
+def make_generation(text: str | None, reason: str | None, prompt_tokens: int = 0,
+                    completion_tokens: int = 0) -> Generation:
+    """Normalize a backend's raw answer: blank text is ``empty``; unknown reasons become
+    ``stop`` (every backend names "end of sequence or stop string" differently)."""
+    if text is None or not text.strip():
+        return Generation("", "empty", prompt_tokens, completion_tokens)
+    norm: FinishReason = "length" if reason in ("length", "max_tokens") else "stop"
+    return Generation(text, norm, prompt_tokens, completion_tokens)
+
+
+def failed_generation(error: BaseException | str, prompt_tokens: int = 0) -> Generation:
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return Generation("", "error", prompt_tokens, 0, " ".join(str(message).split())[:300])
+
+
+def count_finish_reasons(outputs: Sequence[Generation]) -> dict[str, int]:
+    """``{"stop": n, "length": n, "empty": n, "error": n}`` for a report."""
+    counts = Counter(o.finish_reason for o in outputs)
+    return {reason: counts.get(reason, 0) for reason in ("stop", "length", "empty", "error")}
+
+
+@register_section("llm")
+class LLMConfig(Section):
+    """The ``llm:`` section: which backend generates, and how it is reached."""
+
+    backend: Literal["auto", "vllm", "local", "http"] = "auto"
+    # builtin:<alias> (packaged GGUF), a .gguf file, a transformers directory, or for
+    # http/vllm the model name the server/engine knows.
+    model: str = "builtin:qwen2.5-0.5b-instruct"
+    local_engine: Literal["auto", "llamacpp", "transformers"] = "auto"
+    n_ctx: int = Field(default=2048, ge=128)  # context window for the local engines
+    threads: int | None = Field(default=None, ge=1)  # None: what the actor plan gives
+    batch_size: int = Field(default=8, ge=1)  # prompts per actor call
+    pool_size: int | None = Field(default=None, ge=1)  # generator actors; None: planned
+    gpu_fraction: float = Field(default=1.0, gt=0.0, le=1.0)  # per vLLM actor
+    # http: an OpenAI-compatible server (``/v1/completions``, ``/v1/chat/completions``)
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"  # the variable's NAME; its value is never logged
+    requests_per_second: float = Field(default=4.0, gt=0.0)
+    concurrency: int = Field(default=4, ge=1)  # requests in flight per generator
+    max_retries: int = Field(default=4, ge=0)  # on 429, 5xx, connection errors, timeouts
+    backoff_s: float = Field(default=0.5, ge=0.0)  # first wait; doubles each retry
+    timeout_s: float = Field(default=60.0, gt=0.0)
+    # vllm
+    max_model_len: int | None = Field(default=None, ge=128)
+    dtype: str = "auto"
+
+
+def vllm_importable() -> bool:
+    """Whether vLLM is installed, without importing it (importing costs seconds and GPU
+    libraries; it is only imported inside a GPU actor)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def llamacpp_importable() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def choose_backend(cfg: LLMConfig, resources: Mapping[str, float],
+                   vllm_available: bool | None = None) -> BackendName:
+    """The backend to run (pure given ``vllm_available``; tested with plain dicts).
+
+    ``auto`` picks vLLM only when Ray reports a GPU AND vLLM is installed, else the local
+    CPU engine; it never picks http (that needs a URL someone chose). An explicit
+    ``vllm`` without a GPU is an error here rather than an actor that waits forever for a
+    GPU that does not exist.
+    """
+    has_gpu = float(resources.get("GPU", 0)) > 0
+    available = vllm_importable() if vllm_available is None else vllm_available
+    if cfg.backend == "vllm":
+        if not has_gpu:
+            raise LLMError("llm.backend 'vllm' needs a GPU but Ray reports none in the cluster")
+        if not available:
+            raise LLMError("llm.backend 'vllm' needs the vllm package (pip install 'checkray[gpu-llm]')")
+        return "vllm"
+    if cfg.backend in ("local", "http"):
+        return cfg.backend
+    return "vllm" if has_gpu and available else "local"
+
+
+def choose_local_engine(cfg: LLMConfig, llamacpp_available: bool | None = None) -> LocalEngine:
+    """llama.cpp by default (faster on CPU, loads in seconds, see docs/llm.md);
+    transformers when asked or when llama-cpp-python is not installed."""
+    if cfg.local_engine != "auto":
+        return cfg.local_engine
+    available = llamacpp_importable() if llamacpp_available is None else llamacpp_available
+    return "llamacpp" if available else "transformers"
