@@ -38,7 +38,8 @@ def corpus_stage(cfg: CheckrayConfig):
         k = cfg.topics.clusterer.n_clusters
         if table.num_rows < k:
             raise InputError(f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)")
-        return {"data": table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))}
+        table = table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
+        return {"data": table.append_column("length", pc.utf8_length(table.column("text")))}
 
     return Stage("corpus", run, config=cfg.corpus, external=(corpus_fingerprint(cfg.corpus),))
 
@@ -55,7 +56,10 @@ def embed_stage(cfg: CheckrayConfig):
         plan = plan_actor_pool(cluster_resources(), emb.backend, emb.pool_size)
         rows = ctx.done["corpus"].outputs.get("data") or 1
         blocks = max(plan.pool_size * 2, math.ceil(rows / emb.batch_size))
-        ds = ray.data.read_parquet(ctx.input_path("corpus"), filesystem=ctx.run.fs).repartition(blocks)
+        # Sorted by length so each forward pass pads little, as SentenceTransformer.encode
+        # does for one in-memory list; rows are re-ordered by ``pos`` downstream.
+        ds = ray.data.read_parquet(ctx.input_path("corpus"), filesystem=ctx.run.fs, columns=["id", "pos", "text", "length"])
+        ds = ds.sort("length").repartition(blocks)
         ds = ds.map_batches(
             EmbeddingActor,
             fn_constructor_kwargs=dict(model=emb.model, encode_batch_size=emb.encode_batch_size,
