@@ -132,10 +132,10 @@ def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[st
 
     usable = np.array([e is None for e in error])
     mft = np.flatnonzero((test_type == MFT) & usable)
-    no_label = mft[expected[mft] == None]  # noqa: E711 (object array comparison)
+    no_label = mft[expected[mft] == None]  # elementwise on an object array
     for i in no_label:
         error[i] = "MFT case has no expected_label"
-    mft = mft[expected[mft] != None]  # noqa: E711
+    mft = mft[expected[mft] != None]
     settle(mft, predicted[mft] == expected[mft])
 
     pairwise = np.flatnonzero((test_type != MFT) & usable)
@@ -158,7 +158,7 @@ def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[st
         error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
     dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
     if len(dirs):
-        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])  # noqa: E711
+        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])
         after = label_scores(probs[dirs], model_labels, label, s)
         before = label_scores(probs[ref[dirs]], model_labels, label, s)
         up = relation[dirs] == UP

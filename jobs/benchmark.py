@@ -38,7 +38,7 @@ from jobs.console import console, stage_printer
 
 class BenchmarkConfig(Section):
     models: Optional[str] = None  # model registry (zoo.yaml) or zoo recipe config
-    suites: list[str] = []  # suite Parquet files
+    suites: list[str] = Field(default_factory=list)  # suite Parquet files
     batch_size: int = Field(default=256, ge=1)  # texts per predict call sent to an actor
     in_flight: int = Field(default=2, ge=1)  # batches queued per actor, so none idles
     max_concurrent_models: Optional[int] = Field(default=None, ge=1)  # None: every model at once
