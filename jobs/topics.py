@@ -39,7 +39,12 @@ def corpus_stage(cfg: CheckrayConfig):
         if table.num_rows < k:
             raise InputError(f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)")
         table = table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
-        return {"data": table.append_column("length", pc.utf8_length(table.column("text")))}
+        # The embed stage reads the corpus by text length so each forward pass pads little,
+        # as SentenceTransformer.encode does for one in-memory list (sorted here, in Arrow:
+        # Ray Data's distributed sort is far costlier than this for a text column).
+        lengths = pc.utf8_length(table.column("text"))
+        by_length = table.select(["id", "pos", "text"]).take(pc.array_sort_indices(lengths))
+        return {"data": table, "by_length": by_length}
 
     return Stage("corpus", run, config=cfg.corpus, external=(corpus_fingerprint(cfg.corpus),))
 
@@ -56,10 +61,8 @@ def embed_stage(cfg: CheckrayConfig):
         plan = plan_actor_pool(cluster_resources(), emb.backend, emb.pool_size)
         rows = ctx.done["corpus"].outputs.get("data") or 1
         blocks = max(plan.pool_size * 2, math.ceil(rows / emb.batch_size))
-        # Sorted by length so each forward pass pads little, as SentenceTransformer.encode
-        # does for one in-memory list; rows are re-ordered by ``pos`` downstream.
-        ds = ray.data.read_parquet(ctx.input_path("corpus"), filesystem=ctx.run.fs, columns=["id", "pos", "text", "length"])
-        ds = ds.sort("length").repartition(blocks)
+        # Rows arrive sorted by length (see corpus_stage); ``pos`` restores corpus order later.
+        ds = ray.data.read_parquet(ctx.input_path("corpus", "by_length"), filesystem=ctx.run.fs).repartition(blocks)
         ds = ds.map_batches(
             EmbeddingActor,
             fn_constructor_kwargs=dict(model=emb.model, encode_batch_size=emb.encode_batch_size,
