@@ -22,9 +22,9 @@ import yaml
 from actors.zoo_trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
 from engine.config import CheckrayConfig, load_config, register_section
 from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import ConfigError, InputError
+from engine.errors import CheckrayError, ConfigError, InputError
 from engine.models import ModelSpec, read_registry, write_registry
-from engine.report import Section, table_html
+from engine.report import Section, render, table_html
 from engine.runtime import cluster_resources, init_ray, plan_actor_pool
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.training import ZooConfig, ZooModel, stratified_split
@@ -117,7 +117,12 @@ def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str]) -> Stage:
 
         opts, threads = task_options(model, zoo)
         task = ray.remote(build_zoo_model).options(**opts, max_retries=0)
-        entry = ray.get(task.remote(ctx.run.uri, model, zoo, labels, embed, threads))
+        try:
+            entry = ray.get(task.remote(ctx.run.uri, model, zoo, labels, embed, threads))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, CheckrayError):  # a user error inside the task stays one line
+                raise type(exc.cause)(f"zoo model '{model.name}': {exc.cause}") from None
+            raise
         return {"entry": pa.table({"spec": [ModelSpec.model_validate(entry).model_dump_json()]})}
 
     # What the model is built from; ``tiny`` only selects, and fine-tune settings matter only to fine-tunes.
@@ -211,4 +216,5 @@ def zoo_command(
     for s in specs:
         console.print(f"  {s.name:<14} {s.family:<9} held-out accuracy {s.accuracy:.3f}")
     console.print(f"zoo: {len(specs)} models in {time.perf_counter() - start:.1f}s")
-    typer.echo(f"wrote {target.rstrip('/')}/{REGISTRY}")
+    RunDir(target).write_text("report.html", render("checkray · model zoo", [zoo_section(specs)], subtitle=cfg.corpus.path))
+    typer.echo(f"wrote {target.rstrip('/')}/{REGISTRY}, report.html")

@@ -113,6 +113,7 @@ def test_tiny_zoo_through_the_cli_caches_and_reproduces_accuracy(ray_session, tm
 
     specs = read_registry(out / "zoo.yaml")
     assert [s.name for s in specs] == ["tfidf_lr", "tfidf_nb", "minilm_lr", "vader", "textblob"]
+    assert "minilm_lr" in (out / "report.html").read_text()
     raw = yaml.safe_load((out / "zoo.yaml").read_text())
     assert all(m["path"] is None or not Path(m["path"]).is_absolute() for m in raw["models"])  # relative paths
     assert {s.family for s in specs} == {"sklearn", "st_head", "vader", "textblob"}
