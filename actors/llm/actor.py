@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from engine.errors import CheckrayError
 from engine.llm import (BackendName, Generation, GenerationParams, Generator, LLMConfig, Message,
                         choose_backend, choose_local_engine)
 from engine.runtime import ActorPlan, plan_actor_pool
@@ -44,9 +45,18 @@ class GeneratorActor:
     """Holds one backend; Ray runs it as an actor (``ray.remote(GeneratorActor)``)."""
 
     def __init__(self, cfg: Mapping[str, Any], backend: BackendName, threads: int | None = None):
-        self.generator = build_generator(LLMConfig.model_validate(dict(cfg)), backend, threads)
+        # Ray reports an exception raised in __init__ only as text inside ActorDiedError;
+        # keeping it and raising it from ready() gives the driver the one-line error itself.
+        self.load_error: CheckrayError | None = None
+        try:
+            self.generator = build_generator(LLMConfig.model_validate(dict(cfg)), backend, threads)
+        except CheckrayError as exc:
+            self.load_error = exc
 
-    def name(self) -> str:
+    def ready(self) -> str:
+        """The generator's name once loaded; raises the load error otherwise."""
+        if self.load_error is not None:
+            raise self.load_error
         return self.generator.name
 
     def generate(self, prompts: Sequence[str], params: Mapping[str, Any]) -> list[Generation]:
@@ -99,8 +109,8 @@ class ActorGenerator:
 
 
 def _root_cause(exc: BaseException) -> BaseException:
-    """The exception an actor's ``__init__`` raised (a one-line ``CheckrayError`` such as a
-    missing package), unwrapped from Ray's actor-died and task-error wrappers."""
+    """The exception an actor raised (a one-line ``CheckrayError`` such as a missing
+    package), unwrapped from Ray's task-error wrapper."""
     seen = 0
     while getattr(exc, "cause", None) is not None and seen < 5:
         exc, seen = exc.cause, seen + 1
@@ -128,8 +138,8 @@ def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None
     actors = [remote_cls.options(**plan.ray_options()).remote(cfg.model_dump(), backend, plan.threads)
               for _ in range(plan.pool_size)]
     try:
-        names = ray.get([a.name.remote() for a in actors])
-    except ray.exceptions.RayActorError as exc:
+        names = ray.get([a.ready.remote() for a in actors])
+    except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
         for actor in actors:
             ray.kill(actor)
         raise _root_cause(exc) from None

@@ -56,9 +56,17 @@ class LlamaCppGenerator:
     def __repr__(self) -> str:
         return f"LlamaCppGenerator({self.name!r})"
 
+    def _fresh(self) -> None:
+        # Forget the previous prompt: llama-cpp-python otherwise reuses the KV cache of a
+        # shared prefix and re-evaluates only the rest, which changes the logits slightly
+        # (batched vs single-token kernels) and so the sampled text. Each prompt's output
+        # must depend on (prompt, seed) alone, not on what ran before it.
+        self.llm.reset()
+
     def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]:
         out = []
         for prompt in prompts:
+            self._fresh()
             try:
                 out.append(_from_response(self.llm.create_completion(str(prompt), **_sampling(params)), chat=False))
             except (ValueError, RuntimeError) as exc:  # e.g. "Requested tokens exceed context window"
@@ -68,6 +76,7 @@ class LlamaCppGenerator:
     def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]:
         out = []
         for messages in messages_list:
+            self._fresh()
             try:
                 resp = self.llm.create_chat_completion([dict(m) for m in messages], **_sampling(params))
                 out.append(_from_response(resp, chat=True))
