@@ -164,7 +164,7 @@ def choose_backend(cfg: LLMConfig, resources: Mapping[str, float],
 
 
 def choose_local_engine(cfg: LLMConfig, llamacpp_available: bool | None = None) -> LocalEngine:
-    """llama.cpp by default (faster on CPU, loads in seconds, see docs/llm.md);
+    """llama.cpp by default (loads in a second, no conversion, less memory: docs/llm.md);
     transformers when asked or when llama-cpp-python is not installed."""
     if cfg.local_engine != "auto":
         return cfg.local_engine

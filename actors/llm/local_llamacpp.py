@@ -1,7 +1,7 @@
 """llama.cpp backend (llama-cpp-python): a GGUF model on CPU, the default local engine.
 
-It memory-maps the quantized GGUF (load in about a second, no conversion) and runs
-~2x faster than transformers on the same 2 CPUs (numbers in docs/llm.md). Chat uses
+It memory-maps the quantized GGUF: loads in about a second, no conversion step, a quarter
+of transformers' memory (decode speed vs transformers depends on machine load: docs/llm.md). Chat uses
 the chat template stored in the GGUF (``tokenizer.chat_template``), which
 llama-cpp-python picks up when no ``chat_format`` is forced.
 
