@@ -179,9 +179,13 @@ def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[
         spec = ModelSpec(name=model.name, family=family, path=path, labels=labels, options=options)
         probs = HFSequenceClassifier(spec, hf_model, tokenizer).predict_proba(test_texts)
         meta.update(encoder=model.encoder, finetune=cfg.model_dump(), **details)
-    else:  # lexicon models: nothing to fit
+    else:  # lexicon models and the zero-shot LLM: nothing to fit
         family, path = model.kind, None
         spec = ModelSpec(name=model.name, family=family, labels=labels)
+        if model.eval_sample and model.eval_sample < len(test_texts):
+            keep = np.sort(np.random.default_rng(seed).choice(len(test_texts), size=model.eval_sample, replace=False))
+            test_texts, test_gold = [test_texts[i] for i in keep], [test_gold[i] for i in keep]
+            meta["n_held_out"] = len(test_texts)
         probs = load_model(spec).predict_proba(test_texts)
 
     meta["build_seconds"] = round(time.perf_counter() - start, 1)

@@ -16,7 +16,7 @@ from pydantic import Field, field_validator, model_validator
 from engine.config import Section
 from engine.errors import ConfigError
 
-Kind = Literal["tfidf", "embedding", "finetune", "vader", "textblob"]
+Kind = Literal["tfidf", "embedding", "finetune", "vader", "textblob", "llm_zero_shot"]
 Head = Literal["logreg", "lightgbm", "naive_bayes", "mlp"]
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # a model name is also a stage directory
 
@@ -52,6 +52,9 @@ class ZooModel(Section):
     finetune: FineTuneConfig = FineTuneConfig()
     seed: int | None = None  # None: the zoo's seed
     tiny: bool = False  # also built in tiny mode (fine-tuning never is)
+    # Held-out rows used for the accuracy of slow models (a zero-shot LLM answers ~1/s on
+    # CPU); None: all of them. The number evaluated is recorded in the registry.
+    eval_sample: int | None = Field(default=None, ge=10)
 
     @field_validator("name")
     @classmethod
