@@ -18,6 +18,8 @@ _CASE = re.compile(
     r"(?=\n?\s*\**\s*Test\s*Case\s*\d+|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
+# Fallback for answers that number their cases without "Customer Review:" fields.
+_CASE_LINE = re.compile(r"^\s*\**\s*Test\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
 _LABEL = re.compile(r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)",
                     re.IGNORECASE)
@@ -58,6 +60,11 @@ def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str
         review = _clean(m.group("review").strip().split("\n\n")[0])
         if len(review.split()) >= 2:
             pairs.append((summary, review))
+    if not pairs and not re.search(r"Customer\s*Review\s*\**\s*[:\-]", raw or "", re.IGNORECASE):
+        for m in _CASE_LINE.finditer(raw or ""):
+            review = _clean(m.group("review"))
+            if len(review.split()) >= 3 and not m.group("review").strip().startswith("["):
+                pairs.append(("", review))
     if stats is not None:
         stats.add(raw or "", len(pairs))
     return pairs

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import typer
 
 from engine.config import CheckrayConfig, load_config
+from engine.models import read_registry
 from engine.report import Section, render, table_html
 from engine.runtime import init_ray
 from engine.stages import RunDir, StageRunner
@@ -89,7 +90,8 @@ def demo_command(
 
     topic_sections = step("topics", lambda: demo_topics(cfg, run))
     template_suite, template_sections = step("templates", lambda: demo_templates(cfg, run))
-    specs = step("zoo", lambda: run_zoo(cfg, run.path("zoo")))
+    step("zoo", lambda: run_zoo(cfg, run.path("zoo")))
+    specs = read_registry(run.path("zoo", "zoo.yaml"))  # model paths resolved against the zoo dir
     mft_run, mft_sections = step("mft", lambda: run_mft(cfg, run.path("topics"), run.path("mft")))
     from engine.benchmark_inputs import read_suite
 

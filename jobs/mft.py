@@ -27,6 +27,7 @@ from engine.config import CheckrayConfig, RepresentationConfig, RepresentativesC
 from engine.errors import InputError
 from engine.llm import GenerationParams, LLMConfig
 from engine.mft_suite import GateLog, dedupe_cases, few_shot_examples, generate_mfts, label_gate, paraphrase_cases
+from engine.prompts import load_prompt
 from engine.report import render
 from engine.schema import case_id, make_cases
 from engine.splits import split_ids
@@ -156,8 +157,9 @@ def generation_stage(cfg: CheckrayConfig, chat, embed) -> Stage:
                 "parsing": pa.Table.from_pylist([{"step": k, **{f: getattr(v, f) for f in ("outputs", "items", "unparsed")},
                                                   "examples": v.examples} for k, v in log.parse.items()])}
 
+    prompts = [load_prompt(n).sections for n in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
     return Stage("generate", run, inputs=("representatives",),
-                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed], version="1")
+                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed, prompts], version="2")
 
 
 def _flat(r: dict) -> dict:

@@ -79,10 +79,22 @@ def test_dedupe_near_by_cosine():
 def test_prompt_files_render_and_reject_missing_fields():
     prompt = load_prompt("mft_generate")
     messages = prompt.render(example_text="e", example_cases="Test Case 1: a\nCustomer Review: b", input_text="doc")
-    assert [m["role"] for m in messages] == ["system", "user"] and "doc" in messages[1]["content"]
+    assert messages[0]["role"] == "system" and messages[-1]["role"] == "user" and "doc" in messages[-1]["content"]
     with pytest.raises(ConfigError, match="input_text"):
         prompt.render(example_text="e", example_cases="c")
     for name in ("mft_fewshot_example", "mft_paraphrase", "mft_label"):
         assert "input_text" in load_prompt(name).fields
     with pytest.raises(ConfigError):
         parse_prompt("x", "no sections")
+
+
+def test_cases_without_review_fields_fall_back_to_case_lines():
+    raw = "Test Case 1: Do not see this film at all.\nTest Case 2: [Customer review text]\nTest Case 3: Loved every minute of it."
+    assert parse_mft_cases(raw) == [("", "Do not see this film at all."), ("", "Loved every minute of it.")]
+
+
+def test_generate_prompt_is_a_few_shot_conversation():
+    messages = load_prompt("mft_generate").render(example_text="e", example_cases="Test Case 1: a\nCustomer Review: b c",
+                                                  input_text="doc")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[-1]["content"].endswith("doc")
