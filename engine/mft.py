@@ -19,7 +19,8 @@ _CASE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 # Fallback for answers that number their cases without "Customer Review:" fields.
-_CASE_LINE = re.compile(r"^\s*\**\s*Test\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_CASE_LINE = re.compile(r"^\s*\**\s*(?:Test|Sample)?\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_REVIEW_LINE = re.compile(r"Customer\s*Review\s*\**\s*[:\-]\s*\**\s*(?P<review>[^\n]+)", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
 _LABEL = re.compile(r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)",
                     re.IGNORECASE)
@@ -60,6 +61,12 @@ def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str
         review = _clean(m.group("review").strip().split("\n\n")[0])
         if len(review.split()) >= 2:
             pairs.append((summary, review))
+    # Small models often drop half of the format: keep what is still unambiguous.
+    if not pairs:
+        for m in _REVIEW_LINE.finditer(raw or ""):
+            review = _clean(m.group("review"))
+            if len(review.split()) >= 3 and not m.group("review").strip().startswith("["):
+                pairs.append(("", review))
     if not pairs and not re.search(r"Customer\s*Review\s*\**\s*[:\-]", raw or "", re.IGNORECASE):
         for m in _CASE_LINE.finditer(raw or ""):
             review = _clean(m.group("review"))

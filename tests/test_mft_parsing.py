@@ -98,3 +98,14 @@ def test_generate_prompt_is_a_few_shot_conversation():
                                                   input_text="doc")
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[-1]["content"].endswith("doc")
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("Customer Review: having had the good sense to cast actors, khouri gets terrific performances.",
+     [("", "having had the good sense to cast actors, khouri gets terrific performances.")]),
+    ("Sample Case 1: The music makes it hard to imagine more fun.\nSample Case 2: Great documentary overall.",
+     [("", "The music makes it hard to imagine more fun."), ("", "Great documentary overall.")]),
+    ("Minimal functional test (MFT) samples for this sample text in one sentence: something", []),
+])
+def test_half_formatted_answers_of_small_models(raw, expected):
+    assert parse_mft_cases(raw) == expected
