@@ -90,7 +90,7 @@ def representatives_stage(cfg: CheckrayConfig, topics_dir: str) -> Stage:
         labels = set(reps.column("label").to_pylist()) - {None}
         if not labels:
             raise InputError(f"{topics_dir}: the topics run has no labeled representatives; the mft job needs labels")
-        unknown = labels - set(cfg.seed, prompts], version="3"))
+        unknown = labels - set(m.label_words)
         if unknown:
             raise InputError(f"mft.label_words has no entry for corpus label(s) {sorted(unknown)}")
         docs = corpus.append_column("split", pa.array([split[i] for i in corpus.column("id").to_pylist()]))
@@ -141,7 +141,7 @@ def generation_stage(cfg: CheckrayConfig, chat, embed) -> Stage:
                 log.add("paraphrases", split, version, len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(to_paraphrase)}")
                 candidates = [{**r, "paraphrase_of": None} for r in kept] + paraphrased
                 for r in candidates:
-                    r.update(split=split, version=version, seed=seed, expected=cfg.seed, prompts], version="3")[r["label"]])
+                    r.update(split=split, version=version, seed=seed, expected=m.label_words[r["label"]])
                 if m.label_check:
                     gated, counts = label_gate(candidates, chat, m.label_generation, log)
                     log.add("label check", split, version, len(gated), len(candidates) - len(gated),
