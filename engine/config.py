@@ -161,6 +161,18 @@ def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; bad YAML or bytes are a one-line ``ConfigError`` with the line."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: bad YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: file is not UTF-8 text") from None
+
+
 def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> CheckrayConfig:
     """Read YAML (or nothing: all defaults), apply ``overrides`` (dotted keys), validate."""
     data: dict[str, Any] = {}
@@ -169,14 +181,7 @@ def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | N
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"{p}: config file not found")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(f"{p}: bad YAML{where}: {getattr(exc, 'problem', exc)}") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"{p}: config file is not UTF-8 text") from None
+        loaded = read_yaml(p)
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

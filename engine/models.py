@@ -88,11 +88,10 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: model registry not found")
+    from engine.config import read_yaml
+
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        reg = ModelRegistry.model_validate(raw)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: bad YAML: {getattr(exc, 'problem', exc)}") from None
+        reg = ModelRegistry.model_validate(read_yaml(p) or {})
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(map(str, err["loc"]))

@@ -17,10 +17,9 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 import typer
-import yaml
 
 from actors.zoo_trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
-from engine.config import CheckrayConfig, load_config, register_section
+from engine.config import CheckrayConfig, load_config, read_yaml, register_section
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
 from engine.models import ModelSpec, read_registry, write_registry
@@ -183,10 +182,7 @@ def resolve_models(path: str | Path) -> list[ModelSpec]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: model registry or zoo recipe not found")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: bad YAML: {getattr(exc, 'problem', exc)}") from None
+    raw = read_yaml(p)
     if isinstance(raw, dict) and "models" in raw and "zoo" not in raw:
         return read_registry(p)
     if not isinstance(raw, dict) or "zoo" not in raw:
