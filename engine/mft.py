@@ -51,8 +51,12 @@ def _clean(text: str) -> str:
     return re.sub(r"^\[|\]$", "", text).strip()
 
 
+MAX_REVIEW_WORDS = 60  # the prompt asks for one sentence; longer is a run-on or a loop
+
+
 def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str, str]]:
-    """(topic summary, review) pairs from a Figure 5/6-style answer."""
+    """(topic summary, review) pairs from a Figure 5/6-style answer. Reviews of more than
+    ``MAX_REVIEW_WORDS`` words (degenerate repetition of small models) are not kept."""
     pairs = []
     for m in _CASE.finditer(raw or ""):
         if m.group("review").strip().startswith("["):  # the format's placeholder echoed back
@@ -72,6 +76,7 @@ def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str
             review = _clean(m.group("review"))
             if len(review.split()) >= 3 and not m.group("review").strip().startswith("["):
                 pairs.append(("", review))
+    pairs = [(s, r) for s, r in pairs if len(r.split()) <= MAX_REVIEW_WORDS]
     if stats is not None:
         stats.add(raw or "", len(pairs))
     return pairs

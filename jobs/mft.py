@@ -159,7 +159,7 @@ def generation_stage(cfg: CheckrayConfig, chat, embed) -> Stage:
 
     prompts = [load_prompt(n).sections for n in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
     return Stage("generate", run, inputs=("representatives",),
-                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed, prompts], version="3")
+                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed, prompts], version="4")
 
 
 def _flat(r: dict) -> dict:

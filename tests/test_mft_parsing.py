@@ -109,3 +109,8 @@ def test_generate_prompt_is_a_few_shot_conversation():
 ])
 def test_half_formatted_answers_of_small_models(raw, expected):
     assert parse_mft_cases(raw) == expected
+
+
+def test_run_on_reviews_are_not_kept():
+    loop = "Customer Review: " + " ".join(["Do not see this film."] * 20)
+    assert parse_mft_cases(loop) == []
