@@ -10,7 +10,7 @@ in chunks, so memory does not grow with the corpus (BERTopic's approach for big 
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -64,8 +64,3 @@ def to_numpy(values) -> np.ndarray:
     elif hasattr(values, "to_numpy"):
         values = values.to_numpy()
     return np.asarray(values)
-
-
-def transform_chunks(model: Reducer | Clusterer, chunks: Iterable[np.ndarray], method: str) -> Iterator[np.ndarray]:
-    for chunk in chunks:
-        yield to_numpy(getattr(model, method)(chunk))

@@ -86,10 +86,3 @@ def mmr_select(
         if room is not None and labels is not None:
             room[labels[best]] -= 1
     return chosen
-
-
-def sample_candidates(n: int, n_candidates: int, rng: np.random.Generator) -> np.ndarray:
-    """Positions of up to ``n_candidates`` of ``n`` documents, sorted (BERTopic samples 500)."""
-    if n <= n_candidates:
-        return np.arange(n)
-    return np.sort(rng.choice(n, size=n_candidates, replace=False))

@@ -105,11 +105,6 @@ def plan_actor_pool(
     return ActorPlan("cpu", size, num_cpus=round(per_actor, 3), num_gpus=0.0, threads=threads)
 
 
-def gpu_available() -> bool:
-    """True when the Ray cluster reports at least one GPU."""
-    return cluster_resources().get("GPU", 0) > 0
-
-
 def choose_device(backend: Literal["auto", "cpu", "gpu"], resources: Mapping[str, float]) -> Device:
     """Device for driver-side numeric work (UMAP, k-means): GPU only if reported and allowed."""
     has_gpu = float(resources.get("GPU", 0)) > 0

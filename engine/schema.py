@@ -158,7 +158,3 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
         else:
             columns.append(pa.nulls(len(table), field.type))
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def empty_cases() -> pa.Table:
-    return TEST_CASE_SCHEMA.empty_table()

@@ -14,7 +14,7 @@ import yaml
 from engine.config import load_config
 from engine.errors import ConfigError, InputError
 from engine.models import load_model, read_registry
-from engine.training import ZooConfig, accuracy, stratified_split
+from engine.training import accuracy, stratified_split
 from tiny_hf import build_tiny_bert
 
 TINY_MODELS = [
