@@ -53,6 +53,7 @@ def mmr_select(
     diversity: float = 0.5,
     quotas: dict[str | None, int] | None = None,
     labels: Sequence[str | None] | None = None,
+    relevance: np.ndarray | None = None,
 ) -> list[int]:
     """Indices of up to ``k`` documents by MMR, in pick order.
 
@@ -60,11 +61,13 @@ def mmr_select(
 
     With ``quotas``, a document is eligible only while its label still has room, so the
     picks follow the label proportions while diversity is judged across all picks.
+    ``relevance`` (cos(D_i, Q) per document) may be passed when the caller has it.
     """
     n = doc_vectors.shape[0]
     if n == 0 or k <= 0:
         return []
-    relevance = cosine_similarity(doc_vectors, query.reshape(1, -1) if not sp.issparse(query) else query).ravel()
+    if relevance is None:
+        relevance = relevance_to(doc_vectors, query)
     pairwise = cosine_similarity(doc_vectors)
     room = dict(quotas) if quotas is not None else None
     chosen: list[int] = []
@@ -86,3 +89,8 @@ def mmr_select(
         if room is not None and labels is not None:
             room[labels[best]] -= 1
     return chosen
+
+
+def relevance_to(doc_vectors: sp.spmatrix | np.ndarray, query: sp.spmatrix | np.ndarray) -> np.ndarray:
+    """Cosine similarity of each document vector to the query (cluster) vector."""
+    return cosine_similarity(doc_vectors, query.reshape(1, -1) if not sp.issparse(query) else query).ravel()

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from engine.config import RepresentationConfig, RepresentativesConfig
 from engine.ctfidf import fit_class_tfidf, topic_name
-from engine.representatives import label_quotas, mmr_select
+from engine.representatives import label_quotas, mmr_select, relevance_to
 
 CLUSTERS_SCHEMA = pa.schema([
     pa.field("cluster", pa.int32()),
@@ -87,11 +87,11 @@ def describe_clusters(
                 else np.sort(rng.choice(len(members), size=min(n_cand, len(members)), replace=False)))
         cand_rows = members[cand]
         vectors = model.transform([texts[i] for i in cand_rows])
+        relevance = relevance_to(vectors, model.class_matrix[row])
         chosen = mmr_select(
             vectors, model.class_matrix[row], picks.top_k, picks.diversity,
-            quotas=quotas, labels=labels[cand_rows].tolist() if quotas else None,
+            quotas=quotas, labels=labels[cand_rows].tolist() if quotas else None, relevance=relevance,
         )
-        relevance = _cosine_rows(vectors, model.class_matrix[row])
         for rank, pos in enumerate(chosen):
             doc = int(cand_rows[pos])
             rep_rows.append({
@@ -101,8 +101,3 @@ def describe_clusters(
     return (pa.Table.from_pylist(cluster_rows, schema=CLUSTERS_SCHEMA),
             pa.Table.from_pylist(rep_rows, schema=REPRESENTATIVES_SCHEMA))
 
-
-def _cosine_rows(vectors, query) -> np.ndarray:
-    from sklearn.metrics.pairwise import cosine_similarity
-
-    return cosine_similarity(vectors, query).ravel()
