@@ -1,0 +1,80 @@
+"""Word polarity from the offline lexicons that ship on PyPI: VADER and AFINN.
+
+One number per word in [-1, 1]: the mean of the lexicons that know the word, each
+scaled to [-1, 1] (VADER's mean rating / 4, AFINN-111's score / 5). A word neither
+lexicon lists is neutral (0.0). ``polarity_class`` turns that into the word classes the
+S2LCT rules and the COSTELLO polarity guard use: ``positive``, ``negative``, ``neutral``.
+
+Multi-word AFINN entries ("no fun") are skipped: lookups are per token.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+from engine.errors import InputError
+
+PolarityClass = Literal["positive", "negative", "neutral"]
+LEXICONS = ("vader", "afinn")
+
+
+def _read_lines(package: str, name: str, hint: str) -> list[str]:
+    try:
+        return resources.files(package).joinpath(name).read_text(encoding="utf-8").splitlines()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise InputError(f"polarity lexicon {package}/{name} is missing ({exc}); install it: {hint}") from None
+
+
+@lru_cache(maxsize=None)
+def vader_lexicon() -> dict[str, float]:
+    scores = {}
+    for line in _read_lines("vaderSentiment", "vader_lexicon.txt", "pip install vadersentiment==3.3.2"):
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0] and " " not in parts[0]:
+            scores[parts[0].lower()] = max(-1.0, min(1.0, float(parts[1]) / 4.0))
+    return scores
+
+
+@lru_cache(maxsize=None)
+def afinn_lexicon() -> dict[str, float]:
+    scores = {}
+    for line in _read_lines("afinn", "data/AFINN-111.txt", "pip install afinn==0.1"):
+        word, sep, score = line.rpartition("\t")
+        if sep and word and " " not in word:
+            scores[word.lower()] = int(score) / 5.0
+    return scores
+
+
+@lru_cache(maxsize=None)
+def _combined(lexicons: tuple[str, ...]) -> dict[str, float]:
+    tables = [{"vader": vader_lexicon, "afinn": afinn_lexicon}[name]() for name in lexicons]
+    words = set().union(*tables)
+    return {w: sum(t[w] for t in tables if w in t) / sum(w in t for t in tables) for w in words}
+
+
+def word_polarity(word: str, lemma: str | None = None, lexicons: tuple[str, ...] = LEXICONS) -> float:
+    """Polarity of a word in [-1, 1]; the lemma is tried when the surface form is unknown."""
+    table = _combined(tuple(lexicons))
+    for form in (word, lemma):
+        if form:
+            score = table.get(form.lower())
+            if score is not None:
+                return score
+    return 0.0
+
+
+def polarity_class(word: str, lemma: str | None = None, threshold: float = 0.0,
+                   lexicons: tuple[str, ...] = LEXICONS) -> PolarityClass:
+    """``positive`` / ``negative`` when |polarity| > threshold, else ``neutral``."""
+    score = word_polarity(word, lemma, lexicons)
+    if score > threshold:
+        return "positive"
+    if score < -threshold:
+        return "negative"
+    return "neutral"
+
+
+def is_neutral(word: str, lemma: str | None = None, threshold: float = 0.0) -> bool:
+    return polarity_class(word, lemma, threshold) == "neutral"
