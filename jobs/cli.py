@@ -16,6 +16,7 @@ import jobs.benchmark  # noqa: E402,F401
 import jobs.templates  # noqa: E402,F401
 import jobs.zoo  # noqa: E402,F401
 import jobs.mft  # noqa: E402,F401
+import jobs.validity  # noqa: E402,F401
 
 
 def main() -> None:
