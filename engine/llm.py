@@ -48,6 +48,14 @@ class GenerationParams(Section):
     max_tokens: int = Field(default=128, ge=1)
     stop: list[str] = Field(default_factory=list)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    # > 1 penalises tokens already generated: small models otherwise loop ("It is too
+    # boring. It is too boring. ..."). llama.cpp/transformers/vLLM apply it; over HTTP it
+    # is sent in the server's dialect (``llm.grammar_style``).
+    repetition_penalty: float = Field(default=1.0, gt=0.0)
+    # A GBNF grammar the output must match (constrained decoding): llama.cpp and vLLM
+    # (xgrammar) enforce it; a server gets it when ``llm.grammar_style`` names its
+    # dialect; the transformers engine cannot, and parsers stay lenient either way.
+    grammar: str | None = None
 
     @field_validator("stop")
     @classmethod
@@ -125,6 +133,11 @@ class LLMConfig(Section):
     concurrency: int = Field(default=4, ge=1)  # requests in flight per generator
     max_retries: int = Field(default=4, ge=0)  # on 429, 5xx, connection errors, timeouts
     backoff_s: float = Field(default=0.5, ge=0.0)  # first wait; doubles each retry
+    # How a server receives GenerationParams.grammar / repetition_penalty (non-standard
+    # OpenAI fields): "llamacpp" (llama.cpp server: grammar, repeat_penalty), "vllm"
+    # (structured_outputs.grammar, repetition_penalty) or "none" (hosted APIs reject
+    # unknown fields: both are then not sent).
+    grammar_style: Literal["none", "llamacpp", "vllm"] = "none"
     timeout_s: float = Field(default=60.0, gt=0.0)
     # vllm
     max_model_len: int | None = Field(default=None, ge=128)

@@ -17,7 +17,7 @@ import numpy as np
 from engine.llm import Generation, GenerationParams
 from engine.mft import (ParseStats, dedupe_exact, dedupe_near, format_mft_cases, parse_label, parse_mft_cases,
                         parse_paraphrases)
-from engine.prompts import load_prompt
+from engine.prompts import PromptTemplate, load_prompt
 
 Chat = Callable[[Sequence[Sequence[dict]], GenerationParams], list[Generation]]
 LABEL_WORDS = {"positive", "negative"}
@@ -38,11 +38,21 @@ class GateLog:
         return self.parse.setdefault(name, ParseStats())
 
 
+def prompt_params(prompt: PromptTemplate, params: GenerationParams, constrained: bool) -> GenerationParams:
+    """``params`` with the prompt file's GBNF grammar when decoding is constrained: the
+    answer then always has the format the parser expects (small models otherwise drop
+    half of it), and parsers stay lenient for backends that cannot enforce grammars."""
+    if constrained and prompt.grammar and not params.grammar:
+        return params.model_copy(update={"grammar": prompt.grammar})
+    return params
+
+
 def few_shot_examples(docs: Sequence[dict], chat: Chat, params: GenerationParams, rng: np.random.Generator,
-                      log: GateLog, max_tries: int = 3) -> dict[str, dict]:
+                      log: GateLog, max_tries: int = 3, constrained: bool = False) -> dict[str, dict]:
     """One worked example per label (Figure 5): a random document of that label and the
     MFT cases the LLM extracts from it. A label whose tries all fail to parse gets none."""
     prompt = load_prompt("mft_fewshot_example")
+    params = prompt_params(prompt, params, constrained)
     by_label: dict[str, list[dict]] = {}
     for d in docs:
         if d["label"] is not None:
@@ -62,10 +72,11 @@ def few_shot_examples(docs: Sequence[dict], chat: Chat, params: GenerationParams
 
 
 def generate_mfts(reps: Sequence[dict], examples: dict[str, dict], chat: Chat, params: GenerationParams,
-                  log: GateLog, batch: int = 8) -> list[dict]:
+                  log: GateLog, batch: int = 8, constrained: bool = False) -> list[dict]:
     """MFT cases (Figure 6) for each representative document, guided by the example of
     the document's own label (a mismatched example biases the generated sentiment)."""
     prompt = load_prompt("mft_generate")
+    params = prompt_params(prompt, params, constrained)
     usable = [r for r in reps if r["label"] in examples]
     requests = []
     for rep in usable:
@@ -93,11 +104,12 @@ def dedupe_cases(rows: list[dict], embed: Callable[[list[str]], np.ndarray], thr
 
 
 def paraphrase_cases(rows: Sequence[dict], n: int, chat: Chat, params: GenerationParams, log: GateLog,
-                     batch: int = 8) -> list[dict]:
+                     batch: int = 8, constrained: bool = False) -> list[dict]:
     """``n`` rephrasings per MFT (§2.3 "Extended"), same label as the original."""
     if n <= 0 or not rows:
         return []
     prompt = load_prompt("mft_paraphrase")
+    params = prompt_params(prompt, params, constrained)
     stats = log.stats("paraphrase")
     out_rows = []
     for start in range(0, len(rows), batch):
@@ -110,11 +122,12 @@ def paraphrase_cases(rows: Sequence[dict], n: int, chat: Chat, params: Generatio
 
 
 def label_gate(rows: Sequence[dict], chat: Chat, params: GenerationParams, log: GateLog,
-               batch: int = 16) -> tuple[list[dict], dict[str, int]]:
+               batch: int = 16, constrained: bool = False) -> tuple[list[dict], dict[str, int]]:
     """LLM label check (§2.4.2): keep cases the LLM labels as their expected label word
     (``row["expected"]``, else ``row["label"]``); drop "hard to decide", the opposite
     label, and answers that cannot be read."""
     prompt = load_prompt("mft_label")
+    params = prompt_params(prompt, params, constrained)
     stats = log.stats("label check")
     kept, counts = [], {"agree": 0, "hard": 0, "disagree": 0, "unreadable": 0}
     for start in range(0, len(rows), batch):

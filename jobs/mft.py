@@ -48,13 +48,17 @@ class MFTConfig(Section):
     paraphrases: int = Field(default=5, ge=0)
     paraphrase_limit: int | None = Field(default=None, ge=0)  # MFTs paraphrased per version
     label_check: bool = True
+    # Decode under each prompt file's GBNF grammar (### grammar) where the backend can
+    # (llama.cpp, vLLM, a server with llm.grammar_style): small models follow the format.
+    constrained: bool = True
     near_duplicate_cosine: float = Field(default=0.92, gt=0.0, le=1.0)
     mft_topics: int = Field(default=4, ge=1)
     embedder: str = "builtin:minilm"
     # corpus label -> the word the LLM answers with (Positive/Negative)
     label_words: dict[str, str] = Field(default_factory=lambda: {"positive": "positive", "negative": "negative"})
-    generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=320)
-    paraphrase_generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=160)
+    # A repetition penalty keeps small models from repeating one case four times.
+    generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=320, repetition_penalty=1.3)
+    paraphrase_generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=160, repetition_penalty=1.3)
     label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=40)
     models: str | None = None  # registry or zoo recipe to evaluate on the suite (Table 7/8)
 
@@ -126,24 +130,27 @@ def generation_stage(cfg: CheckrayConfig, chat, embed) -> Stage:
                 rng = np.random.default_rng(seed)
                 split_docs = [d for d in docs if d["split"] == split]
                 split_reps = [r for r in reps if r["split"] == split]
-                examples = few_shot_examples(split_docs, chat, m.generation.model_copy(update={"seed": seed}), rng, log)
+                examples = few_shot_examples(split_docs, chat, m.generation.model_copy(update={"seed": seed}), rng, log,
+                                             constrained=m.constrained)
                 missing = sorted({r["label"] for r in split_reps} - set(examples))
                 log.add("few-shot examples", split, version, len(examples), len(missing),
                         f"no parseable example for {missing}" if missing else "")
-                generated = generate_mfts(split_reps, examples, chat, m.generation.model_copy(update={"seed": seed}), log)
+                generated = generate_mfts(split_reps, examples, chat, m.generation.model_copy(update={"seed": seed}), log,
+                                          constrained=m.constrained)
                 log.add("generated MFTs", split, version, len(generated), 0,
                         f"from {len(split_reps)} representatives")
                 kept, exact, near = dedupe_cases(generated, embed, m.near_duplicate_cosine)
                 log.add("de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near")
                 to_paraphrase = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
                 paraphrased = paraphrase_cases(to_paraphrase, m.paraphrases, chat,
-                                               m.paraphrase_generation.model_copy(update={"seed": seed}), log)
+                                               m.paraphrase_generation.model_copy(update={"seed": seed}), log,
+                                               constrained=m.constrained)
                 log.add("paraphrases", split, version, len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(to_paraphrase)}")
                 candidates = [{**r, "paraphrase_of": None} for r in kept] + paraphrased
                 for r in candidates:
                     r.update(split=split, version=version, seed=seed, expected=m.label_words[r["label"]])
                 if m.label_check:
-                    gated, counts = label_gate(candidates, chat, m.label_generation, log)
+                    gated, counts = label_gate(candidates, chat, m.label_generation, log, constrained=m.constrained)
                     log.add("label check", split, version, len(gated), len(candidates) - len(gated),
                             ", ".join(f"{k} {v}" for k, v in counts.items()))
                 else:
@@ -157,9 +164,9 @@ def generation_stage(cfg: CheckrayConfig, chat, embed) -> Stage:
                 "parsing": pa.Table.from_pylist([{"step": k, **{f: getattr(v, f) for f in ("outputs", "items", "unparsed")},
                                                   "examples": v.examples} for k, v in log.parse.items()])}
 
-    prompts = [load_prompt(n).sections for n in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
+    prompts = [(load_prompt(n).sections, load_prompt(n).grammar) for n in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
     return Stage("generate", run, inputs=("representatives",),
-                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed, prompts], version="4")
+                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder"}), llm, cfg.seed, prompts], version="5")
 
 
 def _flat(r: dict) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -146,6 +147,25 @@ def test_http_retries_backoff_and_malformed_bodies():
     assert len(calls) == 4 + 3  # the last request was tried 1 + max_retries times
 
 
+@pytest.mark.parametrize("style, expected", [
+    ("none", {}),
+    ("llamacpp", {"grammar": 'root ::= "a"\n', "repeat_penalty": 1.3}),
+    ("vllm", {"structured_outputs": {"grammar": 'root ::= "a"\n'}, "repetition_penalty": 1.3}),
+])
+def test_http_sends_grammar_in_the_servers_dialect(style, expected):
+    sent = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"text": "a", "finish_reason": "stop"}]})
+
+    gen = HTTPGenerator("http://llm.test/v1", "m", None, requests_per_second=1000, concurrency=1,
+                        transport=httpx.MockTransport(handler), grammar_style=style)
+    gen.generate(["p"], GenerationParams(grammar='root ::= "a"\n', repetition_penalty=1.3))
+    extra = {k: v for k, v in sent[0].items() if k not in ("model", "max_tokens", "temperature", "top_p", "seed", "prompt")}
+    assert extra == expected
+
+
 # --- llama.cpp on the packaged model ----------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -193,6 +213,16 @@ CLEAR = [("This movie was wonderful, I loved every minute of it.", "positive"),
 
 
 @pytest.mark.timeout(180)
+def test_llamacpp_enforces_a_gbnf_grammar(llamacpp):
+    label = 'root ::= "Label: " ("Positive" | "Negative" | "Hard to Decide") "\\nReason: " [a-z] [a-z ]{2,20}\n'
+    msgs = [[{"role": "user", "content": "Write a poem about the sea."}]]
+    free, constrained = (llamacpp.chat(msgs, GenerationParams(max_tokens=24, grammar=g))[0] for g in (None, label))
+    assert not free.text.startswith("Label: ")
+    assert re.fullmatch(r"Label: (Positive|Negative|Hard to Decide)\nReason: [a-z][a-z ]{0,20}", constrained.text)
+    with pytest.raises(InputError, match="invalid GBNF grammar"):
+        llamacpp.chat(msgs, GenerationParams(max_tokens=4, grammar="root ::= (("))
+
+
 def test_zero_shot_classifier_on_clear_sentences(llamacpp):
     spec = ModelSpec(name="qwen-zs", family="llm_zero_shot", options={"max_tokens": 4})
     clf = LLMZeroShotClassifier(spec, llamacpp)
@@ -281,6 +311,11 @@ def test_http_backend_against_real_server(llama_server, monkeypatch):
     assert first.ok and second.ok and first.completion_tokens <= 5 and first.prompt_tokens > 0
     chat = gen.chat([[{"role": "user", "content": "Say hello."}]], GenerationParams(max_tokens=4))
     assert chat[0].ok and chat[0].text.strip()
+    constrained = HTTPGenerator.from_config(LLMConfig(backend="http", base_url=llama_server, model="qwen",
+                                                      api_key_env="CHECKRAY_TEST_KEY", grammar_style="llamacpp"))
+    answer = constrained.chat([[{"role": "user", "content": "Say hello."}]],
+                              GenerationParams(max_tokens=4, grammar='root ::= "yes" | "no"\n'))[0]
+    assert answer.text in ("yes", "no")
 
     monkeypatch.setenv("CHECKRAY_TEST_KEY", "sk-wrong-key-999")
     wrong = HTTPGenerator.from_config(LLMConfig(base_url=llama_server, api_key_env="CHECKRAY_TEST_KEY"))

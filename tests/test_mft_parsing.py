@@ -114,3 +114,31 @@ def test_half_formatted_answers_of_small_models(raw, expected):
 def test_run_on_reviews_are_not_kept():
     loop = "Customer Review: " + " ".join(["Do not see this film."] * 20)
     assert parse_mft_cases(loop) == []
+
+
+def test_grammar_section_is_kept_out_of_the_messages():
+    text = "### system\nS {x}\n### user\nU\n### grammar\nroot ::= [a-z]{2,5}\n"
+    prompt = parse_prompt("p", text)
+    assert prompt.grammar == "root ::= [a-z]{2,5}\n" and prompt.fields == {"x"}
+    assert [m["role"] for m in prompt.render(x=1)] == ["system", "user"]
+    with pytest.raises(ConfigError, match="more than one"):
+        parse_prompt("p", text + "### grammar\nroot ::= \"a\"\n")
+
+
+def test_constrained_decoding_uses_each_prompt_files_grammar():
+    from engine.llm import GenerationParams
+    from engine.mft_suite import prompt_params
+
+    base = GenerationParams(temperature=0.7)
+    for name in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label"):
+        prompt = load_prompt(name)
+        assert prompt.grammar and prompt.grammar.startswith("root ::=")
+        assert prompt_params(prompt, base, constrained=True).grammar == prompt.grammar
+        assert prompt_params(prompt, base, constrained=False).grammar is None
+    # what the grammars admit is what the parsers read
+    example = ("Test Case 1: Acting\nCustomer Review: The cast is great.\nTest Case 2: Plot\n"
+               "Customer Review: The plot is thin.\nTest Case 3: Music\nCustomer Review: I loved the songs!\n"
+               "Test Case 4: Length\nCustomer Review: It runs far too long.\n")
+    assert [r for _, r in parse_mft_cases(example)] == ["The cast is great.", "The plot is thin.",
+                                                       "I loved the songs!", "It runs far too long."]
+    assert parse_label("Label: Hard to Decide\nReason: mixed") == ("hard", "mixed")

@@ -62,7 +62,9 @@ class HTTPGenerator:
 
     def __init__(self, base_url: str, model: str, api_key_env: str | None = None,
                  requests_per_second: float = 4.0, concurrency: int = 4, max_retries: int = 4,
-                 backoff_s: float = 0.5, timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None):
+                 backoff_s: float = 0.5, timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None,
+                 grammar_style: str = "none"):
+        self.grammar_style = grammar_style
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -79,7 +81,8 @@ class HTTPGenerator:
     @classmethod
     def from_config(cls, cfg: LLMConfig, transport: httpx.BaseTransport | None = None) -> "HTTPGenerator":
         return cls(cfg.base_url, cfg.model, cfg.api_key_env, cfg.requests_per_second, cfg.concurrency,
-                   cfg.max_retries, cfg.backoff_s, cfg.timeout_s, transport=transport)
+                   cfg.max_retries, cfg.backoff_s, cfg.timeout_s, transport=transport,
+                   grammar_style=cfg.grammar_style)
 
     def __repr__(self) -> str:  # never the key, only where it comes from
         return f"HTTPGenerator(base_url={self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -158,6 +161,17 @@ class HTTPGenerator:
                                    top_p=params.top_p, seed=params.seed)
         if params.stop:
             out["stop"] = list(params.stop)
+        # Non-standard fields, in the dialect of the server (hosted APIs reject them).
+        if self.grammar_style == "llamacpp":
+            if params.grammar:
+                out["grammar"] = params.grammar
+            if params.repetition_penalty != 1.0:
+                out["repeat_penalty"] = params.repetition_penalty
+        elif self.grammar_style == "vllm":
+            if params.grammar:
+                out["structured_outputs"] = {"grammar": params.grammar}
+            if params.repetition_penalty != 1.0:
+                out["repetition_penalty"] = params.repetition_penalty
         return out
 
     def _run(self, path: str, payloads: list[dict[str, Any]], chat: bool) -> list[Generation]:

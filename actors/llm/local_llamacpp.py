@@ -19,9 +19,10 @@ from engine.errors import InputError
 from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
 
 
-def _sampling(params: GenerationParams) -> dict[str, Any]:
+def _sampling(params: GenerationParams, grammar: Any = None) -> dict[str, Any]:
     return dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
-                stop=list(params.stop) or None, seed=params.seed)
+                stop=list(params.stop) or None, seed=params.seed, repeat_penalty=params.repetition_penalty,
+                grammar=grammar)
 
 
 def _from_response(resp: dict[str, Any], chat: bool) -> Generation:
@@ -51,10 +52,28 @@ class LlamaCppGenerator:
         except ValueError as exc:  # llama-cpp-python's "Failed to load model from file"
             raise LLMError(f"{model}: llama.cpp cannot load {path}: {exc}") from None
         self.name = f"llamacpp:{model}"
+        self._grammars: dict[str, Any] = {}
         self.n_ctx = n_ctx
 
     def __repr__(self) -> str:
         return f"LlamaCppGenerator({self.name!r})"
+
+    def _grammar(self, text: str | None):
+        """The ``LlamaGrammar`` for a GBNF text, checked first: llama-cpp-python parses a
+        grammar only when sampling starts and then dereferences a NULL sampler for an
+        invalid one (a segfault), so the grammar is test-compiled here."""
+        if not text:
+            return None
+        if text in self._grammars:
+            return self._grammars[text]
+        import llama_cpp
+
+        sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode(), b"root")
+        if not sampler:
+            raise InputError(f"invalid GBNF grammar (llama.cpp cannot parse it): {text[:80]!r}")
+        llama_cpp.llama_sampler_free(sampler)
+        self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
 
     def _fresh(self) -> None:
         # Forget the previous prompt: llama-cpp-python otherwise reuses the KV cache of a
@@ -64,21 +83,23 @@ class LlamaCppGenerator:
         self.llm.reset()
 
     def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]:
+        grammar = self._grammar(params.grammar)
         out = []
         for prompt in prompts:
             self._fresh()
             try:
-                out.append(_from_response(self.llm.create_completion(str(prompt), **_sampling(params)), chat=False))
+                out.append(_from_response(self.llm.create_completion(str(prompt), **_sampling(params, grammar)), chat=False))
             except (ValueError, RuntimeError) as exc:  # e.g. "Requested tokens exceed context window"
                 out.append(failed_generation(exc))
         return out
 
     def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]:
+        grammar = self._grammar(params.grammar)
         out = []
         for messages in messages_list:
             self._fresh()
             try:
-                resp = self.llm.create_chat_completion([dict(m) for m in messages], **_sampling(params))
+                resp = self.llm.create_chat_completion([dict(m) for m in messages], **_sampling(params, grammar))
                 out.append(_from_response(resp, chat=True))
             except (ValueError, RuntimeError, KeyError, TypeError) as exc:  # bad roles, too long, ...
                 out.append(failed_generation(exc))

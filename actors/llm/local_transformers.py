@@ -8,10 +8,15 @@ through a fresh ``from_config`` model. A directory is loaded as is.
 
 Prompts are generated one at a time: each prompt's sampling is seeded with
 ``params.seed`` so its output does not depend on which batch it travelled in.
+
+A GBNF ``params.grammar`` is NOT enforced here (transformers has no grammar-constrained
+decoding built in): the output is free text, which the job's parsers read leniently, and
+a warning says so once per process.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -20,6 +25,8 @@ from typing import Sequence
 
 from actors.llm.packaged import resolve_llm
 from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+
+log = logging.getLogger(__name__)
 
 
 def converted_dir(gguf: Path) -> Path:
@@ -75,6 +82,7 @@ class TransformersGenerator:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model.to(self.device)
         self.name = f"transformers:{model}"
+        self._warned_grammar = False
         self.n_ctx = getattr(self.model.config, "max_position_embeddings", None)
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
@@ -87,11 +95,15 @@ class TransformersGenerator:
     def _one(self, prompt_ids: list[int], params: GenerationParams) -> Generation:
         import torch
 
+        if params.grammar and not self._warned_grammar:
+            log.warning("%s: the transformers engine cannot enforce a GBNF grammar; generating freely", self.name)
+            self._warned_grammar = True
+
         ids = torch.tensor([prompt_ids], device=self.device)
         sampling = params.temperature > 0
         kwargs = dict(max_new_tokens=params.max_tokens, do_sample=sampling,
                       pad_token_id=self.tokenizer.pad_token_id or next(iter(self.eos_ids), 0),
-                      eos_token_id=sorted(self.eos_ids) or None)
+                      eos_token_id=sorted(self.eos_ids) or None, repetition_penalty=params.repetition_penalty)
         if sampling:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
             torch.manual_seed(params.seed)

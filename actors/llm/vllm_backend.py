@@ -35,9 +35,15 @@ class VLLMGenerator:
         return f"VLLMGenerator({self.name!r})"
 
     def _sampling(self, params: GenerationParams):
+        structured = None
+        if params.grammar:  # GBNF through vLLM's structured outputs (xgrammar backend)
+            from vllm.sampling_params import StructuredOutputsParams
+
+            structured = StructuredOutputsParams(grammar=params.grammar)
         return self._vllm.SamplingParams(temperature=params.temperature, top_p=params.top_p,
                                          max_tokens=params.max_tokens, stop=list(params.stop) or None,
-                                         seed=params.seed)
+                                         seed=params.seed, repetition_penalty=params.repetition_penalty,
+                                         structured_outputs=structured)
 
     @staticmethod
     def _convert(results: Sequence[Any]) -> list[Generation]:
