@@ -27,6 +27,11 @@ class RuntimeConfig(Section):
     num_cpus: int | None = Field(default=None, ge=1)  # local Ray only
     num_gpus: int | None = Field(default=None, ge=0)  # local Ray only (tests fake a GPU)
     object_store_mb: int = Field(default=512, ge=64)
+    # Autoscaling clusters (cluster.yaml has GPU workers with min_workers: 0): ask the
+    # autoscaler for this many GPUs on connecting and wait up to gpu_wait_s for them, so
+    # the plan sees them. 0: plan on what is there now.
+    request_gpus: int = Field(default=0, ge=0)
+    gpu_wait_s: float = Field(default=900.0, ge=0.0)
 
 
 class CorpusConfig(Section):

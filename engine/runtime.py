@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Callable, Literal, Mapping
 
 from engine.config import RuntimeConfig
 from engine.errors import ResourceError
@@ -38,6 +39,8 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
     if address:
         log.info("connecting to Ray at %s", address)
         ray.init(address=address, log_to_driver=True)
+        if cfg.request_gpus:
+            scale_up_gpus(cfg.request_gpus, cfg.gpu_wait_s)
         return
     # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
     # a shared temp dir would make this join a cluster that no longer exists.
@@ -51,6 +54,40 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         log_to_driver=True,
         configure_logging=False,
     )
+
+
+def await_resources(resource: str, wanted: float, poll: Callable[[], Mapping[str, float]], timeout_s: float,
+                    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                    interval_s: float = 5.0) -> float:
+    """Poll ``poll()`` until it reports ``wanted`` of ``resource`` or ``timeout_s`` passes;
+    return the amount last seen (pure given its callables; tested with fakes)."""
+    deadline = clock() + timeout_s
+    while True:
+        have = float(poll().get(resource, 0))
+        if have >= wanted or clock() >= deadline:
+            return have
+        sleep(min(interval_s, max(deadline - clock(), 0.0)))
+
+
+def scale_up_gpus(count: int, wait_s: float) -> float:
+    """Ask the autoscaler for ``count`` one-GPU bundles and wait for them to join.
+
+    Plans are made from the resources Ray reports *now*; on a cluster whose GPU workers
+    scale from zero they would otherwise plan for CPUs only. If the GPUs do not arrive in
+    time the job goes on with what there is (and says so); the request is released when
+    the driver exits, so idle GPU nodes can scale back down.
+    """
+    import atexit
+
+    import ray
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(bundles=[{"GPU": 1}] * count)
+    atexit.register(lambda: ray.is_initialized() and request_resources(num_cpus=0))
+    have = await_resources("GPU", count, lambda: ray.cluster_resources(), wait_s)
+    if have < count:
+        log.warning("asked the autoscaler for %d GPUs, %g arrived within %.0f s: planning with those", count, have, wait_s)
+    return have
 
 
 def cluster_resources() -> dict[str, float]:

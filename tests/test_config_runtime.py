@@ -81,3 +81,22 @@ def test_gpu_backend_without_gpu_is_an_error_not_a_hang():
         choose_device("gpu", {"CPU": 2.0})
     assert choose_device("auto", {"CPU": 2.0}) == "cpu"
     assert choose_device("auto", {"CPU": 2.0, "GPU": 1.0}) == "gpu"
+
+
+def test_await_resources_polls_until_the_gpus_join_or_time_runs_out():
+    from engine.runtime import await_resources
+
+    now = [0.0]
+    reports = iter([{"CPU": 2}, {"CPU": 2, "GPU": 1}, {"CPU": 10, "GPU": 2}])
+    sleeps = []
+
+    def sleep(s):
+        sleeps.append(s)
+        now[0] += s
+
+    assert await_resources("GPU", 2, lambda: next(reports), 60, sleep, lambda: now[0], interval_s=5) == 2
+    assert sleeps == [5, 5]
+    now[0], sleeps[:] = 0.0, []
+    assert await_resources("GPU", 2, lambda: {"CPU": 2}, 12, sleep, lambda: now[0], interval_s=5) == 0
+    assert sleeps == [5, 5, 2] and now[0] == 12  # gave up at the deadline, not before
+    assert await_resources("GPU", 1, lambda: {"GPU": 4}, 0, sleep, lambda: now[0]) == 4
