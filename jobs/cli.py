@@ -16,7 +16,11 @@ import jobs.benchmark  # noqa: E402,F401
 import jobs.templates  # noqa: E402,F401
 import jobs.zoo  # noqa: E402,F401
 import jobs.mft  # noqa: E402,F401
+import jobs.s2lct  # noqa: E402,F401
+import jobs.costello  # noqa: E402,F401
+import jobs.repair  # noqa: E402,F401
 import jobs.validity  # noqa: E402,F401
+import jobs.testaug  # noqa: E402,F401
 
 
 def main() -> None:
