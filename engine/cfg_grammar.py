@@ -170,7 +170,7 @@ def masked_text(items: Sequence[Mapping[str, Any]]) -> str:
 def expansion_candidates(tree: str, tokens: Sequence[Mapping[str, Any]],
                          reference: Mapping[str, list[tuple[tuple[str, ...], int]]],
                          fillable: set[str] = FILLABLE_TAGS, max_masks: int = 1) -> list[dict]:
-    """Every masked sentence Algorithm 1 finds for one seed (deduplicated by text)."""
+    """Every masked sentence Algorithm 1 finds for one seed (deduplicated by text and tags)."""
     found: dict[str, dict] = {}
     for prod in tree_productions(tree):
         for r_rhs, count in reference.get(prod.lhs, []):
@@ -179,8 +179,9 @@ def expansion_candidates(tree: str, tokens: Sequence[Mapping[str, Any]],
                 continue
             items = masked_tokens(tokens, inserts)
             text = masked_text(items)
-            if text not in found:
-                found[text] = {"masked": text, "items": items, "tags": [t for _, t in sorted(inserts)],
+            key = f"{text}\x1f{' '.join(t for _, t in sorted(inserts))}"  # same text, other tag: another mask
+            if key not in found:
+                found[key] = {"masked": text, "items": items, "tags": [t for _, t in sorted(inserts)],
                                "production": str(prod), "reference": f"{prod.lhs} -> {' '.join(r_rhs)}",
                                "reference_count": count}
     return list(found.values())
