@@ -57,7 +57,9 @@ def embed_train(model, texts: Sequence[str]):
     """Sentence embeddings with gradients (``encode`` runs under no_grad)."""
     import torch
 
-    features = model.tokenize(list(texts))
+    # sentence-transformers >= 5.4 names it ``preprocess`` (``tokenize`` is deprecated)
+    prepare = getattr(model, "preprocess", None) or model.tokenize
+    features = prepare(list(texts))
     features = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
     return model(features)["sentence_embedding"]
 
@@ -127,9 +129,9 @@ def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], se
             loss = settings.alpha * trip + (1 - settings.alpha) * dist
             loss.backward()
             optimizer.step()
-            sums["loss"] += float(loss)
-            sums["triplet"] += float(trip)
-            sums["mse"] += float(dist)
+            sums["loss"] += loss.item()
+            sums["triplet"] += trip.item()
+            sums["mse"] += dist.item()
         n = max(1, len(batches))
         history.append({"epoch": epoch + 1, "batches": len(batches), **{k: v / n for k, v in sums.items()}})
     model.eval()

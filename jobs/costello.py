@@ -62,7 +62,7 @@ class CostelloConfig(Section):
     per_seed: int = Field(default=1, ge=1)  # triples per CR per seed
     dictionary_size: int = Field(default=2000, ge=10)  # corpus words for the thresholds
     classifiers: int = Field(default=14, ge=5)  # Wilcoxon needs >= 5 pairs for p < 0.05
-    classifier_train: int = Field(default=2000, ge=20)  # corpus sentences per model's MLPs
+    classifier_train: int = Field(default=2000, ge=10)  # corpus sentences per model's MLPs
     classifier_max_iter: int = Field(default=200, ge=10)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     distance: Literal["l1", "l2", "cos"] = "l2"  # the default verdict (paper: L2, mu-2sigma)
