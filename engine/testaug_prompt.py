@@ -98,11 +98,18 @@ class ParseCount:
             self.examples.append(item[:120])
 
 
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|(?:test case|case|example)\s*\d*\s*[:.)-])\s*", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|(?:test case|case|example|test|output|expected output)\s*\d*\s*[:.)-])\s*",
+                     re.IGNORECASE)
+_LABELED_QUOTE = re.compile(r'^[A-Za-z][\w ]{0,30}:\s*"([^"]+)"\s*$')  # Test 1: "..." / Expected Output: "..."
 _BRACED = re.compile(r"\{+\s*([^{}]+?)\s*\}+")
 _CHATTER = re.compile(r"^(?:sure|here (?:are|is)|certainly|of course|these|i hope|note|okay|ok)\b", re.IGNORECASE)
+# What small models write besides cases: new "descriptions" and explanations of their cases.
+_NOT_A_CASE = re.compile(r"^(?:(?:an?|two) (?:\w+ ){0,2}sentences? (?:with|where|that|about|in)\b|"
+                         r"(?:this|the|each) (?:test )?(?:case|sentence|example)s? (?:uses|is|has|shows|contains)\b)",
+                         re.IGNORECASE)
 _PAIR = re.compile(r"\{\{\s*([^{}]+?)\s*\}\s*(?:-\s*)?\{\s*([^{}]+?)\s*\}\}", re.DOTALL)
 _LOOSE_PAIR = re.compile(r"\{\s*([^{}]+?)\s*\}\s*(?:-\s*)?\{\s*([^{}]+?)\s*\}", re.DOTALL)
+MIN_WORDS, MAX_WORDS = 3, 60
 
 
 def _clean(text: str) -> str:
@@ -110,32 +117,42 @@ def _clean(text: str) -> str:
     return text
 
 
-def _is_sentence(text: str) -> bool:
+def _is_case(text: str) -> bool:
     words = re.findall(r"[A-Za-z']+", text)
-    return 2 <= len(words) <= 60
+    return MIN_WORDS <= len(words) <= MAX_WORDS and not _NOT_A_CASE.match(text)
 
 
-def parse_single_cases(raw: str, count: ParseCount) -> list[str]:
-    """Cases from one answer: ``- { case }`` lines; bare bullet/numbered lines are accepted
-    too (small models drop the braces). Chatter lines ("Sure! Here are...") are skipped
-    without counting; every other line that is not a case is counted as unparsed."""
+def _lines(raw: str, truncated: bool, count: ParseCount) -> list[str]:
+    """Non-empty lines; the last one of an answer cut at max_tokens is counted, not used."""
+    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+    if truncated and lines:
+        count.miss(lines.pop())
+    return lines
+
+
+def parse_single_cases(raw: str, count: ParseCount, truncated: bool = False) -> list[str]:
+    """Cases from one answer: ``- { case }`` lines; bare bullet/numbered lines and
+    ``Label: "case"`` lines are accepted too (small models drop the braces). Chatter lines
+    ("Sure! Here are...") are skipped without counting; every other line that is not a case
+    (too short or long, a made-up description, an explanation) is counted as unparsed."""
     count.outputs += 1
     out = []
-    for line in raw.splitlines():
-        line = line.strip()
-        if not line:
-            continue
+    for line in _lines(raw, truncated, count):
         braced = _BRACED.findall(line)
         if braced:
-            found = [_clean(b) for b in braced if _is_sentence(_clean(b))]
+            found = [_clean(b) for b in braced if _is_case(_clean(b))]
             out += found
             if not found:
                 count.miss(line)
             continue
+        quoted = _LABELED_QUOTE.match(line)
+        if quoted and _is_case(_clean(quoted.group(1))):
+            out.append(_clean(quoted.group(1)))
+            continue
         if _CHATTER.match(line) or line.endswith(":"):
             continue
         bare = _clean(_BULLET.sub("", line))
-        if _BULLET.match(line) and _is_sentence(bare):
+        if _BULLET.match(line) and _is_case(bare):
             out.append(bare)
         else:
             count.miss(line)
@@ -143,17 +160,17 @@ def parse_single_cases(raw: str, count: ParseCount) -> list[str]:
     return out
 
 
-def parse_pair_cases(raw: str, count: ParseCount) -> list[tuple[str, str]]:
+def parse_pair_cases(raw: str, count: ParseCount, truncated: bool = False) -> list[tuple[str, str]]:
     """Pairs from one answer: ``- {{ a } - { b }}`` (on one or two lines); two plain
     braced items in a row (``{ a } { b }``) are accepted; a lone item is unparsed."""
     count.outputs += 1
     out: list[tuple[str, str]] = []
-    rest = raw
+    rest = "\n".join(_lines(raw, truncated, count))
     for pattern in (_PAIR, _LOOSE_PAIR):
         found = []
         for m in pattern.finditer(rest):
             a, b = _clean(m.group(1)), _clean(m.group(2))
-            if _is_sentence(a) and _is_sentence(b):
+            if _is_case(a) and _is_case(b):
                 found.append((a, b))
             else:
                 count.miss(m.group(0))

@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from engine.config import CheckrayConfig, Section, load_config, register_section
 from engine.errors import InputError
-from engine.llm import GenerationParams, count_finish_reasons
+from engine.llm import GenerationParams, count_finish_reasons, make_generation
 from engine.models import ModelSpec
 from engine.prompts import load_prompt
 from engine.report import Section as ReportSection, render
@@ -39,6 +39,7 @@ from jobs.console import console, stage_printer
 
 METHOD = "testaug"
 VERSION = "1"
+PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 
 class PatchConfig(Section):
@@ -95,12 +96,11 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
 
 
 def generation_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage:
+    """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM."""
     t: TestAugConfig = cfg.section("testaug")
 
     def run(ctx: StageContext):
-        rows, parsing = [], []
-        counts = {d.key: ParseCount() for d in descs}
-        outputs = []
+        rows = []
         for p in range(t.prompts_per_description):  # one batch per round: every description at once
             shown = [sample_seeds(d, t.demonstrations, np.random.default_rng([cfg.seed, p, i]))
                      for i, d in enumerate(descs)]
@@ -108,26 +108,12 @@ def generation_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Sta
                 description=d.description, examples=prompt_examples(s), n=t.cases_per_prompt)
                 for d, s in zip(descs, shown)]
             answers = chat(messages, t.generation.model_copy(update={"seed": cfg.seed + p}))
-            outputs += answers
-            for d, s, answer in zip(descs, shown, answers):
-                parsed = (parse_pair_cases if d.is_pair else parse_single_cases)(answer.text, counts[d.key])
-                for case in parsed:
-                    text, pair = (case, None) if isinstance(case, str) else case
-                    rows.append({"key": d.key, "prompt": p, "text": text, "text_pair": pair,
-                                 "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s])})
-        kept_rows = []
-        for d in descs:
-            kept, dropped = dedupe([r for r in rows if r["key"] == d.key], seed_keys(d))
-            kept_rows += kept
-            c = counts[d.key]
-            parsing.append({"key": d.key, "answers": c.outputs, "parsed": c.items, "unparsed": c.unparsed,
-                            "duplicates": dropped, "kept": len(kept), "examples": " | ".join(c.examples)})
-        reasons = count_finish_reasons(outputs)
-        parsing = [{**r, **{f"finish_{k}": v for k, v in reasons.items()}} if i == 0 else r
-                   for i, r in enumerate(parsing)]
-        schema = pa.schema([("key", pa.string()), ("prompt", pa.int64()), ("text", pa.string()),
-                            ("text_pair", pa.string()), ("seeds", pa.string())])
-        return {"data": pa.Table.from_pylist(kept_rows, schema=schema), "parsing": pa.Table.from_pylist(parsing)}
+            rows += [{"key": d.key, "prompt": p, "answer": a.text, "finish_reason": a.finish_reason,
+                      "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s])}
+                     for d, s, a in zip(descs, shown, answers)]
+        return {"data": pa.Table.from_pylist(rows, schema=pa.schema(
+            [("key", pa.string()), ("prompt", pa.int64()), ("answer", pa.string()), ("finish_reason", pa.string()),
+             ("seeds", pa.string())]))}
 
     prompts = [load_prompt(n).sections for n in ("testaug_generate", "testaug_generate_pair")]
     return Stage("generate", run, config=[t.model_dump(include={"label_map", "descriptions", "max_descriptions",
@@ -136,6 +122,34 @@ def generation_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Sta
                                                                  "generation"}),
                                           cfg.section("llm"), cfg.seed, prompts, getattr(chat, "name", "llm")],
                  external=(file_digest(t.spec),), version=VERSION)
+
+
+def parse_stage(descs: list[Description]) -> Stage:
+    """Cases from the raw answers (single or pair format), counted; seeds and repeats dropped."""
+
+    def run(ctx: StageContext):
+        answers = ctx.input("generate").to_pylist()
+        rows, parsing = [], []
+        for d in descs:
+            count, mine = ParseCount(), [a for a in answers if a["key"] == d.key]
+            found = []
+            for a in mine:
+                parse = parse_pair_cases if d.is_pair else parse_single_cases
+                for case in parse(a["answer"] or "", count, truncated=a["finish_reason"] == "length"):
+                    text, pair = (case, None) if isinstance(case, str) else case
+                    found.append({"key": d.key, "prompt": a["prompt"], "text": text, "text_pair": pair,
+                                  "seeds": a["seeds"]})
+            kept, dropped = dedupe(found, seed_keys(d))
+            rows += kept
+            reasons = count_finish_reasons([make_generation(a["answer"], a["finish_reason"]) for a in mine])
+            parsing.append({"key": d.key, "answers": count.outputs, "parsed": count.items, "unparsed": count.unparsed,
+                            "duplicates": dropped, "kept": len(kept), "truncated": reasons["length"],
+                            "empty": reasons["empty"] + reasons["error"], "examples": " | ".join(count.examples)})
+        schema = pa.schema([("key", pa.string()), ("prompt", pa.int64()), ("text", pa.string()),
+                            ("text_pair", pa.string()), ("seeds", pa.string())])
+        return {"data": pa.Table.from_pylist(rows, schema=schema), "parsing": pa.Table.from_pylist(parsing)}
+
+    return Stage("parse", run, inputs=("generate",), version=PARSER_VERSION)
 
 
 def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
@@ -252,6 +266,7 @@ def run_testaug(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] | None
         chat.name = cfg.section("llm").model
     try:
         runner.run_stage(generation_stage(cfg, descs, chat))
+        runner.run_stage(parse_stage(descs))
         runner.run_stage(validity_stage(cfg, descs, chat))
     finally:
         if owned:

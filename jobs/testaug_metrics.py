@@ -33,7 +33,7 @@ def validity_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage
     def run(ctx: StageContext):
         from actors.validity import ValidityClassifier, llm_label
 
-        cases = ctx.input("generate").to_pylist()
+        cases = ctx.input("parse").to_pylist()
         people = {}
         if t.annotations:
             people = {(normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
@@ -116,7 +116,7 @@ def validity_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage
         clf_meta = meta.read_text(encoding="utf-8") if meta.is_file() else "missing"
     from engine.prompts import load_prompt
 
-    return Stage("validity", run, inputs=("generate",),
+    return Stage("validity", run, inputs=("parse",),
                  config=[t.task, t.threshold, t.first_sample, t.llm_labeler, t.label_generation, digest, clf_meta,
                          load_prompt("testaug_validity").sections, cfg.section("llm")], version="1")
 

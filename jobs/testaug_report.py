@@ -37,27 +37,26 @@ def validity_summary(decisions: list[dict], llm_name: str) -> str:
 
 def testaug_sections(runner: StageRunner, t, descs: Sequence[Description], suite: pa.Table, baseline: pa.Table,
                      summary: pa.Table | None, specs: Sequence[ModelSpec] | None, llm_name: str = "llm") -> list[Section]:
-    parsing = {r["key"]: r for r in runner.output("generate", "parsing").to_pylist()}
+    parsing = {r["key"]: r for r in runner.output("parse", "parsing").to_pylist()}
     decisions = runner.output("validity", "decisions").to_pylist()
     labeler = runner.output("validity", "labeler").to_pylist()
     rows = []
     for d, dec in zip(descs, decisions):
         p = parsing.get(d.key, {})
         rows.append({"key": d.key, "capability": d.capability, "description": _short(d.description), "label": d.label,
-                     "answers": p.get("answers"), "parsed": p.get("parsed"), "unparsed": p.get("unparsed"),
+                     "answers": p.get("answers"), "truncated": p.get("truncated"), "parsed": p.get("parsed"),
+                     "unparsed": p.get("unparsed"),
                      "duplicates": p.get("duplicates"), "first sample": dec["first_sample"],
                      "annotated by": dec["annotated_by"], "valid share": dec["valid_share"],
                      "threshold": dec["threshold"], "filter": "yes" if dec["filter"] else "no",
                      "kept": dec["kept"], "dropped": dec["dropped"], "classifier acc. (people)": dec["classifier_accuracy"],
                      "classifier vs LLM": dec["classifier_vs_llm"]})
-    first = next(iter(parsing.values()), {})
-    finish = {k.removeprefix("finish_"): v for k, v in first.items() if k.startswith("finish_")}
     examples = [{"key": p["key"], "unparsed examples": p["examples"]} for p in parsing.values() if p["examples"]]
     valid = runner.output("validity").to_pylist()
     shown = [{"key": r["key"], "kept": r["kept"], "by": r["decided_by"], "text": r["text"],
               "text_pair": r["text_pair"] or ""} for r in valid[:40]]
     blocks = ["<h3>Per description</h3>" + table_html(rows),
-              f"<p>LLM finish reasons: {json.dumps(finish)}; LLM labeler: {json.dumps(labeler[0] if labeler else {})}</p>",
+              f"<p>LLM labeler answers: {json.dumps(labeler[0] if labeler else {})}</p>",
               "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),
               "<h3>Generated cases and validity decisions (first 40)</h3>" + table_html(shown)]
     gen = sum(d["generated"] for d in decisions)

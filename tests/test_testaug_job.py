@@ -101,7 +101,7 @@ def test_testaug_end_to_end(ray_session, tmp_path):
     assert not any("really" in r["text"] for r in gpt)  # the labeler's invalid cases were filtered
     decisions = pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()
     assert all(d["annotated_by"] == "llm" and d["filter"] and d["valid_share"] < 0.9 for d in decisions)
-    parsing = pq.read_table(run.path("stages/generate/parsing.parquet")).to_pylist()
+    parsing = pq.read_table(run.path("stages/parse/parsing.parquet")).to_pylist()
     assert sum(p["unparsed"] for p in parsing) > 0 and sum(p["answers"] for p in parsing) == 6
     expansion = [r for r in rows if r["suite"] == "testaug-expansion"]
     assert expansion and all("pilot" in r["text"] or "Honestly" in r["text"] for r in expansion)

@@ -115,3 +115,16 @@ def test_llm_verdicts():
     assert parse_validity_answer("Invalid: it is positive") is False
     assert parse_validity_answer("The answer is not valid") is False
     assert parse_validity_answer("I think so") is None
+
+
+def test_small_model_habits_are_parsed_or_counted():
+    raw = ('Test 1: "This is a beautiful park."\n'
+           'Expected Output: "The film was truly outstanding."\n'
+           "- A positive sentence with a positive intensifier.\n"
+           "- This test case uses an intensifier (lousy) to convey a negative sentiment.\n"
+           "- The plot was very terrible.\n"
+           "- A negative")
+    count = ParseCount()
+    cases = parse_single_cases(raw, count, truncated=True)
+    assert cases == ["This is a beautiful park.", "The film was truly outstanding.", "The plot was very terrible."]
+    assert count.unparsed == 3 and "A negative" in count.examples[0]  # the cut-off last line comes first
