@@ -139,7 +139,9 @@ def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str 
     order = sorted(range(n), key=lambda i: len(texts[i]))
     table = pa.table({"idx": pa.array(order, pa.int64()), "text": pa.array([texts[i] for i in order], pa.string())})
     blocks = max(2, math.ceil(n / batch_size))
-    ds = ray.data.from_arrow(table).repartition(blocks)
+    # Materialised once: the per-model pipelines then only read the blocks (otherwise each
+    # re-runs the repartition and their data tasks compete for the reserved CPU).
+    ds = ray.data.from_arrow(table).repartition(blocks).materialize()
     resources = cluster_resources()
 
     def run(spec: EmbedderSpec, share: int) -> np.ndarray:
