@@ -38,7 +38,7 @@ from jobs.app import app
 from jobs.console import console, stage_printer
 
 METHOD = "testaug"
-VERSION = "1"
+VERSION = "2"  # generate stage: raw answers
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 

@@ -39,7 +39,7 @@ def zoo_dir_of(spec: ModelSpec) -> Path | None:
 
 
 class PatchableModel:
-    """One trainable model: its original training data and how to refit it."""
+    """One trainable model: its estimator and original training data, as features."""
 
     def __init__(self, spec: ModelSpec, embed_cache: dict):
         from actors.models.sklearn_models import load_estimator
@@ -52,37 +52,46 @@ class PatchableModel:
             raise LookupError("no zoo split next to the model file")
         split = RunDir(str(zoo)).read_table("stages/split/data.parquet")
         train = ~split.column("held_out").to_numpy(zero_copy_only=False)
-        self.texts = np.asarray(split.column("text").to_pylist(), dtype=object)[train].tolist()
+        texts = np.asarray(split.column("text").to_pylist(), dtype=object)[train].tolist()
         self.gold = np.asarray(split.column("label").to_pylist(), dtype=object)[train].tolist()
-        self.X = None
         self.encoder = str(spec.options.get("encoder", "builtin:minilm"))
+        self.embed_cache = embed_cache
+        self.base = texts
         if spec.family == "st_head":
             from actors.zoo_trainers import read_embeddings
             from jobs.zoo import embed_stage_name
 
-            try:
-                self.X = read_embeddings(RunDir(str(zoo)), embed_stage_name(self.encoder))[train]
+            try:  # the embeddings the zoo computed once for this encoder
+                self.base = read_embeddings(RunDir(str(zoo)), embed_stage_name(self.encoder))[train]
             except (OSError, FileNotFoundError):
-                self.X = embed(embed_cache, self.encoder, self.texts)
-        self.embed_cache = embed_cache
+                self.base = embed(embed_cache, self.encoder, texts)
 
-    def predict(self, estimator, texts: list[str]) -> np.ndarray:
-        from actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
+    def features(self, texts: list[str]):
+        return texts if self.spec.family == "sklearn" else embed(self.embed_cache, self.encoder, texts)
 
-        if self.spec.family == "sklearn":
-            return SklearnTextModel(self.spec, estimator).predict_proba(texts)
-        return EncoderHeadModel(self.spec, estimator, None).predict_embeddings(embed(self.embed_cache, self.encoder, texts))
 
-    def refit(self, texts: list[str], gold: list[str]):
-        from sklearn.base import clone
+def refit_failure_rate(spec: ModelSpec, estimator, base, base_gold: list[str], add, add_gold: list[str] | None,
+                       test_features, test: pa.Table, settings: ExpectationSettings) -> float:
+    """Refit a clone of ``estimator`` on base + added training data (``add`` None: no
+    refit, the model as it is) and return its failure rate on the ``test`` cases."""
+    from sklearn.base import clone
 
-        keep = [i for i, g in enumerate(gold) if g in self.labels]
-        texts, gold = [texts[i] for i in keep], [gold[i] for i in keep]
-        est = clone(self.estimator)
-        if self.spec.family == "sklearn":
-            return est.fit(self.texts + texts, self.gold + gold)
-        X = self.X if not texts else np.vstack([self.X, embed(self.embed_cache, self.encoder, texts)])
-        return est.fit(X, self.gold + gold)
+    from actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
+
+    if add is not None:
+        labels = set(spec.labels)
+        keep = [i for i, g in enumerate(add_gold) if g in labels]  # e.g. no neutral for a binary model
+        if spec.family == "sklearn":
+            X = list(base) + [add[i] for i in keep]
+        else:
+            X = np.vstack([base, add[keep]]) if keep else base
+        estimator = clone(estimator).fit(X, list(base_gold) + [add_gold[i] for i in keep])
+    if spec.family == "sklearn":
+        probs = SklearnTextModel(spec, estimator).predict_proba(test_features)
+    else:
+        probs = EncoderHeadModel(spec, estimator, None).predict_embeddings(test_features)
+    passed = [p for p in evaluate_cases(test, probs, list(spec.labels), settings).passed if p is not None]
+    return float(1 - np.mean(passed)) if passed else float("nan")
 
 
 def embed(cache: dict, encoder: str, texts: list[str]) -> np.ndarray:
@@ -97,13 +106,7 @@ def embed(cache: dict, encoder: str, texts: list[str]) -> np.ndarray:
         vecs = store["model"].encode(todo, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
                                      show_progress_bar=False)
         store["vectors"].update(zip(todo, vecs))
-    return np.vstack([store["vectors"][t] for t in texts]) if texts else np.zeros((0, 1))
-
-
-def _failure_rate(model: PatchableModel, estimator, test: pa.Table, settings: ExpectationSettings) -> float:
-    probs = model.predict(estimator, test.column("text").to_pylist())
-    passed = [p for p in evaluate_cases(test, probs, model.labels, settings).passed if p is not None]
-    return float(1 - np.mean(passed)) if passed else float("nan")
+    return np.vstack([store["vectors"][t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
 
 
 def _key(row: dict) -> tuple:
@@ -113,7 +116,10 @@ def _key(row: dict) -> tuple:
 def patched_failure_rates(suites: dict[str, pa.Table], specs: Sequence[ModelSpec], seeds: Sequence[int],
                           test_fraction: float, settings: ExpectationSettings,
                           only: Sequence[str] | None = None) -> tuple[list[dict], list[dict]]:
-    """(per-seed rows, skipped models with the reason). Rows: model, seed, column, failure_rate."""
+    """(per-seed rows, skipped models with the reason). Rows: model, seed, column,
+    failure_rate, train_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
+    import ray
+
     from engine.schema import make_cases
 
     merged: dict[tuple, dict] = {}
@@ -133,7 +139,11 @@ def patched_failure_rates(suites: dict[str, pa.Table], specs: Sequence[ModelSpec
             models.append(PatchableModel(spec, cache))
         except LookupError as exc:
             skipped.append({"model": spec.name, "reason": str(exc)})
-    rows = []
+    parallel = ray.is_initialized()
+    task = ray.remote(num_cpus=1)(refit_failure_rate) if parallel else None
+    put = ray.put if parallel else (lambda x: x)
+    bases = {m.spec.name: (put(m.estimator), put(m.base), put(m.gold)) for m in models}
+    jobs, rows = [], []
     for seed in seeds:
         rng = np.random.default_rng(seed)
         n_test = max(1, int(round(test_fraction * len(keys))))
@@ -142,14 +152,18 @@ def patched_failure_rates(suites: dict[str, pa.Table], specs: Sequence[ModelSpec
         remainders = {name: [r for r in t.to_pylist() if r["text_pair"] is None and _key(r) not in test_keys]
                       for name, t in suites.items()}
         for model in models:
-            rows.append({"model": model.spec.name, "seed": seed, "column": "Unpatched",
-                         "failure_rate": _failure_rate(model, model.estimator, test, settings), "train_cases": 0})
-            for name, rest in remainders.items():
-                fitted = model.refit([r["text"] for r in rest], [r["expected_label"] for r in rest])
-                rows.append({"model": model.spec.name, "seed": seed, "column": name,
-                             "failure_rate": _failure_rate(model, fitted, test, settings),
-                             "train_cases": sum(r["expected_label"] in model.labels for r in rest)})
-    return rows, skipped
+            est, base, gold = bases[model.spec.name]
+            test_features = model.features(test.column("text").to_pylist())
+            runs = [("Unpatched", None, None)] + [
+                (name, model.features([r["text"] for r in rest]), [r["expected_label"] for r in rest])
+                for name, rest in remainders.items()]
+            for column, add, add_gold in runs:
+                args = (model.spec, est, base, gold, add, add_gold, test_features, test, settings)
+                jobs.append(task.remote(*args) if parallel else refit_failure_rate(*args))
+                rows.append({"model": model.spec.name, "seed": seed, "column": column,
+                             "train_cases": sum(g in model.labels for g in add_gold or [])})
+    rates = ray.get(jobs) if parallel else jobs
+    return [{**r, "failure_rate": rate} for r, rate in zip(rows, rates)], skipped
 
 
 def table3(rows: list[dict], specs: Sequence[ModelSpec], columns: Sequence[str]) -> list[dict]:
