@@ -116,8 +116,11 @@ def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: in
     batch = batch_size or s.batch_size
     table = table.append_column("_pos", pa.array(np.arange(table.num_rows), pa.int64()))
     kwargs = {**kwargs, keep_arg: tuple(kwargs.get(keep_arg, ())) + ("_pos",)}
+    # Blocks cut here (no all-to-all repartition): a single block would feed one actor only.
     blocks = max(plan.pool_size * 2, math.ceil(table.num_rows / batch))
-    ds = ray.data.from_arrow(table).repartition(blocks).map_batches(
+    size = max(1, math.ceil(table.num_rows / blocks))
+    shards = [table.slice(i, size) for i in range(0, table.num_rows, size)]
+    ds = ray.data.from_arrow(shards).map_batches(
         actor, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options())
     parts = [t for t in ray.get(list(ds.to_arrow_refs())) if t.num_rows]

@@ -114,7 +114,8 @@ def coverage_rows(cfg: CheckrayConfig, s, suite: pa.Table, targets: Sequence[tup
 
 def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]],
                      s) -> list[dict]:
-    """Eq. 5 on up to ``explain.failures`` failures per model, pass-to-fail expansions first."""
+    """Eq. 5 on up to ``explain.failures`` failures per model: pass-to-fail expansions
+    first, one per capability before a second one of any."""
     meta = case_meta(suite)
     rows = []
     for spec, clf in targets:
@@ -122,7 +123,13 @@ def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple
         outcome = {r["case_id"]: r["pass"] for r in sub}
         fails = [r for r in sub if r["pass"] is False and r["predicted"] in clf.labels]
         fails.sort(key=lambda r: 0 if outcome.get(meta[r["case_id"]].get("seed_case_id")) is True else 1)
-        for r in fails[: s.explain.failures]:
+        picked, seen = [], set()
+        for r in fails:  # one per capability first, then the rest
+            if r["capability"] not in seen and len(picked) < s.explain.failures:
+                picked.append(r)
+                seen.add(r["capability"])
+        picked += [r for r in fails if r not in picked][: s.explain.failures - len(picked)]
+        for r in picked:
             tokens = r["text"].split()
             label = clf.labels.index(r["predicted"])
             expl = minimal_tokens(tokens, lambda texts: np.asarray(clf.predict_proba(texts)), label,
