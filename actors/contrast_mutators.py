@@ -25,12 +25,10 @@ VARIANT_SCHEMA = pa.schema([
 def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool,
                per_word: int) -> list[Variant]:
     """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given)."""
-    from engine.mutations import tokens_from_doc as toks
-
     if pair_doc is not None:
-        a, b = toks(doc), toks(pair_doc)
+        a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
         return shared_substitutions(a, b, "synonym") + shared_substitutions(a, b, "antonym")
-    tokens = toks(doc)
+    tokens = tokens_from_doc(doc)
     variants = substitutions(tokens, "synonym", guard, per_word) + substitutions(tokens, "antonym", guard, per_word)
     variants += gender_swap(tokens)
     if inversions:

@@ -34,23 +34,29 @@ class RepairSettings(Section):
     epochs: int = Field(default=8, ge=1)
     batch_size: int = Field(default=16, ge=2)  # triples per batch: half violated, half benign
     margin: float = Field(default=1.0, gt=0)  # TripletMarginLoss margin (torch default)
-    max_benign: int | None = Field(default=None, ge=1)  # cap on benign triples per epoch
+    max_triples: int | None = Field(default=None, ge=1)  # cap on triples of each kind per epoch
     seed: int = 0
 
 
 def epoch_plan(n_violated: int, n_benign: int, batch_size: int, rng: np.random.Generator,
-               max_benign: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Index batches for one epoch: benign triples shuffled (capped), violated ones
-    resampled to the same count; each batch holds half of each."""
+               max_triples: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Index batches for one epoch, each half violated, half benign triples: the smaller
+    side is completed by random resampling to the larger one's count (the paper completes
+    the violated side), and ``max_triples`` caps that count (a short demo epoch)."""
     half = max(1, batch_size // 2)
-    benign = rng.permutation(n_benign)[: max_benign or n_benign] if n_benign else np.array([], dtype=np.int64)
-    count = max(len(benign), n_violated)
-    violated = (np.concatenate([rng.permutation(n_violated), rng.integers(0, n_violated, max(0, count - n_violated))])
-                if n_violated else np.array([], dtype=np.int64))
-    batches = []
-    for start in range(0, count, half):
-        batches.append((violated[start:start + half], benign[start:start + half]))
-    return batches
+    count = max(n_violated, n_benign)
+    if max_triples:
+        count = min(count, max_triples)
+
+    def side(n: int) -> np.ndarray:
+        if n == 0:
+            return np.array([], dtype=np.int64)
+        order = rng.permutation(n)
+        extra = rng.integers(0, n, max(0, count - n))
+        return np.concatenate([order, extra])[:count]
+
+    violated, benign = side(n_violated), side(n_benign)
+    return [(violated[i:i + half], benign[i:i + half]) for i in range(0, count, half)]
 
 
 def embed_train(model, texts: Sequence[str]):
@@ -116,7 +122,7 @@ def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], se
     model.train()
     for epoch in range(settings.epochs):
         sums = {"loss": 0.0, "triplet": 0.0, "mse": 0.0}
-        batches = epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_benign)
+        batches = epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_triples)
         for v_idx, b_idx in batches:
             optimizer.zero_grad()
             trip = triplet_loss(model, [violated[i] for i in v_idx], settings.margin) if len(v_idx) else torch.zeros(())

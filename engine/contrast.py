@@ -103,19 +103,22 @@ def _meta(t: Triple, role: str, v: Variant | None) -> dict:
     return meta
 
 
+def _provenance(t: Triple, operator: str) -> dict:
+    return {"source_id": t.seed.id, "template_id": t.capability, "generator": operator, "seed": None}
+
+
 def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
     rows = []
     for t in triples:
         seed_case = case_id(METHOD, suite, t.triple, "seed")
         common = dict(suite=suite, method=METHOD, capability=t.capability)
-        prov = lambda op: {"source_id": t.seed.id, "template_id": t.capability, "generator": op, "seed": None}  # noqa: E731
         rows.append(dict(common, case_id=seed_case, text=t.seed.text, text_pair=t.seed.text_pair,
-                         expected_label=t.seed.label, test_type="MFT", provenance=prov("seed"),
+                         expected_label=t.seed.label, test_type="MFT", provenance=_provenance(t, "seed"),
                          meta=_meta(t, "seed", None)))
         for role, v, relation in (("positive", t.positive, "closer"), ("negative", t.negative, "farther")):
             rows.append(dict(common, case_id=case_id(METHOD, suite, t.triple, role), text=v.text,
                              text_pair=v.text_pair, test_type="DIR", perturbs=seed_case, relation=relation,
-                             provenance=prov(v.op), meta=_meta(t, role, v)))
+                             provenance=_provenance(t, v.op), meta=_meta(t, role, v)))
     return make_cases(rows)
 
 

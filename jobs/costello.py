@@ -28,7 +28,6 @@ from pydantic import Field
 from actors.contrast_embedders import EmbedderSpec
 from engine.config import CheckrayConfig, Section, load_config, read_yaml, register_section
 from engine.contrast import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
-from engine.contrast_metrics import DISTANCES, THRESHOLDS
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import ConfigError, InputError
 from engine.models import ModelSpec
@@ -60,7 +59,11 @@ class CostelloConfig(Section):
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     polarity_guard: bool = True
     per_seed: int = Field(default=1, ge=1)  # triples per CR per seed
-    dictionary_size: int = Field(default=2000, ge=10)  # corpus words for the thresholds
+    # Threshold dictionary: each model's tokenizer vocabulary (whole words; the paper's
+    # default) or words of the corpus (the paper's "SST dictionary"); spaCy vectors have no
+    # tokenizer vocabulary and always use corpus words.
+    dictionary: Literal["tokenizer", "corpus"] = "tokenizer"
+    dictionary_size: int = Field(default=2000, ge=10)  # words sampled (seeded)
     classifiers: int = Field(default=14, ge=5)  # Wilcoxon needs >= 5 pairs for p < 0.05
     classifier_train: int = Field(default=2000, ge=10)  # corpus sentences per model's MLPs
     classifier_max_iter: int = Field(default=200, ge=10)
@@ -134,6 +137,37 @@ def dictionary_words(texts: Sequence[str], size: int, seed: int) -> list[str]:
     return words
 
 
+def tokenizer_words(spec: EmbedderSpec, size: int, seed: int) -> list[str] | None:
+    """A seeded sample of the whole-word, alphabetic entries of a model's tokenizer
+    vocabulary (no word pieces, no special tokens); None for spaCy vectors."""
+    if spec.kind != "sentence-transformers":
+        return None
+    from transformers import AutoTokenizer
+
+    from actors.embedder import resolve_model
+
+    try:
+        vocab = AutoTokenizer.from_pretrained(resolve_model(spec.model)).get_vocab()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"embedder '{spec.name}': cannot read its tokenizer: {str(exc).splitlines()[0]}") from None
+    # BPE/SentencePiece vocabularies mark a word start with a prefix (GPT-2's "\u0120",
+    # SentencePiece's "\u2581"); WordPiece marks continuations with "##".
+    stripped = (w.lstrip("\u0120\u2581") for w in vocab if not w.startswith("##"))
+    words = sorted({w.lower() for w in stripped if len(w) > 1 and w.isascii() and w.isalpha()})
+    if len(words) > size:
+        words = sorted(np.random.default_rng(seed).choice(words, size=size, replace=False).tolist())
+    return words
+
+
+def model_dictionaries(specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: "CostelloConfig",
+                       seed: int) -> dict[str, pa.Table]:
+    out = {}
+    for spec in specs:
+        words = tokenizer_words(spec, cc.dictionary_size, seed) if cc.dictionary == "tokenizer" else None
+        out[spec.name] = corpus_words if words is None else pa.table({"word": pa.array(words, pa.string())})
+    return out
+
+
 def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
     seed = cfg.seed if cc.seed is None else cc.seed
 
@@ -194,31 +228,36 @@ def triples_stage(cc: CostelloConfig) -> Stage:
     return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc.suite, cc.per_seed], version=VERSION)
 
 
-def texts_to_embed(wide: pa.Table, train: pa.Table, dictionary: pa.Table) -> list[str]:
+def texts_to_embed(wide: pa.Table, train: pa.Table, *dictionaries: pa.Table) -> list[str]:
     texts: dict[str, None] = {}
     for col in ("seed", "positive", "negative", "seed_pair", "positive_pair", "negative_pair"):
         for t in wide.column(col).to_pylist():
             if t is not None:
                 texts.setdefault(t)
-    for t in train.column("text").to_pylist() + dictionary.column("word").to_pylist():
+    for t in train.column("text").to_pylist():
         texts.setdefault(t)
+    for dictionary in dictionaries:
+        for t in dictionary.column("word").to_pylist():
+            texts.setdefault(t)
     return list(texts)
 
 
-def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage:
+def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
         from actors.contrast_embedders import embed_all
         from actors.embedder import embeddings_column
 
-        texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"),
-                               ctx.input("seeds", "dictionary"))
+        dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
+        texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
         vectors = embed_all(texts, specs, cc.backend, cc.batch_size)
         out = {"texts": pa.table({"text": pa.array(texts, pa.string())})}
+        out.update({f"dict-{name}": table for name, table in dicts.items()})
         for name, matrix in vectors.items():
             out[f"emb-{name}"] = pa.table({"embedding": embeddings_column(matrix)})
         return out
 
-    return Stage("embed", run, inputs=("triples", "seeds"), config=[s.model_dump() for s in specs], version=VERSION)
+    return Stage("embed", run, inputs=("triples", "seeds"), config=[[s.model_dump() for s in specs], cc.dictionary,
+                                                                    cc.dictionary_size, seed], version=VERSION)
 
 
 def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage:
@@ -228,11 +267,12 @@ def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[Embe
 
         wide = triple_table(ctx.input("triples"))
         texts = ctx.input("embed", "texts").column("text").to_pylist()
-        train, dictionary = ctx.input("seeds", "train"), ctx.input("seeds", "dictionary")
+        train = ctx.input("seeds", "train")
         parts, thr_rows, acc_rows = [], [], []
         for spec in specs:
             matrix = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
             lookup = dict(zip(texts, matrix))
+            dictionary = ctx.input("embed", f"dict-{spec.name}")
             viol, thr, accs = score_model(spec.name, lookup, wide, train, dictionary, cc,
                                           cfg.seed if cc.seed is None else cc.seed)
             parts.append(viol)
@@ -248,7 +288,8 @@ def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[Embe
 
 def costello_stages(cfg: CheckrayConfig, specs: Sequence[EmbedderSpec]) -> list[Stage]:
     cc: CostelloConfig = cfg.section("costello")
-    return [seeds_stage(cfg, cc), mutate_stage(cc), triples_stage(cc), embed_stage(cc, specs),
+    seed = cfg.seed if cc.seed is None else cc.seed
+    return [seeds_stage(cfg, cc), mutate_stage(cc), triples_stage(cc), embed_stage(cc, specs, seed),
             validate_stage(cfg, cc, specs)]
 
 

@@ -3,7 +3,6 @@ layout, violations and precision per model, example violations."""
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
 from engine.contrast import CAPABILITIES, counts_per_cr
@@ -75,7 +74,3 @@ def costello_sections(wide: pa.Table, violations: pa.Table, thresholds: pa.Table
         sections.append(Section("COSTELLO: largest violations", [table_html(ex)]))
     return sections
 
-
-def mean_or_none(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else None

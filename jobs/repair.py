@@ -129,7 +129,7 @@ def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -
         from jobs.costello_validate import score_model
 
         train_t = src.read_table("stages/seeds/train.parquet")
-        dictionary = src.read_table("stages/seeds/dictionary.parquet")
+        dictionary = src.read_table(f"stages/embed/dict-{model}.parquet")
         texts = texts_to_embed(wide, train_t, dictionary)
         repaired = EmbedderSpec(name=f"{model}-repaired", model=model_dir, pooling="model",
                                 max_length=spec["max_length"], encode_batch_size=spec["encode_batch_size"])

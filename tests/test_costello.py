@@ -223,8 +223,11 @@ def test_epoch_plan_halves_and_upsamples():
 
     batches = epoch_plan(3, 10, 4, np.random.default_rng(0))
     assert sum(len(b) for _, b in batches) == 10 and sum(len(v) for v, _ in batches) == 10
-    assert all(len(v) == len(b) == 2 for v, b in batches[:-1])
-    assert set(np.concatenate([v for v, _ in batches]).tolist()) == {0, 1, 2}
+    assert all(len(v) == len(b) == 2 for v, b in batches)
+    assert set(np.concatenate([v for v, _ in batches]).tolist()) == {0, 1, 2}  # every violated triple used
+    assert sorted(np.concatenate([b for _, b in batches]).tolist()) == list(range(10))
+    capped = epoch_plan(30, 10, 4, np.random.default_rng(0), max_triples=6)
+    assert [(len(v), len(b)) for v, b in capped] == [(2, 2)] * 3
 
 
 @pytest.mark.timeout(120)
