@@ -29,7 +29,7 @@ from pydantic import Field
 from engine.cfg_grammar import count_productions, grammar_table, reference_index
 from engine.config import CheckrayConfig, CorpusConfig, Section, load_config, register_section
 from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import InputError
+from engine.errors import CheckrayError, InputError
 from engine.mask_fill import build_vocabulary, count_ngrams
 from engine.models import ModelSpec
 from engine.report import Section as ReportSection, render
@@ -123,10 +123,47 @@ def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: in
     ds = ray.data.from_arrow(shards).map_batches(
         actor, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options())
-    parts = [t for t in ray.get(list(ds.to_arrow_refs())) if t.num_rows]
+    try:
+        parts = [t for t in ray.get(list(ds.to_arrow_refs())) if t.num_rows]
+    except Exception as exc:  # a user error inside an actor (missing model ...) stays one line
+        cause = user_error(exc)
+        if cause is None:
+            raise
+        raise cause from None
     if not parts:
         raise InputError("no rows came back from the actor pool")
     return pa.concat_tables(parts, promote_options="default").sort_by("_pos").drop_columns(["_pos"])
+
+
+def user_error(exc: BaseException) -> CheckrayError | None:
+    """The CheckrayError an actor raised, found through Ray's exception wrappers."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, CheckrayError):
+            return exc
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return None
+
+
+def preflight(s: S2lctConfig) -> None:
+    """Errors the actors would hit, raised in the driver before any actor starts."""
+    from actors.spacy_nlp import resolve_pipeline
+
+    resolve_pipeline(s.pipeline)
+    resolve_pipeline(s.filler.pipeline)
+    if s.parser == "benepar":
+        try:
+            import benepar
+
+            benepar.Parser("benepar_en3")
+        except Exception:
+            raise InputError("s2lct.parser is 'benepar' but benepar or its model benepar_en3 is not installed "
+                             "(use parser: auto)") from None
+    if filler_backend(s.filler) == "hf":
+        from actors.embedder import resolve_model
+
+        resolve_model(s.filler.hf_model)
 
 
 def read_reference(src: ReferenceSource, seed: int) -> list[str]:
@@ -321,6 +358,7 @@ def run_s2lct(cfg: CheckrayConfig, out: str, specs: list[ModelSpec] | None = Non
         from jobs.benchmark import resolve_models
 
         specs = resolve_models(s.models)
+    preflight(s)
     init_ray(cfg.runtime)
     run = RunDir(out)
     runner = StageRunner(run, on_stage=stage_printer("s2lct"))

@@ -247,3 +247,34 @@ def test_layer_activations_of_a_tiny_bert(tmp_path):
     assert acts.shape == (3, 2 * 32)  # 2 layers x hidden 32
     assert not np.allclose(acts[0], acts[2])
     assert json.dumps(acts.tolist())  # finite numbers
+
+
+def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
+    """The hf backend end to end in one actor (no Ray): a tiny masked LM whose vocabulary
+    holds only plural nouns and one polar noun proposes the fills; validation keeps the
+    neutral ones, in score order."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    from actors.mask_filler import ExpansionActor
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words = ["or", "both", ".", "ways", "things", "disasters"]
+    tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(specials + words)}, do_lower_case=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(specials) + len(words), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
+    tokenizer.save_pretrained(tmp_path / "mlm")
+    actor = ExpansionActor(reference={"NP": [(["DT", "NNS"], 3)]}, vocabulary={}, backend="hf",
+                           hf_model=str(tmp_path / "mlm"), k=2, candidates=len(specials) + len(words), keep=3,
+                           keep_columns=("case_id",))
+    out = actor(pa.table({"case_id": ["s1"], "text": ["Or both."], "rule": pa.nulls(1, pa.string())})).to_pylist()[0]
+    assert out["tree"] == "(FRAG (CC Or) (NP (DT both)) (. .))" and out["parser"] == "spacy-dep2const"
+    [masked] = json.loads(out["expansions"])
+    assert masked["masked"] == "Or both {MASK}." and masked["reference"] == "NP -> DT NNS"
+    fills = [f["text"] for f in masked["fills"]]
+    assert set(fills) == {"Or both ways.", "Or both things."}  # "disasters" is negative
+    assert masked["rejected"].get("polarity", 0) >= 1
+    scores = [f["score"] for f in masked["fills"]]
+    assert scores == sorted(scores, reverse=True)
