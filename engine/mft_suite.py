@@ -29,10 +29,13 @@ class GateLog:
 
     rows: list[dict] = field(default_factory=list)
     parse: "OrderedDict[str, ParseStats]" = field(default_factory=OrderedDict)
+    on_add: Callable[[dict], None] | None = None  # progress callback (the CLI prints each gate)
 
     def add(self, gate: str, split: str, version: int, kept: int, dropped: int, note: str = "") -> None:
-        self.rows.append({"gate": gate, "split": split, "version": version, "kept": kept,
-                          "dropped": dropped, "note": note})
+        row = {"gate": gate, "split": split, "version": version, "kept": kept, "dropped": dropped, "note": note}
+        self.rows.append(row)
+        if self.on_add:
+            self.on_add(row)
 
     def stats(self, name: str) -> ParseStats:
         return self.parse.setdefault(name, ParseStats())
