@@ -36,7 +36,8 @@ from engine.report import Section as ReportSection, render
 from engine.runtime import cluster_resources, init_ray, plan_actor_pool
 from engine.s2lct_search import METHOD, build_seeds
 from engine.s2lct_spec import CapabilitySpec, capability_files, load_capabilities
-from engine.schema import case_id, make_cases
+from engine.s2lct_suite import suite_table
+from engine.schema import case_id
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
 from jobs.app import app
 from jobs.console import stage_printer
@@ -87,6 +88,7 @@ class S2lctConfig(Section):
     max_seeds: int = Field(default=50, ge=1)  # per capability (the paper: 50)
     reference: list[ReferenceSource] = Field(default_factory=lambda: [ReferenceSource(path="builtin:imdb", sample=1000)])
     reference_includes_corpus: bool = True  # the searched corpus's parses join the grammar
+    grammar_file: Optional[str] = None  # reuse a saved grammar.parquet (the reference texts are then not parsed)
     grammar_min_count: int = Field(default=2, ge=1)  # reference productions seen fewer times are ignored
     k: int = Field(default=4, ge=1)  # masked sentences sampled per seed (Algorithm 1)
     max_masks: int = Field(default=1, ge=1)  # extra symbols one expansion may insert
@@ -192,7 +194,7 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
         if labels == {None}:
             raise InputError(f"{corpus_cfg.path}: S2LCT needs a labeled corpus (the label column is empty)")
         proxy = s.neutral_proxy and s.neutral_label not in labels
-        reference = [t for src in s.reference for t in read_reference(src, seed)]
+        reference = [] if s.grammar_file else [t for src in s.reference for t in read_reference(src, seed)]
         n = corpus.num_rows
         table = pa.table({
             "id": corpus.column("id").to_pylist() + [f"reference-{i}" for i in range(len(reference))],
@@ -207,7 +209,7 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
                 "info": pa.table({"neutral_proxy": [proxy], "reference_documents": [len(reference)]})}
 
     spec_digest = [file_digest(str(f)) for f in capability_files(s.capabilities or None)]
-    return Stage("parse", run, config=[corpus_cfg, s.reference, s.parser, s.pipeline, s.neutral_proxy,
+    return Stage("parse", run, config=[corpus_cfg, s.reference, bool(s.grammar_file), s.parser, s.pipeline, s.neutral_proxy,
                                        s.neutral_label, seed],
                  external=(corpus_fingerprint(corpus_cfg), *spec_digest))
 
@@ -221,13 +223,14 @@ def grammar_stage(s: S2lctConfig) -> Stage:
         if s.reference_includes_corpus:
             parts.append(ctx.input("parse", "search", columns=["tokens", "tree"]))
         trees = [t for p in parts for t in p.column("tree").to_pylist()]
-        if not trees:
+        if not trees and not s.grammar_file:
             raise InputError("s2lct: empty reference corpus (set s2lct.reference or reference_includes_corpus)")
         token_lists = [json.loads(t) for p in parts for t in p.column("tokens").to_pylist()]
         vocab = build_vocabulary(token_lists, s.filler.vocabulary_per_tag, s.filler.vocabulary_min_count)
         words = {w.lower() for entries in vocab.values() for w, _ in entries}
         uni, bi = count_ngrams(token_lists, keep=words)
-        return {"data": grammar_table(count_productions(trees)),
+        grammar = read_grammar(s.grammar_file) if s.grammar_file else grammar_table(count_productions(trees))
+        return {"data": grammar,
                 "vocabulary": pa.Table.from_pylist([{"tag": tag, "word": w, "count": c}
                                                     for tag, entries in vocab.items() for w, c in entries]),
                 "unigrams": pa.table({"word": list(uni), "count": pa.array(list(uni.values()), pa.int64())}),
@@ -236,7 +239,25 @@ def grammar_stage(s: S2lctConfig) -> Stage:
                 "sources": pa.table({"trees": [len(trees)]})}
 
     return Stage("grammar", run, inputs=("parse",),
-                 config=[s.reference_includes_corpus, s.filler.vocabulary_per_tag, s.filler.vocabulary_min_count])
+                 config=[s.reference_includes_corpus, s.filler.vocabulary_per_tag, s.filler.vocabulary_min_count],
+                 external=(file_digest(s.grammar_file),) if s.grammar_file else ())
+
+
+def read_grammar(path: str) -> pa.Table:
+    """A grammar.parquet saved by an earlier run; one-line error when it is not one."""
+    import pyarrow.parquet as pq
+
+    from engine.cfg_grammar import GRAMMAR_SCHEMA
+
+    if not Path(path).is_file():
+        raise InputError(f"{path}: grammar file not found")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: unreadable grammar file: {str(exc).splitlines()[0]}") from None
+    if table.column_names != GRAMMAR_SCHEMA.names:
+        raise InputError(f"{path}: a grammar has columns {GRAMMAR_SCHEMA.names}, got {table.column_names}")
+    return table.cast(GRAMMAR_SCHEMA)
 
 
 def seed_rows(specs: list[CapabilitySpec], searched: pa.Table, s: S2lctConfig, seed: int, proxy: bool) -> list[dict]:
@@ -311,40 +332,6 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
                                                                     s.parser, s.pipeline, seed])
 
 
-def suite_table(seeds: pa.Table, expanded: pa.Table, s: S2lctConfig, seed: int) -> pa.Table:
-    """Seeds and expansions as test cases. An expansion keeps its seed's label and names
-    the seed in ``meta.seed_case_id``; its provenance template is the reference production."""
-    rows, seen = [], set()
-    parsed = {r["case_id"]: r for r in expanded.to_pylist()}
-    for sd in seeds.to_pylist():
-        p = parsed[sd["case_id"]]
-        sources = ",".join(json.loads(sd["sources"]))
-        accepts = json.loads(sd["accepts"])
-        seen.add(sd["case_id"])
-        rows.append({"case_id": sd["case_id"], "suite": sd["suite"], "method": METHOD, "capability": sd["capability"],
-                     "text": sd["text"], "expected_label": sd["label"], "test_type": "MFT",
-                     "provenance": {"source_id": sources, "template_id": sd["template_id"], "generator": p["parser"],
-                                    "seed": seed},
-                     "meta": {"kind": "seed", "capability_id": sd["capability_id"], "rules": json.loads(sd["rules"]),
-                              "accepts": accepts, "label_source": sd["label_source"], "tree": p["tree"]}})
-        for m in json.loads(p["expansions"]):
-            for fl in m["fills"]:
-                cid = case_id(METHOD, sd["suite"], fl["text"], sd["label"])
-                if cid in seen:
-                    continue
-                seen.add(cid)
-                rows.append({
-                    "case_id": cid, "suite": sd["suite"], "method": METHOD, "capability": sd["capability"],
-                    "text": fl["text"], "expected_label": sd["label"], "test_type": "MFT",
-                    "provenance": {"source_id": sources, "template_id": m["reference"],
-                                   "generator": f"{p['parser']}+{filler_name(s.filler)}", "seed": seed},
-                    "meta": {"kind": "expansion", "capability_id": sd["capability_id"], "seed_case_id": sd["case_id"],
-                             "masked": m["masked"], "words": fl["words"], "tags": m["tags"],
-                             "production": m["production"], "reference_production": m["reference"],
-                             "score": round(fl["score"], 4), "accepts": accepts, "label_source": sd["label_source"]}})
-    return make_cases(rows)
-
-
 def run_s2lct(cfg: CheckrayConfig, out: str, specs: list[ModelSpec] | None = None) -> tuple[RunDir, list[ReportSection]]:
     """Run the job into ``out``; with model ``specs`` (or ``s2lct.models``) also the
     benchmark, Table 3, coverage and explanations. Returns the run dir and report sections."""
@@ -364,7 +351,7 @@ def run_s2lct(cfg: CheckrayConfig, out: str, specs: list[ModelSpec] | None = Non
     runner = StageRunner(run, on_stage=stage_printer("s2lct"))
     runner.run_all([parse_stage(cfg, s, capabilities, seed), grammar_stage(s), seeds_stage(capabilities, s, seed),
                     expand_stage(s, seed)])
-    suite = suite_table(runner.output("seeds"), runner.output("expand"), s, seed)
+    suite = suite_table(runner.output("seeds"), runner.output("expand"), filler_name(s.filler), seed)
     grammar = runner.output("grammar")
     run.write_table(SUITE_FILE, suite)
     run.write_table(GRAMMAR_FILE, grammar)

@@ -278,3 +278,19 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     assert masked["rejected"].get("polarity", 0) >= 1
     scores = [f["score"] for f in masked["fills"]]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_saved_grammar_is_read_back_and_a_wrong_file_is_one_line_error(tmp_path):
+    import pyarrow.parquet as pq
+
+    from engine.errors import InputError
+    from jobs.s2lct import read_grammar
+
+    grammar = grammar_table(count_productions(["(NP (DT some) (NNS things))", "(NP (DT all))"]))
+    pq.write_table(grammar, tmp_path / "grammar.parquet")
+    assert read_grammar(str(tmp_path / "grammar.parquet")).equals(grammar)
+    pq.write_table(pa.table({"lhs": ["NP"]}), tmp_path / "other.parquet")
+    with pytest.raises(InputError, match=r"other\.parquet: a grammar has columns \['lhs', 'rhs', 'count'\]"):
+        read_grammar(str(tmp_path / "other.parquet"))
+    with pytest.raises(InputError, match="grammar file not found"):
+        read_grammar(str(tmp_path / "missing.parquet"))
