@@ -174,8 +174,11 @@ def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
                 if new is None or new.texts in made or produced >= t.max_expansion_per_description:
                     continue  # a template met before draws the same cases again
                 made.append(new.texts)
-                template, drawn = expand_new_template(new, d.capability, d.label, d.description,
-                                                      t.expansion_per_template, cfg.seed, f"{d.key}: {r['text']}")
+                try:
+                    template, drawn = expand_new_template(new, d.capability, d.label, d.description,
+                                                          t.expansion_per_template, cfg.seed, f"{d.key}: {r['text']}")
+                except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
+                    continue
                 fresh, _ = dedupe([{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f}
                                    for x, f in drawn], seen)
                 fresh = fresh[: t.max_expansion_per_description - produced]

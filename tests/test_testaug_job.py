@@ -135,3 +135,14 @@ def test_missing_spec_is_one_line(tmp_path):
         run_testaug(load_config(None, {}), str(tmp_path), chat=RuleBasedAugChat())
     with pytest.raises(InputError, match="spec file not found"):
         run_testaug(load_config(None, {"testaug.spec": str(tmp_path / "x.jsonl")}), str(tmp_path), chat=RuleBasedAugChat())
+
+
+def test_cli_without_spec_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from jobs.cli import app
+
+    res = CliRunner().invoke(app, ["testaug", "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "no spec" in str(res.exception)
+    res = CliRunner().invoke(app, ["testaug", "--spec", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "spec file not found" in str(res.exception)
