@@ -22,15 +22,22 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from engine.cfg_grammar import expansion_candidates, sample_masked
+from engine.cfg_grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
 from engine.errors import InputError
-from engine.mask_fill import (BigramLM, context_words, cosine_scores, fill, negators, neighbours, pick_fills,
-                              validate_fill)
+from engine.mask_fill import (
+    BigramLM,
+    context_words,
+    cosine_scores,
+    fill,
+    negators,
+    neighbours,
+    pick_fills,
+    validate_fill,
+)
 from engine.polarity import polarity_class
 from engine.s2lct_spec import SearchRule
 
@@ -45,7 +52,7 @@ class ExpansionActor:
                  parser_pipeline: str = "builtin:sm", parser: str = "auto", backend: str = "offline",
                  pipeline: str = "builtin:md", hf_model: str | None = None, k: int = 4, max_masks: int = 1,
                  candidates: int = 12, keep: int = 2, window: int = 3, vector_weight: float = 1.0,
-                 min_score: float | None = None, seed: int = 0,
+                 min_score: float | None = None, fillable: tuple[str, ...] | None = None, seed: int = 0,
                  threads: int = 1, keep_columns: tuple[str, ...] = ()):
         import spacy
 
@@ -59,6 +66,7 @@ class ExpansionActor:
         self.candidates, self.keep, self.window, self.vector_weight = candidates, keep, window, vector_weight
         self.keep_columns = keep_columns
         self.min_score = min_score if backend == "offline" else None
+        self.fillable = set(fillable) if fillable else FILLABLE_TAGS
         if backend == "offline":
             if not self.nlp.vocab.vectors.shape[0]:
                 raise InputError(f"mask filler: spaCy pipeline {pipeline} has no word vectors (use builtin:md)")
@@ -125,7 +133,7 @@ class ExpansionActor:
         found = []
         masked_by_row: dict[int, list[dict]] = {}
         for r, (row, toks, tree) in enumerate(zip(rows, tokens, trees)):
-            cands = expansion_candidates(tree, toks, self.reference, max_masks=self.max_masks) if toks else []
+            cands = expansion_candidates(tree, toks, self.reference, self.fillable, self.max_masks) if toks else []
             found.append(len(cands))
             rule = SearchRule.model_validate(json.loads(row["rule"])) if row.get("rule") else None
             for m in sample_masked(cands, self.k, random.Random(f"{self.seed}:{row['case_id']}")):

@@ -29,6 +29,11 @@ SKIP_LHS = {"ROOT"}
 FILLABLE_TAGS = {"CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "MD", "NN", "NNS", "NNP", "NNPS", "PDT",
                  "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ",
                  "WDT", "WP", "WP$", "WRB"}
+# The default: content words. A lone inserted function word (CC, WP, WRB, IN, TO ...)
+# made ungrammatical sentences in the demo ("consummate and actor barry", "what the
+# turntable is now ..."): coordination and wh-movement need more than one word.
+CONTENT_TAGS = ("CD", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN",
+                "VBP", "VBZ")
 GRAMMAR_SCHEMA = pa.schema([pa.field("lhs", pa.string()), pa.field("rhs", pa.string()), pa.field("count", pa.int64())])
 
 
@@ -169,9 +174,10 @@ def masked_text(items: Sequence[Mapping[str, Any]]) -> str:
 
 def expansion_candidates(tree: str, tokens: Sequence[Mapping[str, Any]],
                          reference: Mapping[str, list[tuple[tuple[str, ...], int]]],
-                         fillable: set[str] = FILLABLE_TAGS, max_masks: int = 1) -> list[dict]:
+                         fillable: Iterable[str] = FILLABLE_TAGS, max_masks: int = 1) -> list[dict]:
     """Every masked sentence Algorithm 1 finds for one seed (deduplicated by text and tags)."""
     found: dict[str, dict] = {}
+    fillable = set(fillable)
     for prod in tree_productions(tree):
         for r_rhs, count in reference.get(prod.lhs, []):
             inserts = insertions(prod, r_rhs)

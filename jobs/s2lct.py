@@ -26,13 +26,14 @@ import pyarrow as pa
 import typer
 from pydantic import Field
 
-from engine.cfg_grammar import count_productions, grammar_table, reference_index
+from engine.cfg_grammar import CONTENT_TAGS, count_productions, grammar_table, reference_index
 from engine.config import CheckrayConfig, CorpusConfig, Section, load_config, register_section
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, InputError
 from engine.mask_fill import build_vocabulary, count_ngrams
 from engine.models import ModelSpec
-from engine.report import Section as ReportSection, render
+from engine.report import Section as ReportSection
+from engine.report import render
 from engine.runtime import cluster_resources, init_ray, plan_actor_pool
 from engine.s2lct_search import METHOD, build_seeds
 from engine.s2lct_spec import CapabilitySpec, capability_files, load_capabilities
@@ -92,6 +93,7 @@ class S2lctConfig(Section):
     grammar_min_count: int = Field(default=2, ge=1)  # reference productions seen fewer times are ignored
     k: int = Field(default=4, ge=1)  # masked sentences sampled per seed (Algorithm 1)
     max_masks: int = Field(default=1, ge=1)  # extra symbols one expansion may insert
+    fillable_tags: list[str] = Field(default_factory=lambda: list(CONTENT_TAGS))  # Penn tags a mask may take
     parser: Literal["auto", "benepar", "spacy-dep2const"] = "auto"
     pipeline: str = "builtin:sm"  # spaCy pipeline of the parser actors
     pool_size: Optional[int] = Field(default=None, ge=1)  # None: one actor per CPU (spaCy is single-threaded)
@@ -323,12 +325,13 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
                       bigrams=list(zip(*(bi.column(c).to_pylist() for c in ("a", "b", "count")))),
                       parser_pipeline=s.pipeline, parser=s.parser, backend=filler_backend(f), pipeline=f.pipeline,
                       hf_model=f.hf_model, k=s.k, max_masks=s.max_masks, candidates=f.candidates, keep=f.keep,
-                      window=f.window, vector_weight=f.vector_weight, min_score=f.min_score, seed=seed, keep_columns=("case_id",))
+                      window=f.window, vector_weight=f.vector_weight, min_score=f.min_score,
+                      fillable=tuple(s.fillable_tags), seed=seed, keep_columns=("case_id",))
         out = ray_map(seeds.select(["case_id", "text", "rule"]), ExpansionActor, kwargs, s, batch_size=16,
                       keep_arg="keep_columns")
         return {"data": out}
 
-    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s.k, s.max_masks, s.grammar_min_count, s.filler,
+    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s.k, s.max_masks, s.fillable_tags, s.grammar_min_count, s.filler,
                                                                     s.parser, s.pipeline, seed])
 
 

@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from engine.config import CheckrayConfig, CorpusConfig
-from engine.coverage import coverage_curve, layer_activations, minimal_tokens, neuron_bounds
 from engine.corpus import read_corpus
+from engine.coverage import coverage_curve, layer_activations, minimal_tokens, neuron_bounds
 from engine.models import ModelSpec, load_model
 from engine.splits import split_ids
 from engine.stages import RunDir

@@ -12,8 +12,7 @@ import pyarrow as pa
 import pytest
 
 from actors.parser import dep_to_const, token_dicts
-from engine.cfg_grammar import (count_productions, expansion_candidates, grammar_table, reference_index,
-                                tree_productions)
+from engine.cfg_grammar import count_productions, expansion_candidates, grammar_table, reference_index, tree_productions
 from engine.errors import ConfigError
 from engine.mask_fill import BigramLM, fill, validate_fill
 from engine.s2lct_search import build_seeds, matching_rules
