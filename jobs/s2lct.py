@@ -101,6 +101,7 @@ class S2lctConfig(Section):
     suite: str = "s2lct"  # suites are named <suite>-<capability id>
     seed: Optional[int] = None  # None: the top-level seed
     models: Optional[str] = None  # model registry (zoo.yaml): benchmark the suite
+    only_models: Optional[list[str]] = None  # benchmark only these of the given models (None: all)
     filler: FillerConfig = FillerConfig()
     coverage: CoverageConfig = CoverageConfig()
     explain: ExplainConfig = ExplainConfig()
@@ -348,6 +349,11 @@ def run_s2lct(cfg: CheckrayConfig, out: str, specs: list[ModelSpec] | None = Non
         from jobs.benchmark import resolve_models
 
         specs = resolve_models(s.models)
+    if specs and s.only_models:
+        unknown = sorted(set(s.only_models) - {sp.name for sp in specs})
+        if unknown:
+            raise InputError(f"s2lct.only_models: no model named {', '.join(unknown)} among the models given")
+        specs = [sp for sp in specs if sp.name in s.only_models]
     preflight(s)
     init_ray(cfg.runtime)
     run = RunDir(out)
