@@ -146,7 +146,7 @@ def evaluate_suite(cfg: CheckrayConfig, s, suite: pa.Table, specs: list[ModelSpe
     from jobs.benchmark import run_benchmark
 
     seed = cfg.seed if s.seed is None else s.seed
-    results, summary = run_benchmark(suite, specs, cfg, RunDir(run.path("benchmark")))
+    results, summary = run_benchmark(suite, specs, cfg, RunDir(f"{run.uri.rstrip('/')}/benchmark"))
     ev = Evaluation(results, summary, table3(results, suite))
     torch_specs = [sp for sp in specs if sp.family == "hf" and (s.coverage.models is None or sp.name in s.coverage.models)]
     explain_names = s.explain.models if s.explain.models is not None else [sp.name for sp in torch_specs] or [specs[0].name]
