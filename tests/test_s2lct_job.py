@@ -65,6 +65,10 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path):
     caps = {r["capability"].split(":")[0] for r in seeds}
     assert {"LC1", "LC2", "LC3", "LC4", "LC9", "LC10", "LC11"} <= caps
     assert {r["provenance"]["generator"] for r in seeds} == {"spacy-dep2const"}
+    # The corpus is binary: LC1's neutral seeds come from the lexicon proxy, LC2's from labels.
+    sources = {(r["capability"][:4], meta[r["case_id"]]["label_source"]) for r in seeds}
+    assert ("LC1:", "lexicon-proxy") in sources and ("LC2:", "corpus") in sources
+    assert ("LC1:", "corpus") not in sources
     lc4 = [r for r in seeds if r["capability"].startswith("LC4")]
     assert lc4 and all(r["expected_label"] == "positive" and (" not " in r["text"] or "n't" in r["text"]) for r in lc4)
     # Expansions: one more word than their seed, same label and capability, linked by id.
