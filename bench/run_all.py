@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 SCRIPTS = ["bench_embedding.py", "bench_clustering.py", "bench_memory.py", "bench_benchmark.py",
-           "bench_llm_backends.py"]
+           "bench_llm_backends.py", "bench_parsing.py"]
 
 
 def main() -> int:
