@@ -66,7 +66,9 @@ def token_paths(doc) -> set[str]:
     for a_idx, a in enumerate(tokens):
         for b in tokens[a_idx + 1:]:
             up, down = ancestors[a.i], ancestors[b.i]
-            common = next(x for x in up if x in set(down))
+            common = next((x for x in up if x in set(down)), None)
+            if common is None:  # two sentences of one case: separate trees, no path
+                continue
             path = up[:up.index(common) + 1] + list(reversed(down[:down.index(common)]))
             paths.add("→".join(pos[i] for i in path))
     return paths

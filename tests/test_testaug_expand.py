@@ -78,6 +78,8 @@ def test_self_bleu_ray_tasks_equal_serial(ray_session):
 
 def test_dependency_paths(nlp):
     assert token_paths(nlp("I love chicken")) == {"PRON→VERB", "VERB→NOUN", "PRON→VERB→NOUN"}
+    two = token_paths(nlp("I love chicken. We hate fish."))  # two trees: no path across them
+    assert two == token_paths(nlp("I love chicken.")) | token_paths(nlp("We hate fish."))
     unique, mean = dependency_paths(["I love chicken", "I love chicken", "We hate the long flight ."], nlp)
     assert mean > 3 and unique > 3 and unique == len(token_paths(nlp("I love chicken"))
                                                      | token_paths(nlp("We hate the long flight .")))
