@@ -68,10 +68,23 @@ def _escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
 
+def _numbered(cand: SlotCandidate, word: str, words: list[str]) -> tuple[str, str]:
+    """(slot, slot with article) for ``word``: the same word, the same slot; another word
+    of the same slot becomes ``{slot2}``, ``{slot3}``... (drawn apart from ``{slot}``), as
+    in "The {noun} is not good. The {noun2} is not good." Indexed slots keep one name."""
+    if word not in words:
+        words.append(word)
+    n = words.index(word) + 1
+    if n == 1 or cand.token != "{" + cand.key + "}" or cand.key[-1].isdigit():
+        return cand.token, cand.article_token
+    return "{" + f"{cand.key}{n}" + "}", "{a:" + f"{cand.key}{n}" + "}"
+
+
 def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str, SlotCandidate]]:
     """(template text, slots used) for one parsed text; the text itself if nothing matched."""
     out: list[str] = []
     used: dict[str, SlotCandidate] = {}
+    words_of: dict[str, list[str]] = {}  # slot key -> the different words it replaced, in order
     i = 0
     tokens = list(doc)
     while i < len(tokens):
@@ -87,12 +100,14 @@ def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str
             i += 1
             continue
         length, cand = hit
+        word = " ".join(t.lower_ for t in tokens[i:i + length])
+        token, article_token = _numbered(cand, word, words_of.setdefault(cand.key, []))
         trailing = tokens[i + length - 1].whitespace_
         if out and tokens[i - 1].lower_ in ("a", "an") and tokens[i - 1].pos_ == "DET":
             article = tokens[i - 1].text_with_ws
-            out[-1] = cand.article_token.replace("{a:", "{A:", 1) if article[0].isupper() else cand.article_token
+            out[-1] = article_token.replace("{a:", "{A:", 1) if article[0].isupper() else article_token
         else:
-            out.append(cand.token)
+            out.append(token)
         out.append(trailing)
         used[cand.key] = cand
         i += length

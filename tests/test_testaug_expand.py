@@ -45,6 +45,16 @@ def test_paper_example_slot_detection(nlp, seed_template):
         f"No one {v} that air traffic controller." for v in ("enjoys", "admires", "appreciates"))
 
 
+def test_two_words_of_one_slot_become_two_slots(nlp, seed_template):
+    seeds = [_seed(seed_template, noun="seat"), _seed(seed_template, verb="admires", noun="pilot")]
+    new = case_template([nlp("No one admires the seat. No one admires the pilot.")],
+                        seed_candidates(seeds, {seed_template.template_id: seed_template}))
+    assert new.texts == ["No one {pos_verb} the {air_noun}. No one {pos_verb} the {air_noun2}."]
+    _, cases = expand_new_template(new, "Negation", "negative", "d", 20, 0, "t")
+    assert len(cases) == 20 and all(c[0][0].split(". ")[0].split()[-1] != c[0][0].split()[-1].rstrip(".")
+                                    for c in cases)  # {air_noun} and {air_noun2} never take the same noun
+
+
 def test_pool_matching_and_articles(nlp, seed_template):
     templates = {seed_template.template_id: seed_template}
     doc = nlp("This is not an easy service to appreciate.")
