@@ -39,6 +39,7 @@ from jobs.console import console, stage_printer
 
 METHOD = "testaug"
 VERSION = "2"  # generate stage: raw answers
+EXPAND_VERSION = "2"  # numbered slots ({noun2})
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 
@@ -197,7 +198,7 @@ def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
 
     return Stage("expand", run, inputs=("validity",),
                  config=[t.expansion_match, t.expansion_per_template, t.max_expansion_per_description, t.spacy,
-                         cfg.seed], version=VERSION)
+                         cfg.seed], version=EXPAND_VERSION)
 
 
 def shown_seed(entry: str) -> SeedCase:
