@@ -146,3 +146,36 @@ def test_cli_without_spec_is_one_line(tmp_path):
     assert isinstance(res.exception, InputError) and "no spec" in str(res.exception)
     res = CliRunner().invoke(app, ["testaug", "--spec", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "o")])
     assert isinstance(res.exception, InputError) and "spec file not found" in str(res.exception)
+
+
+@pytest.mark.timeout(300)
+def test_people_annotations_and_classifier_filter(tmp_path):
+    """People's labels decide phase 1 where they cover the first sample; the classifier
+    filters the rest of a description under threshold; no LLM labeler call."""
+    from actors.validity import train_validity
+
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    over = {"testaug.spec": str(spec), "testaug.prompts_per_description": 2, "testaug.first_sample": 4,
+            "testaug.baseline_nsamples": 5, "testaug.diversity_per_description": 10, "testaug.llm_labeler": False}
+    first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
+    parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
+    people = [{"text": r["text"], "validity": int("pilot" not in r["text"])} for r in parsed[:4]]
+    assert 0 < sum(p["validity"] for p in people) < 4  # under 90 % valid: d01 must be filtered
+    (tmp_path / "people.jsonl").write_text("".join(json.dumps(p) + "\n" for p in people), encoding="utf-8")
+    clf_rows = [{"text": r["text"], "validity": int("really" not in r["text"])} for r in parsed]
+    train_validity(clf_rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
+    chat = RuleBasedAugChat()
+    run, _ = run_testaug(load_config(None, {**over, "testaug.annotations": str(tmp_path / "people.jsonl"),
+                                            "testaug.validity": str(tmp_path / "clf")}), str(tmp_path / "b"), chat=chat)
+    decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
+    assert decisions["d01"]["annotated_by"] == "people" and decisions["d01"]["filter"]
+    assert decisions["d01"]["valid_share"] == sum(p["validity"] for p in people) / 4
+    assert decisions["d02"]["annotated_by"] == "classifier"
+    assert decisions["d01"]["classifier_accuracy"] is not None
+    rows = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
+    by = {r["text"]: r for r in rows if r["key"] == "d01"}
+    assert all(by[p["text"]]["decided_by"] == "people" and by[p["text"]]["kept"] == bool(p["validity"]) for p in people)
+    assert {r["decided_by"] for r in rows if r["key"] == "d01"} == {"people", "classifier"}
+    assert all(r["valid_llm"] is None for r in rows)
+    assert chat.calls == 4  # generation only (2 rounds x 2 descriptions): no labeler call
