@@ -111,18 +111,23 @@ def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], se
     start = time.perf_counter()
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    benign_texts = sorted({t for tr in benign for t in tr})
-    if old_embeddings is None and benign_texts:
-        old = model.encode(benign_texts, convert_to_numpy=True, show_progress_bar=False, batch_size=64)
-        old_embeddings = dict(zip(benign_texts, old))
-    loss_before = mean_triplet_loss(model, violated, settings.margin)
+    # Every epoch's batches are drawn first, so the original model embeds only the benign
+    # texts that are used (a capped epoch touches few of them).
+    plans = [epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_triples)
+             for _ in range(settings.epochs)]
+    used = sorted({t for plan in plans for _, b_idx in plan for i in b_idx for t in benign[i]})
+    if old_embeddings is None and used:
+        old = model.encode(used, convert_to_numpy=True, show_progress_bar=False, batch_size=64)
+        old_embeddings = dict(zip(used, old))
+    # The loss is reported on (at most max_triples of) the violated triples.
+    probe = list(violated[: settings.max_triples] if settings.max_triples else violated)
+    loss_before = mean_triplet_loss(model, probe, settings.margin)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.learning_rate)
     mse = torch.nn.MSELoss()
     history = []
     model.train()
-    for epoch in range(settings.epochs):
+    for epoch, batches in enumerate(plans):
         sums = {"loss": 0.0, "triplet": 0.0, "mse": 0.0}
-        batches = epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_triples)
         for v_idx, b_idx in batches:
             optimizer.zero_grad()
             trip = triplet_loss(model, [violated[i] for i in v_idx], settings.margin) if len(v_idx) else torch.zeros(())
@@ -141,7 +146,7 @@ def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], se
         n = max(1, len(batches))
         history.append({"epoch": epoch + 1, "batches": len(batches), **{k: v / n for k, v in sums.items()}})
     model.eval()
-    loss_after = mean_triplet_loss(model, violated, settings.margin)
+    loss_after = mean_triplet_loss(model, probe, settings.margin)
     return RepairResult(history, loss_before, loss_after, time.perf_counter() - start, str(model.device))
 
 

@@ -154,7 +154,7 @@ def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -
                                                             for r in rows]))
     h = history.to_pylist()
     summary = (f"{model}: {len(violated)} violated and {len(benign)} benign triples; {settings.epochs} epochs of SGD "
-               f"(lr {settings.learning_rate}, alpha {settings.alpha}); triplet loss on the violated triples "
+               f"(lr {settings.learning_rate}, alpha {settings.alpha}); triplet loss on the violated triples probed "
                f"{h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {model_dir}.")
     sections = [Section(f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
                         [table_html(rows), table_html(h)], summary)]
