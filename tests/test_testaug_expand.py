@@ -78,12 +78,22 @@ def test_self_bleu_hand_computed():
     assert math.isnan(self_bleu(["alone"]))
 
 
+def test_self_bleu_equals_sacrebleu_sentence_score():
+    from sacrebleu.metrics import BLEU
+
+    sents = ["the seat was not good", "the seat was good", "no one likes the seat", "the the seat seat was",
+             "a b", "no one likes that crew at all , really", "the seat was not good"]
+    scorer = BLEU(max_ngram_order=4, effective_order=True)
+    expected = [scorer.sentence_score(s, sents[:i] + sents[i + 1:]).score / 100 for i, s in enumerate(sents)]
+    assert bleu_against_others(sents, range(len(sents))) == pytest.approx(expected, abs=1e-12)
+
+
 @pytest.mark.timeout(120)
 def test_self_bleu_ray_tasks_equal_serial(ray_session):
     words = "flight seat crew food pilot airline service cabin plane staff".split()
     sents = [f"the {a} was not as {b} as the {c}" for a in words for b in ("good", "bad") for c in words[:3]]
     assert len(sents) == 60
-    assert self_bleu(sents, chunks=3) == pytest.approx(self_bleu(sents, parallel=False), abs=1e-9)
+    assert self_bleu(sents, chunks=3, min_parallel=2) == pytest.approx(self_bleu(sents, parallel=False), abs=1e-12)
 
 
 def test_dependency_paths(nlp):
@@ -93,3 +103,20 @@ def test_dependency_paths(nlp):
     unique, mean = dependency_paths(["I love chicken", "I love chicken", "We hate the long flight ."], nlp)
     assert mean > 3 and unique > 3 and unique == len(token_paths(nlp("I love chicken"))
                                                      | token_paths(nlp("We hate the long flight .")))
+
+
+def test_closest_other_length_matches_sacrebleu():
+    import random
+    from collections import Counter
+
+    from sacrebleu.metrics import BLEU
+
+    from engine.diversity import _closest_other_length
+
+    rng = random.Random(0)
+    scorer = BLEU()
+    for _ in range(300):
+        lens = [rng.randint(1, 12) for _ in range(rng.randint(2, 8))]
+        counts, sizes = Counter(lens), sorted(set(lens))
+        for i, h in enumerate(lens):
+            assert _closest_other_length(h, counts, sizes) == scorer._get_closest_ref_len(h, lens[:i] + lens[i + 1:])
