@@ -145,7 +145,8 @@ def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str 
     resources = cluster_resources()
 
     def run(spec: EmbedderSpec, share: int) -> np.ndarray:
-        plan = plan_actor_pool(resources, backend, pool_size=share)
+        # On GPUs the models share them (a fraction each) instead of queueing for a whole one.
+        plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
         out = ds.map_batches(
             ContrastEmbedder, fn_constructor_kwargs=dict(spec=spec.model_dump(), threads=plan.threads),
             batch_size=batch_size, batch_format="pyarrow",

@@ -27,17 +27,20 @@ _SKLEARN_METRIC = {"l1": "manhattan", "l2": "euclidean", "cos": "cosine"}
 
 
 def distance(a: np.ndarray, b: np.ndarray, metric: str) -> np.ndarray:
-    """Row-wise distance between two (n, d) matrices."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    """Row-wise distance between two (n, d) matrices, in their own precision (float32
+    embeddings stay float32: row-wise einsum, no float64 copies, no (n, d) temporaries
+    beyond the difference)."""
+    dtype = np.result_type(np.asarray(a).dtype, np.asarray(b).dtype, np.float32)
+    a, b = np.asarray(a, dtype=dtype), np.asarray(b, dtype=dtype)
     if metric == "l1":
-        return np.abs(a - b).sum(axis=1)
+        return np.abs(a - b).sum(axis=1, dtype=np.float64)
     if metric == "l2":
-        return np.linalg.norm(a - b, axis=1)
+        diff = a - b
+        return np.sqrt(np.einsum("ij,ij->i", diff, diff, dtype=np.float64))
     if metric == "cos":
-        na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
-        denom = np.where(na * nb > 0, na * nb, 1.0)
-        return 1.0 - (a * b).sum(axis=1) / denom
+        dot = np.einsum("ij,ij->i", a, b, dtype=np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", a, a, dtype=np.float64) * np.einsum("ij,ij->i", b, b, dtype=np.float64))
+        return 1.0 - dot / np.where(norms > 0, norms, 1.0)
     raise ValueError(f"unknown distance '{metric}' (have: {', '.join(DISTANCES)})")
 
 

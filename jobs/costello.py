@@ -333,7 +333,10 @@ def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
         rc: RepairConfig = cfg.section("repair")
         if rc.model:
             model = rc.model if rc.model != "most-violated" else most_violated(run, cc)
-            _, repair_sections = run_repair(cfg, out, model, run.path("repair"))
+            try:
+                _, repair_sections = run_repair(cfg, out, model, run.path("repair"))
+            except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
+                repair_sections = [ReportSection("COSTELLO repair", [], f"repair skipped: {exc}")]
             sections = sections + repair_sections
     return run, sections
 
