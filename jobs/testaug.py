@@ -39,7 +39,7 @@ from jobs.console import console, stage_printer
 
 METHOD = "testaug"
 VERSION = "2"  # generate stage: raw answers
-EXPAND_VERSION = "2"  # numbered slots ({noun2})
+EXPAND_VERSION = "3"  # numbered slots ({noun2})
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 
