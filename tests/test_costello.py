@@ -250,3 +250,18 @@ def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
     assert result.loss_before == pytest.approx(before)
     assert result.loss_after < result.loss_before
     assert len(result.history) == 1 and result.history[0]["batches"] >= 1
+
+
+def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
+    from engine.models import ModelSpec
+    from jobs.costello import read_embedders
+
+    specs = read_embedders("configs/costello/embedders.yaml")
+    assert {s.pooling for s in specs} >= {"mean", "cls"} and any(s.kind == "spacy" for s in specs)
+    zoo = [ModelSpec(name="minilm_ft", family="hf", path=str(tmp_path / "ft"))]
+    demo = read_embedders("configs/costello/embedders_demo.yaml", zoo)
+    assert [s.model for s in demo if s.name == "minilm_ft"] == [str(tmp_path / "ft")]
+    from pathlib import Path
+
+    table = read_inversions(Path(__file__).resolve().parent.parent / "configs" / "costello" / "inversions.jsonl")
+    assert len(table) >= 40 and all(k != v.lower() for k, v in table.items())
