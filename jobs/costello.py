@@ -332,7 +332,9 @@ def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
 
         rc: RepairConfig = cfg.section("repair")
         if rc.model:
-            model = rc.model if rc.model != "most-violated" else most_violated(run, cc)
+            verdict = cc.model_copy(update={"distance": rc.distance or cc.distance,
+                                            "threshold": rc.threshold or cc.threshold})
+            model = rc.model if rc.model != "most-violated" else most_violated(run, verdict)
             try:
                 _, repair_sections = run_repair(cfg, out, model, run.path("repair"))
             except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
@@ -342,7 +344,8 @@ def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
 
 
 def most_violated(run: RunDir, cc: CostelloConfig) -> str:
-    """The sentence-transformers embedder with the most violations under the default verdict."""
+    """The sentence-transformers embedder with the most violations under ``cc``'s verdict
+    (the repair's distance and threshold)."""
     import pyarrow.compute as pc
 
     meta = json.loads(run.read_text("costello.json"))
