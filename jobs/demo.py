@@ -2,8 +2,10 @@
 
 Local Ray on CPU, packaged models, the bundled Rotten Tomatoes sentences:
 
-    topics -> templates suite -> model zoo -> MFTs (LLM) -> benchmark (zoo x every suite)
-           -> one report (topics, zoo, leaderboard, MFT gates, Tables 7/8)
+    topics -> templates suite -> model zoo -> MFTs (LLM, Li et al.)
+           -> S2LCT (rule seeds + grammar expansion) -> COSTELLO (+ repair) -> TestAug
+           -> benchmark (zoo x template and MFT suites)
+           -> one report (topics, zoo, leaderboard, MFT Tables 7/8, S2LCT, COSTELLO, TestAug)
 
 Each method adds its job here as it lands. Every step checkpoints under its own
 sub-directory, so a rerun after a crash resumes where it stopped.
@@ -96,9 +98,19 @@ def demo_command(
     from engine.benchmark_inputs import read_suite
 
     mft_suite = read_suite(mft_run.path("suite.parquet"))
+    # Each method's own job, on the same corpus and zoo; each writes its run directory and
+    # report under runs/demo/<method>/ and hands its sections to the combined report.
+    from jobs.costello import run_costello
+    from jobs.s2lct import run_s2lct
+    from jobs.testaug import run_testaug
+
+    _, s2lct_sections = step("s2lct", lambda: run_s2lct(cfg, run.path("s2lct"), specs))
+    _, costello_sections = step("costello", lambda: run_costello(cfg, run.path("costello"), specs))
+    _, testaug_sections = step("testaug", lambda: run_testaug(cfg, run.path("testaug"), specs))
     bench_sections = step("benchmark", lambda: demo_benchmark(cfg, run, [template_suite, mft_suite], specs))
 
     sections = (topic_sections + template_sections + [zoo_section(specs)] + mft_sections + bench_sections
+                + s2lct_sections + costello_sections + testaug_sections
                 + [Section("Demo timings", [table_html(timings)])])
     run.write_text("report.html", render("checkray · demo report", sections, subtitle=f"config {path or 'defaults'}"))
     console.print(f"[bold green]demo report: {run.path('report.html')}[/bold green]")
