@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 SCRIPTS = ["bench_embedding.py", "bench_clustering.py", "bench_memory.py", "bench_benchmark.py",
-           "bench_llm_backends.py", "bench_parsing.py"]
+           "bench_llm_backends.py", "bench_parsing.py",
+           "bench_costello.py", "bench_validity.py"]
 
 
 def main() -> int:
