@@ -21,6 +21,10 @@ _CASE = re.compile(
 # Fallback for answers that number their cases without "Customer Review:" fields.
 _CASE_LINE = re.compile(r"^\s*\**\s*(?:Test|Sample)?\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _REVIEW_LINE = re.compile(r"Customer\s*Review\s*\**\s*[:\-]\s*\**\s*(?P<review>[^\n]+)", re.IGNORECASE)
+# The last resort for answers with no case markers at all: one sentence after an intro
+# that ends with a colon, closing the answer; talk about the task itself is not a review.
+_AFTER_INTRO = re.compile(r":\s*(?P<review>[^:\n]+[.!?\"])\s*\Z")
+_META_TALK = re.compile(r"\b(MFT|minimal|minimum|functional|test cases?|samples?)\b", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
 _LABEL = re.compile(r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)",
                     re.IGNORECASE)
@@ -76,6 +80,11 @@ def parse_mft_cases(raw: str, stats: ParseStats | None = None) -> list[tuple[str
             review = _clean(m.group("review"))
             if len(review.split()) >= 3 and not m.group("review").strip().startswith("["):
                 pairs.append(("", review))
+    if not pairs:  # "One MFT sample as a customer review is:\nThe wordy wisp of a comedy fails."
+        m = _AFTER_INTRO.search((raw or "").strip())
+        review = _clean(m.group("review")) if m else ""
+        if len(review.split()) >= 5 and not _META_TALK.search(review):
+            pairs.append(("", review))
     pairs = [(s, r) for s, r in pairs if len(r.split()) <= MAX_REVIEW_WORDS]
     if stats is not None:
         stats.add(raw or "", len(pairs))

@@ -106,6 +106,15 @@ def test_generate_prompt_is_a_few_shot_conversation():
     ("Sample Case 1: The music makes it hard to imagine more fun.\nSample Case 2: Great documentary overall.",
      [("", "The music makes it hard to imagine more fun."), ("", "Great documentary overall.")]),
     ("Minimal functional test (MFT) samples for this sample text in one sentence: something", []),
+    # the real answers of the packaged 0.5B model in the demo: one review after an intro
+    ("One minimal functional test sample as customer review in one sentence is:\n"
+     "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.",
+     [("", "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.")]),
+    ("Minimal functional test (MFT) samples for this sample text in one sentence: The cinema is a perfect "
+     "example of the puro genre, without complex elements.",
+     [("", "The cinema is a perfect example of the puro genre, without complex elements.")]),
+    ("No visual content provided.", []),
+    ("Here is the answer: The minimal functional test sample targets one behavior.", []),
 ])
 def test_half_formatted_answers_of_small_models(raw, expected):
     assert parse_mft_cases(raw) == expected
