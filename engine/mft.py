@@ -103,7 +103,8 @@ def parse_paraphrases(raw: str, original: str, n: int, stats: ParseStats | None 
     for m in _NUMBERED.finditer(raw or ""):
         text = _clean(m.group("text"))
         key = normalize_text(text)
-        if len(text.split()) >= 2 and key not in seen and not text.startswith("["):
+        # under three words is a fragment cut off by max_tokens ("The movie"), not a rephrasing
+        if len(text.split()) >= 3 and key not in seen and not text.startswith("["):
             seen.add(key)
             out.append(text)
         if len(out) == n:

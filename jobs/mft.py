@@ -164,7 +164,7 @@ def generation_stage(cfg: CheckrayConfig, chat, embed, split: str, version: int)
                ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
     return Stage(f"generate-{split}-v{version}", run, inputs=("representatives",),
                  config=[m.model_dump(exclude={"models", "mft_topics", "embedder", "splits", "versions"}), llm,
-                         cfg.seed, prompts], version="6")
+                         cfg.seed, prompts], version="7")
 
 
 def collect_stage(parts: list[Stage]) -> Stage:

@@ -52,6 +52,7 @@ def test_parse_paraphrases_numbered_quoted_and_dupes():
     assert out == ["Underwhelming experience with too much repetition.", "Disappointing read with too much dullness.",
                    "Monotonous content without any excitement."]
     assert parse_paraphrases("no list here", "x y", 5) == []
+    assert parse_paraphrases("1. The movie\n2. The film is a fine example.", "x y", 5) == ["The film is a fine example."]
 
 
 @pytest.mark.parametrize("raw,label", [
