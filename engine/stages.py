@@ -115,10 +115,18 @@ def fingerprint(*parts: Any) -> str:
 def file_digest(uri: str) -> str:
     """Content hash of an input file, so an edited corpus reruns what depends on it."""
     fs, path = open_filesystem(uri)
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"{uri}: file not found")
+    if info.type != pafs.FileType.File:
+        raise InputError(f"{uri}: not a file")
     h = hashlib.sha256()
-    with fs.open_input_stream(path) as src:
-        while chunk := src.read(1 << 20):
-            h.update(chunk)
+    try:
+        with fs.open_input_stream(path) as src:
+            while chunk := src.read(1 << 20):
+                h.update(chunk)
+    except OSError as exc:
+        raise InputError(f"{uri}: cannot read: {exc}") from None
     return h.hexdigest()[:20]
 
 

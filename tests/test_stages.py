@@ -70,3 +70,17 @@ def test_run_dir_on_a_uri_filesystem(tmp_path):
     run = RunDir(f"file://{tmp_path}/viauri")
     run.write_table("t.parquet", pa.table({"a": [1]}))
     assert (tmp_path / "viauri" / "t.parquet").exists() and run.read_table("t.parquet").num_rows == 1
+
+
+def test_file_digest_of_a_missing_or_unreadable_input_is_one_line(tmp_path):
+    import pytest
+
+    from engine.errors import InputError
+    from engine.stages import file_digest
+
+    (tmp_path / "a.csv").write_text("text\nx\n")
+    assert file_digest(str(tmp_path / "a.csv")) == file_digest(str(tmp_path / "a.csv"))
+    with pytest.raises(InputError, match="nope.csv: file not found"):
+        file_digest(str(tmp_path / "nope.csv"))
+    with pytest.raises(InputError, match="not a file"):
+        file_digest(str(tmp_path))
