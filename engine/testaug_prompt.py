@@ -13,12 +13,12 @@ with a few examples, so a weak model's malformed answers show up in the report.
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
+from engine.mft import normalize_text as normalize  # one comparison key for every generated suite
 from engine.templates import Template, expand_template
 
 
@@ -187,14 +187,6 @@ def parse_pair_cases(raw: str, count: ParseCount, truncated: bool = False) -> li
 
 
 # ------------------------------------------------------------------------ de-duplication
-
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-def normalize(text: str) -> str:
-    """Comparison key: lower case, no punctuation, single spaces."""
-    return " ".join(text.lower().translate(_PUNCT).split())
-
 
 def dedupe(cases: Sequence[dict], seen: set[tuple] | None = None) -> tuple[list[dict], int]:
     """Drop cases whose normalized (text, text_pair) is in ``seen`` (e.g. the seeds) or

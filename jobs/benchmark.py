@@ -27,7 +27,7 @@ from engine.benchmark_inputs import prepare_cases, read_suite
 from engine.config import Backend, CheckrayConfig, Section, load_config, register_section
 from engine.errors import InputError
 from engine.expectations import ExpectationSettings, evaluate_cases, label_map_error
-from engine.models import ModelSpec, read_registry
+from engine.models import ModelSpec
 from engine.report import render
 from engine.runtime import cluster_resources, init_ray
 from engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint, table_bytes
@@ -85,11 +85,9 @@ MODELS_SCHEMA = pa.schema([
 
 
 def resolve_models(path: str) -> list[ModelSpec]:
-    """Model specs from a registry file, or a zoo recipe once the zoo job provides one."""
-    try:
-        from jobs.zoo import resolve_models as zoo_resolve
-    except ImportError:
-        return read_registry(path)
+    """Model specs from a registry file, or from a zoo recipe (built or reused)."""
+    from jobs.zoo import resolve_models as zoo_resolve  # jobs.zoo imports this module
+
     return zoo_resolve(path)
 
 
