@@ -28,6 +28,10 @@ def main() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if not sys.stderr.isatty():
+        # Without a terminal Ray Data logs each progress bar as INFO lines every few
+        # seconds, burying the job's own stage lines (a CI log or `make demo > log`).
+        os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     logging.basicConfig(level=os.environ.get("CHECKRAY_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     try:
         app(standalone_mode=False)
