@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RT_SIZE, base_parser, report, resolve_n, rt_table, setup_env  # noqa: E402
+from common import RT_SIZE, add_repeat, base_parser, interleaved_best, report, resolve_n, rt_table, setup_env  # noqa: E402
 
 
 def padded_tokens(lengths: list[int], encode_batch: int, ray_batch: int | None) -> int:
@@ -82,7 +82,7 @@ def run_baseline(texts: list[str], encode_batch: int) -> tuple[float, float]:
 def main() -> None:
     setup_env()
     parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=1_000)
-    parser.add_argument("--repeat", type=int, default=None, help="interleaved runs per side, best kept (default 2, --quick 1)")
+    add_repeat(parser)
     args = parser.parse_args()
     args.repeat = args.repeat or (1 if args.quick else 2)
     n = resolve_n(args)
@@ -91,14 +91,8 @@ def main() -> None:
     emb = EmbedderConfig()
     texts = rt_table(n).column("text").to_pylist()
 
-    # Interleaved repeats, best of each: on a shared machine a single slow run of one
-    # side would otherwise decide the ratio.
-    base_runs, engine_runs = [], []
-    for _ in range(args.repeat):
-        base_seconds, load_seconds = run_baseline(texts, emb.encode_batch_size)
-        base_runs.append(base_seconds)
-        engine_seconds, details = run_engine(n)
-        engine_runs.append(engine_seconds)
+    base_runs, engine_runs, load_seconds, details = interleaved_best(
+        args.repeat, lambda: run_baseline(texts, emb.encode_batch_size), lambda: run_engine(n))
     base_seconds, engine_seconds = min(base_runs), min(engine_runs)
 
     from actors.embedder import load_sentence_transformer

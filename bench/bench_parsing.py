@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RT_SIZE, base_parser, report, resolve_n, rt_table, setup_env  # noqa: E402
+from common import RT_SIZE, add_repeat, base_parser, interleaved_best, report, resolve_n, rt_table, setup_env  # noqa: E402
 
 
 def run_engine(texts: list[str]) -> tuple[float, dict]:
@@ -66,20 +66,14 @@ def run_baseline(texts: list[str]) -> tuple[float, float]:
 def main() -> None:
     setup_env()
     parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=1_000)
-    parser.add_argument("--repeat", type=int, default=None, help="interleaved runs per side, best kept (default 2, --quick 1)")
+    add_repeat(parser)
     args = parser.parse_args()
     args.repeat = args.repeat or (1 if args.quick else 2)
     n = resolve_n(args)
     texts = rt_table(n).column("text").to_pylist()
 
-    # Interleaved repeats, best of each: on a shared machine a single slow run of one
-    # side would otherwise decide the ratio.
-    base_runs, engine_runs = [], []
-    for _ in range(args.repeat):
-        base_seconds, load_seconds = run_baseline(texts)
-        base_runs.append(base_seconds)
-        engine_seconds, details = run_engine(texts)
-        engine_runs.append(engine_seconds)
+    base_runs, engine_runs, load_seconds, details = interleaved_best(
+        args.repeat, lambda: run_baseline(texts), lambda: run_engine(texts))
     base_seconds, engine_seconds = min(base_runs), min(engine_runs)
     base_rate, engine_rate = n / base_seconds, n / engine_seconds
     ratio = engine_rate / base_rate

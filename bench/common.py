@@ -46,6 +46,25 @@ def base_parser(description: str, default_n: int, quick_n: int) -> argparse.Argu
     return parser
 
 
+def add_repeat(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="interleaved runs per side, best kept (default 2, --quick 1)")
+
+
+def interleaved_best(repeat: int, baseline, engine) -> tuple[list[float], list[float], object, object]:
+    """Run ``baseline()`` and ``engine()`` alternately ``repeat`` times; each returns
+    (seconds, details). On a shared machine a single slow run of one side would otherwise
+    decide the ratio, so callers keep the best of each. Returns both lists of seconds and
+    the last details of each side."""
+    base_runs, engine_runs, base_details, engine_details = [], [], None, None
+    for _ in range(repeat):
+        seconds, base_details = baseline()
+        base_runs.append(seconds)
+        seconds, engine_details = engine()
+        engine_runs.append(seconds)
+    return base_runs, engine_runs, base_details, engine_details
+
+
 def resolve_n(args: argparse.Namespace) -> int:
     if args.n is not None:
         return args.n
