@@ -18,3 +18,16 @@ class ConfigError(CheckrayError):
 
 class ResourceError(CheckrayError):
     """The cluster cannot provide what the plan needs."""
+
+
+def user_error(exc: BaseException | None) -> CheckrayError | None:
+    """The ``CheckrayError`` inside ``exc``, unwrapped from Ray's task/actor error
+    wrappers (``.cause``) and Python's ``__cause__`` chain, or None if there is none:
+    an error an actor raises for the user stays one line in the driver."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, CheckrayError):
+            return exc
+        exc = getattr(exc, "cause", None) or exc.__cause__
+    return None

@@ -29,7 +29,7 @@ from pydantic import Field
 from engine.cfg_grammar import CONTENT_TAGS, count_productions, grammar_table, reference_index
 from engine.config import CheckrayConfig, CorpusConfig, Section, load_config, register_section
 from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import CheckrayError, InputError
+from engine.errors import InputError, user_error
 from engine.mask_fill import build_vocabulary, count_ngrams
 from engine.models import ModelSpec
 from engine.report import Section as ReportSection
@@ -138,17 +138,6 @@ def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: in
     if not parts:
         raise InputError("no rows came back from the actor pool")
     return pa.concat_tables(parts, promote_options="default").sort_by("_pos").drop_columns(["_pos"])
-
-
-def user_error(exc: BaseException) -> CheckrayError | None:
-    """The CheckrayError an actor raised, found through Ray's exception wrappers."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, CheckrayError):
-            return exc
-        exc = getattr(exc, "cause", None) or exc.__cause__
-    return None
 
 
 def preflight(s: S2lctConfig) -> None:

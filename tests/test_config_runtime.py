@@ -100,3 +100,20 @@ def test_await_resources_polls_until_the_gpus_join_or_time_runs_out():
     assert await_resources("GPU", 2, lambda: {"CPU": 2}, 12, sleep, lambda: now[0], interval_s=5) == 0
     assert sleeps == [5, 5, 2] and now[0] == 12  # gave up at the deadline, not before
     assert await_resources("GPU", 1, lambda: {"GPU": 4}, 0, sleep, lambda: now[0]) == 4
+
+
+def test_user_error_is_found_through_ray_style_wrappers():
+    from engine.errors import InputError, user_error
+
+    class Wrapper(Exception):  # Ray's RayTaskError carries the actor's exception as .cause
+        def __init__(self, cause):
+            super().__init__("wrapped")
+            self.cause = cause
+
+    inner = InputError("model.gguf: not found")
+    assert user_error(Wrapper(Wrapper(inner))) is inner
+    try:
+        raise RuntimeError("outer") from inner
+    except RuntimeError as exc:
+        assert user_error(exc) is inner
+    assert user_error(Wrapper(ValueError("bug"))) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from engine.errors import CheckrayError
+from engine.errors import CheckrayError, user_error
 from engine.llm import (BackendName, Generation, GenerationParams, Generator, LLMConfig, Message,
                         choose_backend, choose_local_engine)
 from engine.runtime import ActorPlan, plan_actor_pool
@@ -108,15 +108,6 @@ class ActorGenerator:
         self.actors = []
 
 
-def _root_cause(exc: BaseException) -> BaseException:
-    """The exception an actor raised (a one-line ``CheckrayError`` such as a missing
-    package), unwrapped from Ray's task-error wrapper."""
-    seen = 0
-    while getattr(exc, "cause", None) is not None and seen < 5:
-        exc, seen = exc.cause, seen + 1
-    return exc
-
-
 def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None) -> ActorGenerator:
     """Start the actors for ``cfg`` on the connected Ray cluster (call ``init_ray`` first).
 
@@ -142,5 +133,5 @@ def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None
     except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
         for actor in actors:
             ray.kill(actor)
-        raise _root_cause(exc) from None
+        raise (user_error(exc) or exc) from None
     return ActorGenerator(actors, cfg.batch_size, names[0], backend)
