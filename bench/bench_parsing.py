@@ -28,10 +28,10 @@ from common import RT_SIZE, add_repeat, base_parser, interleaved_best, report, r
 def run_engine(texts: list[str]) -> tuple[float, dict]:
     import pyarrow as pa
 
-    from actors.parser import ParserActor
-    from engine.config import load_config
+    from actors.s2lct.parser import ParserActor
+    from jobs.config import load_config
     from engine.runtime import cluster_resources, init_ray, plan_actor_pool
-    from jobs.s2lct import ray_map
+    from jobs.s2lct.job import ray_map
 
     cfg = load_config(None)
     s = cfg.section("s2lct")
@@ -50,7 +50,7 @@ def run_engine(texts: list[str]) -> tuple[float, dict]:
 def run_baseline(texts: list[str]) -> tuple[float, float]:
     import spacy
 
-    from actors.parser import dep_to_const, token_dicts
+    from actors.s2lct.parser import dep_to_const, token_dicts
     from actors.spacy_nlp import resolve_pipeline
 
     start = time.perf_counter()

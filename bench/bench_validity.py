@@ -8,7 +8,7 @@
    0.915 test accuracy on this description (Table 11); the majority class is printed too.
    Ratio: our accuracy / 0.915.
 2. Self-BLEU-4: on 300 annotated sentences, a loop of sacreBLEU's public ``sentence_score``
-   (each sentence against the 299 others) vs ``engine.diversity`` (references' n-grams
+   (each sentence against the 299 others) vs ``engine.testaug.diversity`` (references' n-grams
    merged once: must give the same number); then throughput on ``--bleu-n`` bundled Rotten
    Tomatoes sentences, serial vs Ray tasks. Ratio: serial seconds / Ray seconds.
 
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
     args = parser.parse_args()
     setup_env()
-    from engine.validity import read_annotations
+    from engine.testaug.validity import read_annotations
 
     rows = read_annotations(args.data)
     if args.only != "bleu":
@@ -54,7 +54,7 @@ def validity_part(args, rows) -> None:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from actors.validity import score_validity, train_validity
+    from actors.testaug.validity import score_validity, train_validity
     from engine.training import FineTuneConfig
 
     gold = [r["validity"] for r in rows]
@@ -87,7 +87,7 @@ def bleu_part(args, rows) -> None:
     import ray
 
     from engine.config import RuntimeConfig
-    from engine.diversity import self_bleu
+    from engine.testaug.diversity import self_bleu
     from engine.runtime import init_ray
 
     check = [r["text"] for r in rows][: 100 if args.quick else 300]
@@ -108,7 +108,7 @@ def bleu_part(args, rows) -> None:
     cpus = int(ray.cluster_resources().get("CPU", 1))
     ray.shutdown()
     report("self_bleu", [(f"{len(check)} annotated sentences", f"sentence_score loop {reference:.6f} in {public_s:.1f}s; "
-                                                              f"engine.diversity {ours:.6f}"),
+                                                              f"engine.testaug.diversity {ours:.6f}"),
                          ("Rotten Tomatoes sentences", str(n)), ("Self-BLEU-4", f"{serial:.4f} (Ray: {parallel:.4f})"),
                          ("serial", f"{serial_s:.1f}s ({n / serial_s:.0f} sentences/s)"),
                          (f"Ray tasks ({cpus} CPUs)", f"{ray_s:.1f}s ({n / ray_s:.0f} sentences/s)")],

@@ -1,25 +1,44 @@
-"""YAML configuration validated by pydantic.
+"""Configuration parts every layer shares, validated by pydantic.
 
-One file configures every job (``configs/demo.yaml``): shared ``corpus``/``runtime``
-sections plus a section per job. Unknown or mistyped fields are errors that name the
-field (``topics.clusterer.n_clustres: unknown field``), never silently ignored.
+The engine's functions take these small sections (``CorpusConfig``, ``ReducerConfig``,
+...). The whole file (``CheckrayConfig``, one section per job) and ``load_config`` live in
+``jobs/config.py``, since which sections exist is a property of the jobs. Unknown or
+mistyped fields are errors that name the field (``topics.clusterer.n_clustres: unknown
+field``), never silently ignored.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Mapping, TypeVar
+from typing import Any, ClassVar, Literal, Mapping, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import ConfigError
 
-Backend = Literal["auto", "cpu", "gpu"]
+Device = Literal["cpu", "gpu"]  # where work runs
+Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
 
 
 class Section(BaseModel):
+    """A config section: frozen, and an unknown field is an error.
+
+    A field declared with ``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` changes how
+    fast a stage runs, not what it computes (pool sizes, batch sizes); stage fingerprints
+    leave it out, every other field is in (``engine.stages.fingerprint``)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class JobSection(Section):
+    """A top-level section of the config file; ``key`` is its name there (``s2lct:``)."""
+
+    key: ClassVar[str] = ""
+
+
+NOT_FINGERPRINTED = {"fingerprint": False}
+M = TypeVar("M", bound=BaseModel)
 
 
 class RuntimeConfig(Section):
@@ -47,9 +66,9 @@ class CorpusConfig(Section):
 
 class EmbedderConfig(Section):
     model: str = "builtin:minilm"  # builtin alias, local path or hub name
-    batch_size: int = Field(default=256, ge=1)  # rows per Ray Data batch
+    batch_size: int = Field(default=256, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # rows per Ray Data batch
     encode_batch_size: int = Field(default=64, ge=1)  # rows per forward pass
-    pool_size: int | None = Field(default=None, ge=1)  # None: planned from resources
+    pool_size: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # None: planned
     backend: Backend = "auto"
     normalize: bool = True
 
@@ -84,62 +103,7 @@ class RepresentativesConfig(Section):
     stratify: bool = True
 
 
-class TopicsConfig(Section):
-    embedder: EmbedderConfig = EmbedderConfig()
-    reducer: ReducerConfig = ReducerConfig()
-    clusterer: ClustererConfig = ClustererConfig()
-    representation: RepresentationConfig = RepresentationConfig()
-    representatives: RepresentativesConfig = RepresentativesConfig()
-    map_points: int = Field(default=5_000, ge=0)  # points drawn in the report's 2-D map
-
-
-class CheckrayConfig(Section):
-    """The whole file. Jobs read their section plus the shared ones."""
-
-    # Sections other jobs add (zoo, benchmark, mft, ...) are declared in their modules
-    # and registered with ``register_section``; unknown top-level keys are still errors.
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    seed: int = 0
-    out: str | None = None
-    runtime: RuntimeConfig = RuntimeConfig()
-    corpus: CorpusConfig = CorpusConfig()
-    topics: TopicsConfig = TopicsConfig()
-
-    @model_validator(mode="after")
-    def _known_sections(self) -> "CheckrayConfig":
-        for key in (self.model_extra or {}):
-            if key not in _SECTIONS:
-                raise ValueError(f"{key}: unknown section")
-        return self
-
-    def section(self, name: str) -> Any:
-        """A registered job section, validated, with defaults when absent."""
-        if name in type(self).model_fields:
-            return getattr(self, name)
-        model = _SECTIONS[name]
-        raw = (self.model_extra or {}).get(name) or {}
-        return raw if isinstance(raw, model) else _validate(model, raw, prefix=name)
-
-
-_SECTIONS: dict[str, type[BaseModel]] = {}
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def register_section(name: str, model: type[M] | None = None):
-    """Declare a job's config section (``zoo:``, ``benchmark:`` ...); also a class decorator."""
-    if model is None:
-        def deco(cls: type[M]) -> type[M]:
-            _SECTIONS[name] = cls
-            return cls
-
-        return deco
-    _SECTIONS[name] = model
-    return model
-
-
-def _format_error(exc: ValidationError, prefix: str = "") -> str:
+def format_error(exc: ValidationError, prefix: str = "") -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"]))
     msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
@@ -147,12 +111,12 @@ def _format_error(exc: ValidationError, prefix: str = "") -> str:
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
 
 
-def _validate(model: type[M], data: Mapping[str, Any], prefix: str = "", source: str = "") -> M:
+def validate_section(model: type[M], data: Mapping[str, Any], prefix: str = "", source: str = "") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         where = f"{source}: " if source else ""
-        raise ConfigError(f"{where}{_format_error(exc, prefix)}") from None
+        raise ConfigError(f"{where}{format_error(exc, prefix)}") from None
 
 
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -176,29 +140,3 @@ def read_yaml(path: Path) -> Any:
         raise ConfigError(f"{path}: bad YAML{where}: {getattr(exc, 'problem', exc)}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: file is not UTF-8 text") from None
-
-
-def load_config(path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> CheckrayConfig:
-    """Read YAML (or nothing: all defaults), apply ``overrides`` (dotted keys), validate."""
-    data: dict[str, Any] = {}
-    source = str(path) if path else "defaults"
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"{p}: config file not found")
-        loaded = read_yaml(p)
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: top level must be a mapping, got {type(loaded).__name__}")
-        data = loaded
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            set_dotted(data, key, value)
-    cfg = _validate(CheckrayConfig, data, source=source)
-    for name in (cfg.model_extra or {}):  # validate registered sections eagerly
-        try:
-            cfg.section(name)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
-    return cfg

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib.util
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import ClassVar, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 from pydantic import Field, field_validator
 
-from engine.config import Section, register_section
+from engine.config import JobSection, Section
 from engine.errors import CheckrayError
 
 FinishReason = Literal["stop", "length", "empty", "error"]
@@ -112,8 +112,9 @@ def count_finish_reasons(outputs: Sequence[Generation]) -> dict[str, int]:
     return {reason: counts.get(reason, 0) for reason in ("stop", "length", "empty", "error")}
 
 
-@register_section("llm")
-class LLMConfig(Section):
+class LLMConfig(JobSection):
+    key: ClassVar[str] = "llm"
+
     """The ``llm:`` section: which backend generates, and how it is reached."""
 
     backend: Literal["auto", "vllm", "local", "http"] = "auto"

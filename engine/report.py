@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import jinja2
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("engine", "templates"),
+    loader=jinja2.PackageLoader("engine", "html"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
 )
 

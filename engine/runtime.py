@@ -15,12 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Literal, Mapping
 
-from engine.config import RuntimeConfig
+from engine.config import Backend, Device, RuntimeConfig
 from engine.errors import ResourceError
 
 log = logging.getLogger(__name__)
 
-Device = Literal["cpu", "gpu"]
 
 # CPUs left free for Ray Data read/repartition/write tasks (each asks for 1 CPU) when
 # actors run on CPUs; with less, the pool waits forever for its input.
@@ -115,7 +114,7 @@ class ActorPlan:
 
 def plan_actor_pool(
     resources: Mapping[str, float],
-    backend: Literal["auto", "cpu", "gpu"] = "auto",
+    backend: Backend = "auto",
     pool_size: int | None = None,
     gpu_fraction: float = 1.0,
 ) -> ActorPlan:
@@ -142,7 +141,7 @@ def plan_actor_pool(
     return ActorPlan("cpu", size, num_cpus=round(per_actor, 3), num_gpus=0.0, threads=threads)
 
 
-def choose_device(backend: Literal["auto", "cpu", "gpu"], resources: Mapping[str, float]) -> Device:
+def choose_device(backend: Backend, resources: Mapping[str, float]) -> Device:
     """Device for driver-side numeric work (UMAP, k-means): GPU only if reported and allowed."""
     has_gpu = float(resources.get("GPU", 0)) > 0
     if backend == "gpu" and not has_gpu:

@@ -97,13 +97,22 @@ class RunDir:
             self.fs.delete_dir(self.path(rel))
 
 
+def _fingerprinted_fields(model: BaseModel) -> set[str]:
+    """Fields that change what a stage computes: all but those marked NOT_FINGERPRINTED
+    (``engine.config``), which only change how fast it runs."""
+    return {name for name, info in type(model).model_fields.items()
+            if not (isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("fingerprint") is False)}
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return {name: _jsonable(getattr(value, name)) for name in sorted(_fingerprinted_fields(value))}
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
     return value
 
 

@@ -1,19 +1,19 @@
 """The zoo recipe (the ``zoo:`` config section) and the pure pieces of training: the
 seeded stratified split, scikit-learn estimators built from a recipe, and accuracy.
 
-Nothing here holds a model between calls; ``actors/zoo_trainers.py`` runs these inside
+Nothing here holds a model between calls; ``actors/zoo/trainers.py`` runs these inside
 Ray tasks and saves what they fit.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from engine.config import Section
+from engine.config import Backend, JobSection, Section
 from engine.errors import ConfigError
 
 Kind = Literal["tfidf", "embedding", "finetune", "vader", "textblob", "llm_zero_shot"]
@@ -91,7 +91,9 @@ def _default_models() -> list[ZooModel]:
     ]
 
 
-class ZooConfig(Section):
+class ZooConfig(JobSection):
+    key: ClassVar[str] = "zoo"
+
     """``zoo:`` section: how to split the corpus and which models to build."""
 
     held_out: float = Field(default=0.2, gt=0, lt=1)  # fraction kept for accuracy
@@ -101,7 +103,7 @@ class ZooConfig(Section):
     cache_dir: str = "runs/zoo"  # where resolve_models builds/reuses the zoo of a recipe
     tfidf: TfidfConfig = TfidfConfig()
     embed_batch_size: int = Field(default=64, ge=1)
-    backend: Literal["auto", "cpu", "gpu"] = "auto"  # embedding and fine-tuning device
+    backend: Backend = "auto"  # embedding and fine-tuning device
     models: list[ZooModel] = Field(default_factory=_default_models)
 
     @model_validator(mode="after")

@@ -1,29 +1,101 @@
-"""Console entry point: ``checkray <job> ...``. User errors print one line and exit 2."""
+"""Console entry point: ``checkray <job> ...``, built from the job table.
+
+Commands come from ``jobs.registry.JOBS`` and are imported only when run (``checkray
+--help`` imports no job). User errors print one line and exit 2; so do click's usage
+errors (unknown option, missing option, bad value, unknown command), whichever copy of
+click typer brings (typer 0.29 vendors one as ``typer._click``).
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
 
+import typer
+import typer.core
+import typer.main
+
 from engine.errors import CheckrayError
-from jobs.app import app
-
-# Importing a job module registers its command (and its config section).
-import jobs.topics  # noqa: E402,F401
-import jobs.demo  # noqa: E402,F401
-import jobs.benchmark  # noqa: E402,F401
-import jobs.templates  # noqa: E402,F401
-import jobs.zoo  # noqa: E402,F401
-import jobs.mft  # noqa: E402,F401
-import jobs.s2lct  # noqa: E402,F401
-import jobs.costello  # noqa: E402,F401
-import jobs.repair  # noqa: E402,F401
-import jobs.validity  # noqa: E402,F401
-import jobs.testaug  # noqa: E402,F401
+from jobs.registry import COMMANDS, JOBS
 
 
-def main() -> None:
+def _click_modules() -> list:
+    """The click package(s) in use: typer's own copy and/or the real one."""
+    mods = []
+    for base in typer.core.TyperGroup.__mro__:
+        top = base.__module__.rsplit(".core", 1)[0]
+        if top.endswith("click") and top not in [m.__name__ for m in mods]:
+            mods.append(importlib.import_module(top))
+    try:
+        import click
+
+        if click not in mods:
+            mods.append(click)
+    except ImportError:
+        pass
+    return mods
+
+
+class JobCommands(typer.core.TyperGroup):
+    """A group whose subcommands are the job table's entries, imported on first use."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in COMMANDS:
+            return None
+        target = JOBS.get(name)
+        if isinstance(target, typer.Typer):
+            command = typer.main.get_group(target)
+        else:
+            single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            single.command(name, help=COMMANDS[name].help)(target)
+            command = typer.main.get_command(single)
+        command.name = name
+        return command
+
+    def format_commands(self, ctx, formatter) -> None:
+        # The table's one-line help, so listing commands imports none of them.
+        rows = [(c.name, c.help) for c in COMMANDS.values()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(self, ctx, args):
+        # click's "No such command" with a "did you mean" from the job table.
+        name = args[0] if args else None
+        if name is not None and name not in COMMANDS and not name.startswith("-"):
+            from difflib import get_close_matches
+
+            hint = get_close_matches(name, list(COMMANDS), n=1)
+            more = f" Did you mean '{hint[0]}'?" if hint else ""
+            ctx.fail(f"No such command '{name}'.{more}")
+        return super().resolve_command(ctx, args)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from engine import __version__
+
+        typer.echo(f"checkray {__version__}")
+        raise typer.Exit(0)
+
+
+def build_cli() -> JobCommands:
+    app = typer.Typer(cls=JobCommands, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                      help="Generate behavioral test suites for NLP models and run them against many models at once.")
+
+    @app.callback()
+    def root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                          help="Show the version and exit.")) -> None:
+        """checkray: behavioral test suites for NLP models, on Ray."""
+
+    return typer.main.get_command(app)
+
+
+def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -33,20 +105,33 @@ def main() -> None:
         # seconds, burying the job's own stage lines (a CI log or `make demo > log`).
         os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     logging.basicConfig(level=os.environ.get("CHECKRAY_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    clicks = _click_modules()
+    usage_errors = tuple(m.exceptions.ClickException for m in clicks)
+    import typer.exceptions
+
+    homes = [m.exceptions for m in clicks] + [typer.exceptions]
+    aborts = tuple({getattr(h, "Abort") for h in homes if hasattr(h, "Abort")})
+    exits = tuple({getattr(h, "Exit") for h in homes if hasattr(h, "Exit")})
     try:
-        app(standalone_mode=False)
+        build_cli().main(args=argv, prog_name="checkray", standalone_mode=False)
     except CheckrayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except Exception as exc:  # click usage errors are already printed by typer/click
-        import click
+    except usage_errors as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except aborts:
+        sys.exit(130)
+    except exits as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        from engine.errors import user_error
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        raise
+        cause = user_error(exc)
+        if cause is None:
+            raise
+        print(f"error: {cause}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

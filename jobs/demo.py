@@ -20,19 +20,18 @@ from typing import Optional
 import pyarrow.compute as pc
 import typer
 
-from engine.config import CheckrayConfig, load_config
-from engine.models import read_registry
+from jobs.config import CheckrayConfig, load_config
+from engine.benchmark.registry import read_registry
 from engine.report import Section, render, table_html
 from engine.runtime import init_ray
 from engine.stages import RunDir, StageRunner
-from jobs.app import app
 from jobs.console import console, stage_printer
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
 
 
 def demo_topics(cfg: CheckrayConfig, run: RunDir) -> list[Section]:
-    from jobs import topics
+    from jobs.topics import job as topics
 
     topics_run = RunDir(run.path("topics"))
     runner = StageRunner(topics_run, on_stage=stage_printer("topics"))
@@ -43,7 +42,7 @@ def demo_topics(cfg: CheckrayConfig, run: RunDir) -> list[Section]:
 
 
 def demo_templates(cfg: CheckrayConfig, run: RunDir):
-    from jobs.templates import run_templates
+    from jobs.templates.job import run_templates
 
     templates_run, expansion = run_templates(cfg, run.path("templates"))
     caps = expansion.cases.column("capability").to_pylist()
@@ -54,9 +53,9 @@ def demo_templates(cfg: CheckrayConfig, run: RunDir):
 
 
 def demo_benchmark(cfg: CheckrayConfig, run: RunDir, suites, specs) -> list[Section]:
-    from jobs.benchmark import run_benchmark
-    from jobs.leaderboard import leaderboard_sections
-    from jobs.mft_eval import table7, table8
+    from jobs.benchmark.job import run_benchmark
+    from jobs.benchmark.report import leaderboard_sections
+    from jobs.mft.evaluate import table7, table8
 
     results, summary = run_benchmark(suites, specs, cfg, out=RunDir(run.path("benchmark")))
     bench = cfg.section("benchmark")
@@ -69,14 +68,13 @@ def demo_benchmark(cfg: CheckrayConfig, run: RunDir, suites, specs) -> list[Sect
     return sections
 
 
-@app.command("demo")
 def demo_command(
     out: str = typer.Option("runs/demo", "--out", "-o", help="Run directory."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config (default: configs/demo.yaml)."),
 ):
     """Run every method on the bundled corpus with packaged models; write one report."""
-    from jobs.mft import run_mft
-    from jobs.zoo import run_zoo, zoo_section
+    from jobs.mft.job import run_mft
+    from jobs.zoo.job import run_zoo, zoo_section
 
     path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     cfg = load_config(path)
@@ -95,14 +93,14 @@ def demo_command(
     step("zoo", lambda: run_zoo(cfg, run.path("zoo")))
     specs = read_registry(run.path("zoo", "zoo.yaml"))  # model paths resolved against the zoo dir
     mft_run, mft_sections = step("mft", lambda: run_mft(cfg, run.path("topics"), run.path("mft")))
-    from engine.benchmark_inputs import read_suite
+    from engine.benchmark.inputs import read_suite
 
     mft_suite = read_suite(mft_run.path("suite.parquet"))
     # Each method's own job, on the same corpus and zoo; each writes its run directory and
     # report under runs/demo/<method>/ and hands its sections to the combined report.
-    from jobs.costello import run_costello
-    from jobs.s2lct import run_s2lct
-    from jobs.testaug import run_testaug
+    from jobs.costello.job import run_costello
+    from jobs.s2lct.job import run_s2lct
+    from jobs.testaug.job import run_testaug
 
     _, s2lct_sections = step("s2lct", lambda: run_s2lct(cfg, run.path("s2lct"), specs))
     _, costello_sections = step("costello", lambda: run_costello(cfg, run.path("costello"), specs))

@@ -52,8 +52,8 @@ TOPICS_DOCS = 2000
 def topics_run_2000(ray_session, tmp_path_factory):
     """One topics run on 2,000 real sentences (4 clusters, 6 representatives each),
     shared by the topics-job tests and the jobs that consume a topics run."""
-    from engine.config import load_config
-    from jobs.topics import run_topics
+    from jobs.config import load_config
+    from jobs.topics.job import run_topics
 
     out = tmp_path_factory.mktemp("topics")
     cfg = load_config(None, {"corpus.sample": TOPICS_DOCS, "topics.clusterer.n_clusters": 4,

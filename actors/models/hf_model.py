@@ -16,7 +16,7 @@ import numpy as np
 
 from actors.models.common import class_columns
 from engine.errors import InputError
-from engine.models import ModelSpec, register_family
+from engine.benchmark.registry import ModelSpec
 
 
 def _first_line(exc: BaseException) -> str:
@@ -73,7 +73,6 @@ class HFSequenceClassifier:
         return softmax(logits, axis=1)[:, self.columns]
 
 
-@register_family("hf")
 def load_hf(spec: ModelSpec) -> HFSequenceClassifier:
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer

@@ -16,7 +16,7 @@ import numpy as np
 
 from actors.models.common import lexicon_probabilities, single_texts
 from engine.errors import InputError
-from engine.models import ModelSpec, register_family
+from engine.benchmark.registry import ModelSpec
 
 
 class LexiconModel:
@@ -36,7 +36,6 @@ class LexiconModel:
         return lexicon_probabilities(self.spec, self.polarity(inputs), self.neutral_band)
 
 
-@register_family("vader")
 def load_vader(spec: ModelSpec) -> LexiconModel:
     try:
         from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -46,7 +45,6 @@ def load_vader(spec: ModelSpec) -> LexiconModel:
     return LexiconModel(spec, lambda text: analyzer.polarity_scores(text)["compound"])
 
 
-@register_family("textblob")
 def load_textblob(spec: ModelSpec) -> LexiconModel:
     try:
         from textblob import TextBlob

@@ -32,7 +32,7 @@ import numpy as np
 from actors.models.common import single_texts
 from engine.errors import InputError
 from engine.llm import Generation, GenerationParams, Generator, LLMConfig, choose_backend
-from engine.models import ModelSpec, register_family
+from engine.benchmark.registry import ModelSpec
 
 DEFAULT_PROMPT = "zero_shot_sentiment.txt"
 
@@ -118,6 +118,5 @@ def generator_for(spec: ModelSpec) -> Generator:
     return build_generator(cfg, backend)
 
 
-@register_family("llm_zero_shot")
 def load_llm_zero_shot(spec: ModelSpec) -> LLMZeroShotClassifier:
     return LLMZeroShotClassifier(spec, generator_for(spec))

@@ -17,7 +17,7 @@ import numpy as np
 
 from actors.models.common import class_columns, require_path, single_texts
 from engine.errors import InputError
-from engine.models import ModelSpec, register_family
+from engine.benchmark.registry import ModelSpec
 
 
 def load_estimator(spec: ModelSpec) -> Any:
@@ -76,12 +76,10 @@ class EncoderHeadModel:
         return self.predict_embeddings(self.embed(inputs))
 
 
-@register_family("sklearn")
 def load_sklearn(spec: ModelSpec) -> SklearnTextModel:
     return SklearnTextModel(spec, load_estimator(spec))
 
 
-@register_family("st_head")
 def load_st_head(spec: ModelSpec) -> EncoderHeadModel:
     from actors.embedder import load_sentence_transformer, resolve_model
 

@@ -1,0 +1,84 @@
+"""COSTELLO's mutation operators as CPU actors over Ray Data.
+
+``MutationActor`` holds a spaCy pipeline (POS tags and lemmas; parser and NER disabled),
+the WordNet reader and the lexicons for its lifetime, and maps a batch of seeds
+(``id``, ``text``, ``text_pair``) to one row per variant. ``mutate_corpus`` shards the
+seeds over a pool of these actors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import pyarrow as pa
+
+from engine.costello.mutations import (Variant, gender_swap, inversion, read_inversions, shared_substitutions,
+                              substitutions, tokens_from_doc)
+
+VARIANT_SCHEMA = pa.schema([
+    ("seed_id", pa.string()), ("op", pa.string()), ("text", pa.string()), ("text_pair", pa.string()),
+    ("index", pa.int64()), ("word", pa.string()), ("replacement", pa.string()),
+])
+
+
+def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool,
+               per_word: int) -> list[Variant]:
+    """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given)."""
+    if pair_doc is not None:
+        a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
+        return shared_substitutions(a, b, "synonym") + shared_substitutions(a, b, "antonym")
+    tokens = tokens_from_doc(doc)
+    variants = substitutions(tokens, "synonym", guard, per_word) + substitutions(tokens, "antonym", guard, per_word)
+    variants += gender_swap(tokens)
+    if inversions:
+        variants += inversion(text, inversions)
+    return variants
+
+
+class MutationActor:
+    """Callable class for ``map_batches``: seeds in, variants out (VARIANT_SCHEMA)."""
+
+    def __init__(self, pipeline: str = "builtin:sm", inversions: str | None = None, guard: bool = True,
+                 per_word: int = 1):
+        from actors.spacy_nlp import load_spacy
+        from engine.lang.wordnet import wordnet
+
+        self.nlp = load_spacy(pipeline, disable=("parser", "ner"))
+        wordnet()  # build/load once per actor, not on the first sentence
+        self.inversions = read_inversions(inversions) if inversions else None
+        self.guard = guard
+        self.per_word = per_word
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        ids = batch.column("id").to_pylist()
+        texts = batch.column("text").to_pylist()
+        pairs = batch.column("text_pair").to_pylist() if "text_pair" in batch.column_names else [None] * len(ids)
+        docs = list(self.nlp.pipe(texts))
+        pair_docs = {i: d for i, d in zip([i for i, p in enumerate(pairs) if p], self.nlp.pipe([p for p in pairs if p]))}
+        rows = []
+        for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
+            for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.guard, self.per_word):
+                rows.append({"seed_id": seed_id, **asdict(v)})
+        return pa.Table.from_pylist(rows, schema=VARIANT_SCHEMA)
+
+
+def mutate_corpus(seeds: pa.Table, pipeline: str, inversions: str | None, guard: bool, per_word: int,
+                  backend: str = "cpu", batch_size: int = 64) -> pa.Table:
+    """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool."""
+    import ray.data
+
+    from engine.runtime import cluster_resources, plan_actor_pool
+
+    plan = plan_actor_pool(cluster_resources(), "cpu" if backend == "auto" else backend)
+    if seeds.num_rows == 0:
+        return VARIANT_SCHEMA.empty_table()
+    blocks = max(plan.pool_size * 2, math.ceil(seeds.num_rows / batch_size))
+    ds = ray.data.from_arrow(seeds).repartition(blocks).map_batches(
+        MutationActor, fn_constructor_kwargs=dict(pipeline=pipeline, inversions=inversions, guard=guard,
+                                                  per_word=per_word),
+        batch_size=batch_size, batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options(),
+    )
+    parts = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
+    return pa.concat_tables(parts).cast(VARIANT_SCHEMA) if parts else VARIANT_SCHEMA.empty_table()

@@ -1,0 +1,259 @@
+"""COSTELLO's mutation operators (§4.2.1) as pure functions over POS-tagged tokens.
+
+A sentence arrives as a list of ``Token``s (from spaCy, in ``actors/contrast_mutators``-
+style actors or directly in tests); every operator returns ``Variant``s, the mutated
+sentence plus what changed:
+
+* ``substitutions(tokens, "synonym"|"antonym")``: adjectives and verbs replaced by a
+  WordNet synonym / antonym. The polarity guard (VADER+AFINN, ``engine/polarity``; the
+  paper used SentiWordNet, which is not freely licensed) keeps only emotionally relevant
+  words: the original word must be positive or negative, a synonym must keep that sign
+  and an antonym must flip it.
+* ``gender_swap(tokens)``: every gendered word swapped (countergen's gender pairs,
+  pronouns with ``her`` resolved by its tag, CheckList's male/female first names).
+* ``inversion(text, table)``: the reversed sentence from a reference table of
+  (sentence, reversed) pairs, ``configs/costello/inversions.jsonl`` by default.
+* ``shared_substitutions(a, b, kind)``: for a semantic-matching pair, a notional word
+  that occurs in both sentences replaced in both by the same synonym / antonym.
+
+Verbs are substituted only in their base form (tags VB/VBP) and adjectives only in the
+positive degree (JJ): WordNet gives lemmas, and inflecting "grueled" by rule would make
+ungrammatical variants.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Literal, Sequence
+
+from engine.errors import InputError
+from engine.lang.polarity import polarity_class
+
+Kind = Literal["synonym", "antonym"]
+SUBSTITUTABLE_TAGS = {"JJ": "ADJ", "VB": "VERB", "VBP": "VERB"}
+NOTIONAL_POS = {"NOUN": "NOUN", "VERB": "VERB", "ADJ": "ADJ", "ADV": "ADV"}
+_OPPOSITE = {"positive": "negative", "negative": "positive"}
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    ws: str  # trailing whitespace, so a sentence is rebuilt exactly
+    pos: str  # spaCy coarse POS (ADJ, VERB, PROPN ...)
+    tag: str  # fine tag (JJ, VB, PRP$ ...)
+    lemma: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    op: str  # synonym, antonym, gender, inversion, pair_synonym, pair_antonym
+    text: str
+    text_pair: str | None = None
+    index: int = -1  # token index of the substituted word (-1: whole sentence)
+    word: str | None = None
+    replacement: str | None = None
+
+
+def tokens_from_doc(doc) -> list[Token]:
+    return [Token(t.text, t.whitespace_, t.pos_, t.tag_, t.lemma_) for t in doc]
+
+
+def detokenize(tokens: Sequence[Token], replace: dict[int, str] | None = None) -> str:
+    replace = replace or {}
+    return "".join(replace.get(i, t.text) + t.ws for i, t in enumerate(tokens)).strip()
+
+
+def match_case(word: str, like: str) -> str:
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    if like[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+def _wordnet_candidates(lemma: str, upos: str, kind: Kind) -> list[str]:
+    from engine.lang.wordnet import antonyms, synonyms
+
+    return synonyms(lemma, upos) if kind == "synonym" else antonyms(lemma, upos)
+
+
+def guarded(word: str, lemma: str, candidates: Iterable[str], kind: Kind) -> list[str]:
+    """The polarity guard: candidates whose polarity class is the word's (synonym) or
+    its opposite (antonym); nothing when the word itself is neutral."""
+    cls = polarity_class(word, lemma)
+    if cls == "neutral":
+        return []
+    want = cls if kind == "synonym" else _OPPOSITE[cls]
+    return [c for c in candidates if polarity_class(c) == want]
+
+
+def in_compound(tokens: Sequence[Token], i: int) -> bool:
+    """Part of a hyphenated word ("low-key"): replacing one half makes nonsense."""
+    before = i > 0 and not tokens[i - 1].ws and tokens[i - 1].text in ("-", "--")
+    after = i + 1 < len(tokens) and not tokens[i].ws and tokens[i + 1].text in ("-", "--")
+    return before or after
+
+
+def replace_word(tokens: Sequence[Token], i: int, word: str) -> dict[int, str]:
+    """Replacement map for token i, fixing a preceding a/an ("a outstanding" -> "an outstanding")."""
+    from engine.lang.lexicons import indefinite_article
+
+    out = {i: match_case(word, tokens[i].text)}
+    if i > 0 and tokens[i - 1].text.lower() in ("a", "an"):
+        out[i - 1] = match_case(indefinite_article(word), tokens[i - 1].text)
+    return out
+
+
+def substitutions(tokens: Sequence[Token], kind: Kind, guard: bool = True,
+                  per_word: int = 1) -> list[Variant]:
+    """One variant per (substitutable word, accepted replacement), sentence order."""
+    out = []
+    for i, tok in enumerate(tokens):
+        upos = SUBSTITUTABLE_TAGS.get(tok.tag)
+        if upos is None or tok.pos not in ("ADJ", "VERB") or not tok.text.isalpha() or in_compound(tokens, i):
+            continue
+        lemma = tok.lemma.lower() or tok.text.lower()
+        candidates = _wordnet_candidates(lemma, upos, kind)
+        if guard:
+            candidates = guarded(tok.text.lower(), lemma, candidates, kind)
+        for repl in candidates[:per_word]:
+            text = detokenize(tokens, replace_word(tokens, i, repl))
+            out.append(Variant(kind, text, index=i, word=tok.text, replacement=repl))
+    return out
+
+
+# ------------------------------------------------------------------ gender entity swap
+
+def _package_dir(name: str, hint: str) -> Path:
+    spec = importlib.util.find_spec(name)  # located, not imported (countergen's code needs cattrs)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(f"package '{name}' is not installed; {hint}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+@lru_cache(maxsize=1)
+def gender_lexicon() -> tuple[dict[str, str], dict[str, str]]:
+    """(word map, name map), both directions. Words are lower case; names as written."""
+    path = _package_dir("countergen", "pip install --no-deps countergen==1.1.0") / "data" / "converters" / "gender.json"
+    try:
+        pairs = json.loads(path.read_text(encoding="utf-8"))["correspondances"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"{path}: cannot read gender pairs ({exc})") from None
+    words: dict[str, str] = {}
+    for pair in pairs:
+        male, female = pair.get("male", []), pair.get("female", [])
+        # One-word pairs only: the file's last entry is two long first-name lists (not
+        # pairs); names come from CheckList's lists below.
+        if len(male) != 1 or len(female) != 1 or " " in male[0] + female[0]:
+            continue
+        words.setdefault(male[0].lower(), female[0].lower())
+        words.setdefault(female[0].lower(), male[0].lower())
+    from engine.lang.lexicons import builtin_lexicons
+
+    lex = builtin_lexicons()
+    men, women = list(lex.get("names.men", ())), list(lex.get("names.women", ()))
+    names: dict[str, str] = {}
+    for male, female in zip(men, women):  # i-th man's name <-> i-th woman's name
+        names.setdefault(male, female)
+        names.setdefault(female, male)
+    return words, names
+
+
+# spaCy's small model often tags possessive "her" as PRP: a following noun, adjective,
+# gerund or number makes it possessive ("her acting"), unless it is an adverbial noun.
+_POSSESSED_TAGS = {"NN", "NNS", "NNP", "NNPS", "JJ", "JJR", "JJS", "VBG", "CD"}
+_ADVERBIAL_NOUNS = {"yesterday", "today", "tonight", "tomorrow", "again", "now", "home"}
+
+
+def gender_swap(tokens: Sequence[Token]) -> list[Variant]:
+    """Every gendered word and first name swapped at once; no variant when none is found."""
+    words, names = gender_lexicon()
+    replace: dict[int, str] = {}
+    for i, tok in enumerate(tokens):
+        low = tok.text.lower()
+        if low == "her":  # possessive "her" -> "his"; object "her" -> "him"
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            possessive = tok.tag == "PRP$" or (nxt is not None and nxt.tag in _POSSESSED_TAGS
+                                               and nxt.text.lower() not in _ADVERBIAL_NOUNS)
+            repl = "his" if possessive else "him"
+        elif low in ("his", "him") or (low in words and tok.pos != "PROPN"):
+            repl = words.get(low, "her")
+        elif tok.pos == "PROPN" and tok.text in names:
+            repl = names[tok.text]
+        else:
+            continue
+        replace[i] = repl if tok.pos == "PROPN" else match_case(repl, tok.text)
+    if not replace:
+        return []
+    first = min(replace)
+    return [Variant("gender", detokenize(tokens, replace), index=first, word=tokens[first].text,
+                    replacement=replace[first])]
+
+
+# ------------------------------------------------------------------ semantic inversion
+
+def normalize(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip().lower())
+
+
+def read_inversions(path: str | Path) -> dict[str, str]:
+    """A JSONL reference table: ``{"sentence": ..., "reversed": ...}`` per line."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: inversion table not found")
+    table: dict[str, str] = {}
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            sentence, reversed_ = row["sentence"], row["reversed"]
+        except (ValueError, KeyError, TypeError):
+            raise InputError(f"{p}:{n}: expected a JSON object with 'sentence' and 'reversed'") from None
+        if not isinstance(sentence, str) or not isinstance(reversed_, str) or not sentence.strip() or not reversed_.strip():
+            raise InputError(f"{p}:{n}: 'sentence' and 'reversed' must be non-empty strings")
+        table[normalize(sentence)] = reversed_.strip()
+    if not table:
+        raise InputError(f"{p}: inversion table is empty")
+    return table
+
+
+def inversion(text: str, table: dict[str, str]) -> list[Variant]:
+    reversed_ = table.get(normalize(text))
+    return [Variant("inversion", reversed_)] if reversed_ else []
+
+
+# ------------------------------------------------------------------ semantic matching pairs
+
+def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per_pair: int = 1) -> list[Variant]:
+    """A notional word (same lemma and POS) in both sentences, replaced in both by the
+    same WordNet synonym / antonym (no polarity guard: matching is not about sentiment)."""
+    b_index: dict[tuple[str, str], list[int]] = {}
+    for j, tok in enumerate(b):
+        if tok.pos in NOTIONAL_POS and tok.text.isalpha():
+            b_index.setdefault((tok.lemma.lower(), tok.pos), []).append(j)
+    out: list[Variant] = []
+    seen: set[tuple[str, str]] = set()
+    for i, tok in enumerate(a):
+        key = (tok.lemma.lower(), tok.pos)
+        if key not in b_index or key in seen or not tok.text.isalpha():
+            continue
+        seen.add(key)
+        # Inflected forms would need inflecting the replacement: base forms only, as above.
+        if tok.pos in ("VERB", "ADJ") and tok.tag not in SUBSTITUTABLE_TAGS:
+            continue
+        if tok.pos == "NOUN" and tok.tag != "NN":
+            continue
+        for repl in _wordnet_candidates(key[0], tok.pos, kind)[:1]:
+            ra = {k: match_case(repl, a[k].text) for k, t in enumerate(a) if (t.lemma.lower(), t.pos) == key}
+            rb = {k: match_case(repl, b[k].text) for k in b_index[key]}
+            out.append(Variant(f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i,
+                               word=tok.text, replacement=repl))
+        if len(out) >= per_pair:
+            break
+    return out

@@ -1,0 +1,150 @@
+"""COSTELLO's contrastive relationships (§4.2.2): variants -> (seed, s+, s-) triples.
+
+| CR  | positive s+ (closer)    | negative s- (farther)   | property            |
+| --- | ----------------------- | ----------------------- | ------------------- |
+| CR1 | synonym of word w       | antonym of the same w   | accuracy            |
+| CR2 | gender entity swap      | synonym substitution    | fairness            |
+| CR3 | synonym substitution    | semantic inversion      | accuracy            |
+| CR4 | shared-word synonym     | shared-word antonym     | accuracy (matching) |
+
+A triple is three rows of the common test-case schema (method ``costello``, capability
+``CR1``…``CR4``): the seed (``MFT``, its gold label when the corpus has one), the
+positive and the negative variant (``DIR`` rows whose ``perturbs`` is the seed row, with
+``relation`` ``closer`` / ``farther``). ``meta.triple`` joins the three; for CR4 the
+pair's second sentence is in ``text_pair``. The benchmark reports closer/farther rows as
+not testable on a classifier: they are checked on embeddings (``engine/contrast_metrics``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import pyarrow as pa
+
+from engine.costello.mutations import Variant
+from engine.schema import case_id, make_cases
+
+METHOD = "costello"
+CAPABILITIES = ("CR1", "CR2", "CR3", "CR4")
+# (positive operator, negative operator) per CR
+RELATIONSHIPS = {
+    "CR1": ("synonym", "antonym"),
+    "CR2": ("gender", "synonym"),
+    "CR3": ("synonym", "inversion"),
+    "CR4": ("pair_synonym", "pair_antonym"),
+}
+
+
+@dataclass(frozen=True)
+class Seed:
+    id: str
+    text: str
+    label: str | None = None
+    text_pair: str | None = None  # semantic matching pairs (CR4)
+
+
+@dataclass(frozen=True)
+class Triple:
+    triple: str
+    capability: str
+    seed: Seed
+    positive: Variant
+    negative: Variant
+
+
+def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1) -> list[Triple]:
+    """Every CR the seed's variants allow, at most ``per_seed`` triples per CR.
+
+    CR1 needs a synonym and an antonym of the SAME word (the comparison is only
+    meaningful then); the other CRs take the first variant of each operator.
+    """
+    by_op: dict[str, list[Variant]] = {}
+    for v in variants:
+        if v.text.strip() and v.text.strip() != seed.text.strip():
+            by_op.setdefault(v.op, []).append(v)
+    triples: list[Triple] = []
+
+    def add(cr: str, pos: Variant, neg: Variant) -> None:
+        tid = case_id(METHOD, cr, seed.id, pos.text, neg.text, pos.text_pair, neg.text_pair)
+        triples.append(Triple(tid, cr, seed, pos, neg))
+
+    antonym_at = {}
+    for v in by_op.get("antonym", []):
+        antonym_at.setdefault(v.index, v)
+    cr1 = [(s, antonym_at[s.index]) for s in by_op.get("synonym", []) if s.index in antonym_at]
+    for pos, neg in cr1[:per_seed]:
+        add("CR1", pos, neg)
+    for cr in ("CR2", "CR3", "CR4"):
+        pos_op, neg_op = RELATIONSHIPS[cr]
+        for pos, neg in list(zip(by_op.get(pos_op, []), by_op.get(neg_op, [])))[:per_seed]:
+            if pos.text != neg.text or pos.text_pair != neg.text_pair:
+                add(cr, pos, neg)
+    return triples
+
+
+def assemble(seeds: Iterable[Seed], variants: Mapping[str, Sequence[Variant]], suite: str,
+             per_seed: int = 1) -> list[Triple]:
+    out: list[Triple] = []
+    seen: set[str] = set()
+    for seed in seeds:
+        for t in combine(seed, variants.get(seed.id, ()), per_seed):
+            if t.triple not in seen:
+                seen.add(t.triple)
+                out.append(t)
+    return out
+
+
+def _meta(t: Triple, role: str, v: Variant | None) -> dict:
+    meta = {"triple": t.triple, "role": role}
+    if v is not None:
+        meta.update(operator=v.op, word=v.word, replacement=v.replacement)
+    return meta
+
+
+def _provenance(t: Triple, operator: str) -> dict:
+    return {"source_id": t.seed.id, "template_id": t.capability, "generator": operator, "seed": None}
+
+
+def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
+    rows = []
+    for t in triples:
+        seed_case = case_id(METHOD, suite, t.triple, "seed")
+        common = dict(suite=suite, method=METHOD, capability=t.capability)
+        rows.append(dict(common, case_id=seed_case, text=t.seed.text, text_pair=t.seed.text_pair,
+                         expected_label=t.seed.label, test_type="MFT", provenance=_provenance(t, "seed"),
+                         meta=_meta(t, "seed", None)))
+        for role, v, relation in (("positive", t.positive, "closer"), ("negative", t.negative, "farther")):
+            rows.append(dict(common, case_id=case_id(METHOD, suite, t.triple, role), text=v.text,
+                             text_pair=v.text_pair, test_type="DIR", perturbs=seed_case, relation=relation,
+                             provenance=_provenance(t, v.op), meta=_meta(t, role, v)))
+    return make_cases(rows)
+
+
+def triple_table(cases: pa.Table) -> pa.Table:
+    """One row per triple from the 3-row layout: triple, capability, seed/positive/negative
+    texts (and pair texts), seed label, operators, substituted word."""
+    by_triple: dict[str, dict] = {}
+    for row in cases.to_pylist():
+        meta = json.loads(row["meta"] or "{}")
+        rec = by_triple.setdefault(meta["triple"], {"triple": meta["triple"], "capability": row["capability"]})
+        role = meta["role"]
+        rec[role] = row["text"]
+        rec[f"{role}_pair"] = row["text_pair"]
+        if role == "seed":
+            rec["label"] = row["expected_label"]
+        else:
+            rec[f"{role}_op"] = meta.get("operator")
+            rec[f"{role}_word"] = meta.get("word")
+            rec[f"{role}_replacement"] = meta.get("replacement")
+    cols = ["triple", "capability", "seed", "positive", "negative", "seed_pair", "positive_pair",
+            "negative_pair", "label", "positive_op", "negative_op", "positive_word", "positive_replacement",
+            "negative_word", "negative_replacement"]
+    recs = [r for r in by_triple.values() if all(k in r for k in ("seed", "positive", "negative"))]
+    return pa.table({c: pa.array([r.get(c) for r in recs], pa.string()) for c in cols})
+
+
+def counts_per_cr(triples: pa.Table) -> dict[str, int]:
+    caps = triples.column("capability").to_pylist()
+    return {cr: caps.count(cr) for cr in CAPABILITIES}

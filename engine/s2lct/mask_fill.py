@@ -1,0 +1,162 @@
+"""Filling S²LCT masks: candidate words, ranking, and the paper's validation (pure).
+
+Candidates (offline backend) are words the corpus uses with the mask's Penn tag, most
+frequent first. They are ranked by a causal language-model score of the filled sentence
+(a bigram LM counted on the reference texts: only the terms log P(w | prev) and
+log P(next | w) change with the filled word w) plus how well their word vector fits the
+context (cosine to the mean vector of the nearby words); an HF fill-mask model ranks by
+its own probability instead. A filled sentence is kept only when (paper, §3.2.2):
+
+1. spaCy tags the filled word with the mask's tag;
+2. the word is neutral in the polarity lexicon (VADER+AFINN) and is not a negator
+   (VADER's NEGATE list: "not", "never", "without" ... carry no polarity but flip it);
+3. for capabilities with ``recheck_rule`` (LC1, LC2) the search rule still holds;
+
+and among the valid fills of one masked sentence the best-ranked are kept (ties broken
+by the ranking score, then the word).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from engine.s2lct.grammar import FILLABLE_TAGS
+from engine.lang.polarity import polarity_class
+from engine.s2lct.search import matches
+from engine.s2lct.spec import SearchRule
+
+
+def build_vocabulary(sentences: Iterable[Sequence[Mapping[str, Any]]], per_tag: int = 200,
+                     min_count: int = 2) -> dict[str, list[tuple[str, int]]]:
+    """tag -> [(word, count)] of alphabetic corpus words, most frequent first."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for tokens in sentences:
+        for tok in tokens:
+            word = tok["t"]
+            if tok["tag"] in FILLABLE_TAGS and word.isalpha():
+                counts[tok["tag"]][word if tok["tag"] in ("NNP", "NNPS") else word.lower()] += 1
+    return {tag: [(w, c) for w, c in counter.most_common() if c >= min_count][:per_tag]
+            for tag, counter in sorted(counts.items())}
+
+
+class BigramLM:
+    """Interpolated bigram LM over lowercased tokens:
+    P(b | a) = lam * c(a, b) / c(a) + (1 - lam) * (c(b) + 1) / (N + V)."""
+
+    def __init__(self, unigrams: Mapping[str, int], bigrams: Mapping[tuple[str, str], int], lam: float = 0.7):
+        self.uni, self.bi, self.lam = dict(unigrams), dict(bigrams), lam
+        self.total, self.vocab = sum(self.uni.values()), len(self.uni) + 1
+
+    def prob(self, a: str | None, b: str | None) -> float:
+        if b is None:
+            return 1.0
+        b = b.lower()
+        unigram = (self.uni.get(b, 0) + 1) / (self.total + self.vocab)
+        if a is None or not self.uni.get(a.lower()):
+            return unigram
+        return self.lam * self.bi.get((a.lower(), b), 0) / self.uni[a.lower()] + (1 - self.lam) * unigram
+
+    def local_logprob(self, prev: str | None, word: str, nxt: str | None) -> float:
+        """log P(word | prev) + log P(next | word): the part of the sentence's log-probability
+        that depends on ``word``."""
+        return float(np.log(self.prob(prev, word)) + np.log(self.prob(word, nxt)))
+
+
+def count_ngrams(sentences: Iterable[Sequence[Mapping[str, Any]]], keep: set[str] | None = None
+                 ) -> tuple[Counter, Counter]:
+    """Unigram and bigram counts of lowercased tokens; with ``keep``, only bigrams that
+    touch a word of ``keep`` (the candidates) are stored."""
+    uni: Counter = Counter()
+    bi: Counter = Counter()
+    for tokens in sentences:
+        words = [t["t"].lower() for t in tokens if t["t"].strip()]
+        uni.update(words)
+        for a, b in zip(words, words[1:]):
+            if keep is None or a in keep or b in keep:
+                bi[(a, b)] += 1
+    return uni, bi
+
+
+def neighbours(items: Sequence[Mapping[str, Any]], mask_index: int) -> tuple[str | None, str | None]:
+    """The tokens right before and after the ``mask_index``-th mask (None at the edges or
+    next to another mask)."""
+    positions = [i for i, it in enumerate(items) if "mask" in it]
+    p = positions[mask_index]
+    prev = items[p - 1].get("t") if p > 0 else None
+    nxt = items[p + 1].get("t") if p + 1 < len(items) else None
+    return prev, nxt
+
+
+def fill(items: Sequence[Mapping[str, Any]], words: Sequence[str]) -> tuple[str, list[int]]:
+    """Text with the masks replaced by ``words`` (in order) and the character offset of
+    each filled word."""
+    text, offsets, k = "", [], 0
+    for it in items:
+        if "mask" in it:
+            offsets.append(len(text))
+            text += words[k] + it["ws"]
+            k += 1
+        else:
+            text += it["t"] + it["ws"]
+    stripped = text.lstrip()
+    shift = len(text) - len(stripped)
+    return stripped.rstrip(), [o - shift for o in offsets]
+
+
+def context_words(items: Sequence[Mapping[str, Any]], mask_index: int, window: int = 3) -> list[str]:
+    """Words within ``window`` items of the ``mask_index``-th mask (other masks skipped)."""
+    positions = [i for i, it in enumerate(items) if "mask" in it]
+    p = positions[mask_index]
+    near = items[max(0, p - window):p] + items[p + 1:p + 1 + window]
+    return [it["t"] for it in near if "mask" not in it and any(ch.isalpha() for ch in it["t"])]
+
+
+def cosine_scores(candidates: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """Cosine of each candidate vector (rows) to the context vector; 0 for zero vectors."""
+    norms = np.linalg.norm(candidates, axis=1) * (np.linalg.norm(context) or 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = candidates @ context / norms
+    return np.nan_to_num(scores, nan=-1.0)
+
+
+@lru_cache(maxsize=1)
+def negators() -> frozenset[str]:
+    from vaderSentiment.vaderSentiment import NEGATE
+
+    return frozenset(w.lower() for w in NEGATE) | {"no", "n't", "nothing", "none", "nobody", "neither", "nor"}
+
+
+@dataclass
+class Check:
+    ok: bool
+    reason: str  # "ok", "tag", "polarity", "negation", "rule", "tokenization"
+
+
+def validate_fill(doc_tokens: Sequence[Mapping[str, Any]], offsets: Sequence[int], words: Sequence[str],
+                  tags: Sequence[str], rule: SearchRule | None = None, neutral_threshold: float = 0.0) -> Check:
+    """The paper's three criteria on a tagged filled sentence (``doc_tokens`` carry ``t``,
+    ``tag``, ``pos``, ``lemma`` and ``idx``, the character offset)."""
+    by_offset = {t["idx"]: t for t in doc_tokens}
+    for offset, word, tag in zip(offsets, words, tags):
+        tok = by_offset.get(offset)
+        if tok is None or tok["t"] != word:
+            return Check(False, "tokenization")
+        if tok["tag"] != tag:
+            return Check(False, "tag")
+        if polarity_class(word, tok.get("lemma"), neutral_threshold) != "neutral":
+            return Check(False, "polarity")
+        if word.lower() in negators():
+            return Check(False, "negation")
+    if rule is not None and not matches(rule, doc_tokens, rule.label, check_label=False):
+        return Check(False, "rule")
+    return Check(True, "ok")
+
+
+def pick_fills(scored: Sequence[tuple[float, str, Any]], keep: int) -> list[tuple[float, str, Any]]:
+    """The ``keep`` best valid fills: highest score first, ties by word (deterministic)."""
+    return sorted(scored, key=lambda x: (-x[0], x[1]))[:keep]

@@ -1,0 +1,188 @@
+"""S²LCT seed search and transformation: pure functions over spaCy token dicts.
+
+A sentence is a list of token dicts as ``actors/s2lct/parser.py`` emits them: ``t`` (text),
+``ws`` (trailing whitespace), ``tag`` (Penn), ``pos`` (UPOS), ``lemma``, ``dep``,
+``head``. Word classes cross the UPOS with the polarity of ``engine/lang/polarity.py``
+(VADER+AFINN): a word the lexicons do not list is neutral.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from engine.lang.polarity import polarity_class
+from engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
+
+Token = Mapping[str, Any]
+NON_WORDS = {"PUNCT", "SPACE", "SYM", "X"}
+FINAL_PUNCT = {".", "!", "?", "..."}
+PROPER_TAGS = {"NNP", "NNPS"}
+METHOD = "s2lct"
+
+
+def words(tokens: Sequence[Token]) -> list[Token]:
+    return [t for t in tokens if t["pos"] not in NON_WORDS]
+
+
+def token_polarity(tok: Token) -> str:
+    return polarity_class(tok["t"], tok.get("lemma"))
+
+
+def has_class(tokens: Sequence[Token], wc: WordClass) -> bool:
+    return any(t["pos"] in wc.pos and token_polarity(t) == wc.polarity for t in tokens)
+
+
+def all_neutral(tokens: Sequence[Token]) -> bool:
+    return all(token_polarity(t) == "neutral" for t in words(tokens))
+
+
+def label_ok(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool,
+             neutral_label: str = "neutral") -> bool:
+    """The corpus label equals the rule's; on a corpus without neutral labels
+    (``neutral_proxy``), a sentence without any polar word counts as neutral."""
+    if rule.label is None:
+        return True
+    if rule.label == neutral_label and neutral_proxy:
+        return all_neutral(tokens)
+    return label == rule.label
+
+
+def matches(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool = False,
+            check_label: bool = True, neutral_label: str = "neutral") -> bool:
+    """Does a sentence satisfy a search rule? (``check_label=False``: word conditions only,
+    as when re-checking an expansion, which inherits its seed's label.)"""
+    n = len(words(tokens))
+    if n < rule.min_tokens or (rule.max_tokens is not None and n > rule.max_tokens):
+        return False
+    if rule.start:
+        if len(tokens) < len(rule.start):
+            return False
+        for tok, alternatives in zip(tokens, rule.start):
+            if tok["t"].lower() not in {a.lower() for a in alternatives}:
+                return False
+    if rule.exclude_words:
+        banned = {w.lower() for w in rule.exclude_words}
+        if any(t["t"].lower() in banned for t in tokens):
+            return False
+    if not all(has_class(tokens, wc) for wc in rule.include):
+        return False
+    if any(has_class(tokens, wc) for wc in rule.exclude):
+        return False
+    return not check_label or label_ok(rule, tokens, label, neutral_proxy, neutral_label)
+
+
+def matching_rules(spec: CapabilitySpec, tokens: Sequence[Token], label: str | None,
+                   neutral_proxy: bool = False, neutral_label: str = "neutral") -> list[str]:
+    return [r.name for r in spec.search if matches(r, tokens, label, neutral_proxy, neutral_label=neutral_label)]
+
+
+def detokenize(tokens: Sequence[Token]) -> str:
+    return "".join(t["t"] + t["ws"] for t in tokens).strip()
+
+
+def clause_text(tokens: Sequence[Token], embedded: bool) -> str:
+    """The sentence as text; embedded in a template it loses its final punctuation and,
+    unless it starts with a proper noun or "I", its capital."""
+    toks = list(tokens)
+    if embedded:
+        while toks and toks[-1]["t"] in FINAL_PUNCT:
+            toks = toks[:-1]
+        if toks and toks[0]["tag"] not in PROPER_TAGS and toks[0]["t"] != "I":
+            first = dict(toks[0])
+            first["t"] = first["t"][:1].lower() + first["t"][1:]
+            toks[0] = first
+    return detokenize(toks)
+
+
+def negate(tokens: Sequence[Token], mapping: Mapping[str, Sequence[str]], rng: random.Random) -> list[Token] | None:
+    """Replace the first token whose lowercase form is a key by one of its replacements
+    (keeping a leading capital); None when no token can be negated."""
+    out = [dict(t) for t in tokens]
+    for tok in out:
+        options = mapping.get(tok["t"].lower())
+        if options:
+            new = rng.choice(list(options))
+            tok["t"] = new[:1].upper() + new[1:] if tok["t"][:1].isupper() else new
+            return out
+    return None
+
+
+def join_parts(parts: Iterable[str]) -> str:
+    """Join template parts with spaces; a part starting with punctuation attaches left."""
+    text = ""
+    for part in parts:
+        part = part.strip()
+        if not part:
+            continue
+        text = part if not text else (text + part if re.match(r"[,.?!;:]", part) else f"{text} {part}")
+    return text
+
+
+def _sentence_pool(spec: CapabilitySpec, names: Sequence[str], found: Mapping[str, list[dict]],
+                   rng: random.Random) -> list[tuple[str, dict]]:
+    pool = [(name, s) for name in names for s in found.get(name, [])]
+    rng.shuffle(pool)
+    return pool
+
+
+def seeds_from_transform(spec: CapabilitySpec, t_index: int, transform: Transform, found: Mapping[str, list[dict]],
+                         budget: int, rng: random.Random) -> list[dict]:
+    """Up to ``budget`` seeds; every sentence part takes a distinct found sentence per seed."""
+    pools = {i: _sentence_pool(spec, p.sentence, found, rng) for i, p in enumerate(transform.parts) if p.sentence}
+    embedded = len(transform.parts) > 1
+    seeds: list[dict] = []
+    cursor = {i: 0 for i in pools}
+    while len(seeds) < budget:
+        texts, sources, rules = [], [], []
+        exhausted = False
+        for i, part in enumerate(transform.parts):
+            if part.choose is not None:
+                texts.append(rng.choice(part.choose))
+                continue
+            while True:  # sentences that cannot be negated are skipped
+                if cursor[i] >= len(pools[i]):
+                    exhausted = True
+                    break
+                rule, sent = pools[i][cursor[i]]
+                cursor[i] += 1
+                tokens = sent["tokens"]
+                if part.negate:
+                    tokens = negate(tokens, part.negate, rng)
+                    if tokens is None:
+                        continue
+                texts.append(clause_text(tokens, embedded))
+                sources.append(sent["id"])
+                rules.append(rule)
+                break
+            if exhausted:
+                break
+        if exhausted:
+            break
+        seeds.append({"text": join_parts(texts), "label": transform.label, "sources": sources, "rules": rules,
+                      "template_id": f"{spec.id}.t{t_index}", "accepts": transform.accepts})
+    return seeds
+
+
+def build_seeds(spec: CapabilitySpec, found: Mapping[str, list[dict]], max_seeds: int, seed: int) -> list[dict]:
+    """Seeds of one capability from the sentences each rule found (``found[rule] = [{id,
+    text, tokens}]``): the found sentences themselves when the spec has no transforms,
+    else the transforms' outputs, shared evenly among rules/transforms."""
+    rng = random.Random(f"{seed}:{spec.id}")
+    out: list[dict] = []
+    if not spec.transforms:
+        budget = math.ceil(max_seeds / len(spec.search))
+        for rule in spec.search:
+            pool = list(found.get(rule.name, []))
+            rng.shuffle(pool)
+            for sent in pool[:budget]:
+                out.append({"text": detokenize(sent["tokens"]), "label": rule.label, "sources": [sent["id"]],
+                            "rules": [rule.name], "template_id": f"{spec.id}.search.{rule.name}", "accepts": []})
+    else:
+        budget = math.ceil(max_seeds / len(spec.transforms))
+        for i, transform in enumerate(spec.transforms):
+            out.extend(seeds_from_transform(spec, i, transform, found, budget, rng))
+    unique = {(s["text"], s["label"]): s for s in out}  # two draws may build the same text
+    return list(unique.values())[:max_seeds]

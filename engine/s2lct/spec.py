@@ -1,0 +1,128 @@
+"""S²LCT linguistic-capability specifications as data (Table 1 of the paper).
+
+One YAML file per capability (``configs/s2lct/*.yaml``): search rules over a labeled
+corpus (length bound, word classes to include/exclude by part of speech x polarity,
+start patterns, required label) and transformation templates with their expected label.
+Users add capabilities by listing more files or folders in ``s2lct.capabilities``.
+
+A capability without transforms (LC1, LC2) turns every sentence its rules find into a
+seed labeled with the rule's label; otherwise each transform builds seeds from its parts:
+literal choices (``choose``) and sentences found by named rules (``sentence``), the
+latter optionally negated (``negate``: word -> replacements, on the first match).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from engine.config import Section, format_error, read_yaml
+from engine.errors import ConfigError
+
+Polarity = Literal["positive", "negative", "neutral"]
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "configs" / "s2lct"
+
+
+class WordClass(Section):
+    """Words whose coarse spaCy POS is in ``pos`` and whose lexicon polarity is ``polarity``."""
+
+    pos: list[str] = Field(min_length=1)  # spaCy UPOS: ADJ, NOUN, VERB, ADV ...
+    polarity: Polarity
+
+
+class SearchRule(Section):
+    name: str
+    label: str | None = None  # required corpus label; None: any
+    max_tokens: int | None = Field(default=None, ge=1)  # words, punctuation not counted
+    min_tokens: int = Field(default=1, ge=1)
+    include: list[WordClass] = Field(default_factory=list)  # each class must occur
+    exclude: list[WordClass] = Field(default_factory=list)  # no class may occur
+    start: list[list[str]] = Field(default_factory=list)  # alternatives per leading position
+    exclude_words: list[str] = Field(default_factory=list)  # lowercased surface forms
+
+
+class Part(Section):
+    choose: list[str] | None = None  # literal alternatives (one drawn per seed)
+    sentence: list[str] | None = None  # names of search rules (one drawn per seed)
+    negate: dict[str, list[str]] | None = None  # on a sentence part: word -> replacements
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Part":
+        if (self.choose is None) == (self.sentence is None):
+            raise ValueError("a part has exactly one of 'choose' or 'sentence'")
+        if self.negate is not None and self.sentence is None:
+            raise ValueError("'negate' applies to a 'sentence' part only")
+        for name, values in (("choose", self.choose), ("sentence", self.sentence)):
+            if values is not None and not values:
+                raise ValueError(f"'{name}' is empty")
+        return self
+
+
+class Transform(Section):
+    label: str  # expected label of the seeds it makes
+    accepts: list[str] = Field(default_factory=list)  # labels the capability also accepts (meta only)
+    parts: list[Part] = Field(min_length=1)
+
+
+class CapabilitySpec(Section):
+    id: str
+    name: str
+    description: str = ""
+    search: list[SearchRule] = Field(min_length=1)
+    transforms: list[Transform] = Field(default_factory=list)
+    recheck_rule: bool = False  # expansions must satisfy the search rule again (LC1, LC2)
+
+    @model_validator(mode="after")
+    def _references(self) -> "CapabilitySpec":
+        names = [r.name for r in self.search]
+        if len(set(names)) != len(names):
+            raise ValueError("search rule names repeat")
+        for t in self.transforms:
+            for part in t.parts:
+                for ref in part.sentence or []:
+                    if ref not in names:
+                        raise ValueError(f"transform refers to unknown search rule '{ref}'")
+        if not self.transforms and any(r.label is None for r in self.search):
+            raise ValueError("a capability without transforms needs a label on every search rule")
+        return self
+
+    def rule(self, name: str) -> SearchRule:
+        return next(r for r in self.search if r.name == name)
+
+
+def capability_files(paths: list[str] | None) -> list[Path]:
+    """YAML files named by ``paths`` (files or folders); None or empty: the built-in 11."""
+    files: list[Path] = []
+    for raw in paths or [str(BUILTIN_DIR)]:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            found = sorted(list(p.glob("*.yaml")) + list(p.glob("*.yml")))
+            if not found:
+                raise ConfigError(f"{p}: no capability files (*.yaml) in this folder")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise ConfigError(f"{p}: capability file not found")
+    return files
+
+
+def load_capability(path: Path) -> CapabilitySpec:
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a capability file is a mapping (id, name, search, transforms)")
+    try:
+        return CapabilitySpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {format_error(exc)}") from None
+
+
+def load_capabilities(paths: list[str] | None = None) -> list[CapabilitySpec]:
+    specs = [load_capability(f) for f in capability_files(paths)]
+    ids = [s.id for s in specs]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise ConfigError(f"capability id(s) defined twice: {', '.join(repeated)}")
+    return specs

@@ -1,0 +1,146 @@
+"""TestAug template expansion (§4.3): generated cases become new templates.
+
+A content word (spaCy NOUN, VERB, ADJ; PROPN counts as a noun, so names can be slots) of
+a generated case that equals what a slot of one of its seed cases was filled with becomes
+that slot again: seed "No one appreciates that airline." from "No one {pos_verb} {the}
+{air_noun}." and generated "No one appreciates that air traffic controller." give
+"No one {pos_verb} that air traffic controller." ("that" reappears too, but a determiner
+is not a content word). ``match="pool"`` also slots words that are any filler of the
+seed's slot, as the paper's Table 12 examples do. An article before a slotted word
+becomes ``{a:slot}``. The new templates are expanded with the seed templates' pools by
+``engine.templates.expand``.
+
+Pairs: a slot is kept when its word is found in both texts, or when the seed template
+uses that slot in one text only (otherwise filling it would break the pair's relation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
+from engine.testaug.prompt import SeedCase
+
+CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ"}
+MAX_SPAN = 4  # words in one filler ("air traffic controller")
+
+
+@dataclass
+class SlotCandidate:
+    token: str  # template text for the slot, e.g. "{air_noun}" or "{x[1]}"
+    key: str
+    article_token: str | None  # "{a:air_noun}" when the slot can take an article
+    pool: list[Any]
+    texts_using: int  # how many texts of the seed template use the slot (1 or 2)
+
+
+def _slot_text(slot: Slot, article: bool = False) -> str:
+    access = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in slot.accessors)
+    return "{" + ("a:" if article else "") + slot.key + access + "}"
+
+
+def seed_candidates(seeds: Sequence[SeedCase], templates: dict[str, Template],
+                    match: str = "filling") -> dict[str, SlotCandidate]:
+    """Lower-cased filler text -> the slot it fills, over the seeds (first seed wins)."""
+    out: dict[str, SlotCandidate] = {}
+    for seed in seeds:
+        t = templates[seed.template_id]
+        for parts in t.texts:
+            for p in parts:
+                if not isinstance(p, Slot):
+                    continue
+                bare = Slot(p.key, None, p.accessors)
+                uses = sum(any(isinstance(q, Slot) and q.key == p.key for q in ps) for ps in t.texts)
+                values = t.values[p.key] if match == "pool" else [seed.filling[p.key]]
+                cand = SlotCandidate(_slot_text(bare), p.key, _slot_text(bare, article=True), t.values[p.key], uses)
+                for v in values:
+                    try:
+                        text = bare.fill(v).strip().lower()
+                    except (KeyError, IndexError, TypeError):
+                        continue
+                    if text and len(text.split()) <= MAX_SPAN:
+                        out.setdefault(text, cand)
+    return out
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _numbered(cand: SlotCandidate, word: str, words: list[str]) -> tuple[str, str]:
+    """(slot, slot with article) for ``word``: the same word, the same slot; another word
+    of the same slot becomes ``{slot2}``, ``{slot3}``... (drawn apart from ``{slot}``), as
+    in "The {noun} is not good. The {noun2} is not good." Indexed slots keep one name."""
+    if word not in words:
+        words.append(word)
+    n = words.index(word) + 1
+    if n == 1 or cand.token != "{" + cand.key + "}" or cand.key[-1].isdigit():
+        return cand.token, cand.article_token
+    return "{" + f"{cand.key}{n}" + "}", "{a:" + f"{cand.key}{n}" + "}"
+
+
+def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str, SlotCandidate]]:
+    """(template text, slots used) for one parsed text; the text itself if nothing matched."""
+    out: list[str] = []
+    used: dict[str, SlotCandidate] = {}
+    words_of: dict[str, list[str]] = {}  # slot key -> the different words it replaced, in order
+    i = 0
+    tokens = list(doc)
+    while i < len(tokens):
+        hit = None
+        for length in range(min(MAX_SPAN, len(tokens) - i), 0, -1):
+            span = tokens[i:i + length]
+            key = " ".join(t.text for t in span).lower()
+            if key in candidates and all(t.pos_ in CONTENT_POS for t in span):
+                hit = (length, candidates[key])
+                break
+        if hit is None:
+            out.append(_escape(tokens[i].text_with_ws))
+            i += 1
+            continue
+        length, cand = hit
+        word = " ".join(t.lower_ for t in tokens[i:i + length])
+        token, article_token = _numbered(cand, word, words_of.setdefault(cand.key, []))
+        trailing = tokens[i + length - 1].whitespace_
+        if out and tokens[i - 1].lower_ in ("a", "an") and tokens[i - 1].pos_ == "DET":
+            article = tokens[i - 1].text_with_ws
+            out[-1] = article_token.replace("{a:", "{A:", 1) if article[0].isupper() else article_token
+        else:
+            out.append(token)
+        out.append(trailing)
+        used[cand.key] = cand
+        i += length
+    return "".join(out).strip(), used
+
+
+@dataclass
+class NewTemplate:
+    texts: list[str]  # one text, or [text, text_pair]
+    slots: dict[str, SlotCandidate] = field(default_factory=dict)
+
+
+def case_template(docs: Sequence, candidates: dict[str, SlotCandidate]) -> NewTemplate | None:
+    """The new template of one generated case (``docs``: its parsed text(s)); None when no
+    content word of it fills a seed slot."""
+    parsed = [templatize(d, candidates) for d in docs]
+    if len(parsed) == 2:
+        keep = {k for k, c in {**parsed[0][1], **parsed[1][1]}.items()
+                if (k in parsed[0][1] and k in parsed[1][1]) or c.texts_using == 1}
+        if keep != set(parsed[0][1]) | set(parsed[1][1]):  # a slot on one side only: redo without it
+            cands = {w: c for w, c in candidates.items() if c.key in keep}
+            parsed = [templatize(d, cands) for d in docs]
+    slots = {k: c for _, used in parsed for k, c in used.items()}
+    if not slots:
+        return None
+    return NewTemplate([text for text, _ in parsed], slots)
+
+
+def expand_new_template(new: NewTemplate, capability: str, label: str, description: str, nsamples: int,
+                        seed: int, where: str) -> tuple[Template, list[tuple[tuple[str, ...], dict]]]:
+    """Build the template with the seed pools and draw up to ``nsamples`` of its cases."""
+    record = TemplateRecord(template=new.texts[0] if len(new.texts) == 1 else new.texts, label=label,
+                            capability=capability, description=description,
+                            pool={k: c.pool for k, c in new.slots.items()})
+    template = build_template(record, where, label_map=None)
+    return template, list(expand_template(template, nsamples, seed, max_combinations=100_000))

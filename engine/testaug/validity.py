@@ -1,0 +1,119 @@
+"""TestAug's validity filter (§4.2), the pure part: annotation files, the two-phase rule,
+and the LLM labeler's answer parsing.
+
+Phase 1: a first sample of the generated cases of a description is annotated (by people
+when an annotation file covers it, else by the LLM labeler, else by the classifier). When
+the valid share reaches the task's threshold (90 % sentiment and paraphrase, 80 % NLI) the
+description needs no filter. Phase 2: otherwise a validity classifier, trained on
+annotated cases (``checkray validity train``), decides case by case.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.errors import InputError
+
+ValidityBackend = Literal["embedding_lr", "finetune"]  # embeddings + logistic regression, or a fine-tuned encoder
+
+Task = Literal["sentiment", "paraphrase", "nli"]
+THRESHOLDS: dict[str, float] = {"sentiment": 0.9, "paraphrase": 0.9, "nli": 0.8}
+
+
+def threshold_for(task: str, override: float | None = None) -> float:
+    if override is not None:
+        return override
+    if task not in THRESHOLDS:
+        raise InputError(f"unknown task '{task}' (have: {', '.join(THRESHOLDS)})")
+    return THRESHOLDS[task]
+
+
+@dataclass(frozen=True)
+class PhaseDecision:
+    """Outcome of phase 1 for one description."""
+
+    n: int  # annotated cases in the first sample
+    valid: int
+    threshold: float
+    source: str  # who annotated: "people", "llm", "classifier", "none"
+
+    @property
+    def valid_share(self) -> float | None:
+        return self.valid / self.n if self.n else None
+
+    @property
+    def needs_filter(self) -> bool:
+        """Filter unless the first sample is predominately valid (an empty sample filters)."""
+        share = self.valid_share
+        return share is None or share < self.threshold
+
+
+def phase_decision(flags: list[bool | None], threshold: float, source: str) -> PhaseDecision:
+    """Phase-1 decision from the validity flags of a first sample (None: unknown, ignored)."""
+    known = [f for f in flags if f is not None]
+    return PhaseDecision(len(known), sum(bool(f) for f in known), threshold, source if known else "none")
+
+
+def _as_validity(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return int(value)
+    if isinstance(value, str) and value.strip().lower() in ("0", "1", "valid", "invalid", "true", "false"):
+        return int(value.strip().lower() in ("1", "valid", "true"))
+    raise InputError(f"{where}: 'validity' must be 0/1, true/false or valid/invalid, got {value!r}")
+
+
+def read_annotations(path: str | Path) -> list[dict[str, Any]]:
+    """Annotated cases from JSON Lines: ``text`` and ``validity`` required; ``text_pair``
+    and ``description`` optional (the format of TestAug's released annotation files)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: annotation file not found")
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: annotation file is not UTF-8 text") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{p}:{number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: bad JSON line: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(raw, dict):
+            raise InputError(f"{where}: an annotation is a JSON object, got {type(raw).__name__}")
+        for column in ("text", "validity"):
+            if column not in raw:
+                raise InputError(f"{where}: missing '{column}' column (have: {', '.join(sorted(raw)) or 'nothing'})")
+        if not isinstance(raw["text"], str) or not raw["text"].strip():
+            raise InputError(f"{where}: 'text' must be a non-empty string")
+        pair = raw.get("text_pair")
+        rows.append({"text": raw["text"], "text_pair": pair if isinstance(pair, str) else None,
+                     "description": raw.get("description"), "validity": _as_validity(raw["validity"], where)})
+    if not rows:
+        raise InputError(f"{p}: annotation file has no rows")
+    return rows
+
+
+def classifier_input(text: str, text_pair: str | None = None) -> str:
+    """What a validity classifier reads: the text, and for pairs both texts."""
+    return text if not text_pair else f"{text} [SEP] {text_pair}"
+
+
+_VALID = re.compile(r"\b(invalid|not valid|valid|yes|no)\b", re.IGNORECASE)
+
+
+def parse_validity_answer(raw: str) -> bool | None:
+    """The LLM labeler's verdict: the first of valid/invalid/yes/no it writes; None if none."""
+    m = _VALID.search(raw or "")
+    if not m:
+        return None
+    word = m.group(1).lower()
+    return word in ("valid", "yes")

@@ -1,0 +1,174 @@
+"""One Job abstraction: a job declares its name, config section, stages, what it publishes
+and its report; ``run_job`` does the rest, the same way for every job.
+
+A job is a short pipeline::
+
+    class TopicsJob(Job):
+        name, title, section = "topics", "checkray · topics", TopicsConfig
+        published = ("clusters.parquet", "assignments.parquet", "representatives.parquet")
+
+        def stages(self):            # yields Stages; the runner runs each before the next
+            yield corpus_stage(self.cfg)
+            ...
+
+        def publish(self, runner):   # writes the published files, returns report sections
+            ...
+
+``run_job(job, out)`` starts Ray, opens the run directory, runs the stages with the
+console printer, calls ``publish``, writes ``report.html`` and ``manifest.json`` (the job's
+published files: what other jobs may read from this run) and returns a ``JobResult``.
+``stages()`` is a generator, so a job can hold a resource over some of its stages
+(``with self.chat() as chat: yield ...``): it is released when those stages are done, or
+when one of them fails.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Iterable, Sequence, TypeVar
+
+from engine.benchmark.registry import ModelSpec
+from engine.config import JobSection
+from engine.errors import InputError
+from engine.report import Section as ReportSection
+from engine.report import render
+from engine.runtime import init_ray
+from engine.stages import RunDir, Stage, StageRecord, StageRunner
+from jobs.config import CheckrayConfig
+from jobs.console import stage_printer
+
+C = TypeVar("C", bound=JobSection)
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class JobResult:
+    """What a finished job hands back: its run directory, report sections, stage records
+    and the job object itself (for job-specific results, e.g. ``job.specs``)."""
+
+    job: "Job"
+    run: RunDir
+    sections: list[ReportSection]
+    stages: dict[str, StageRecord] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class Job(ABC, Generic[C]):
+    """Subclasses set the class attributes and implement ``stages`` and ``publish``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    section: ClassVar[type[JobSection] | None] = None  # its config section, if any
+    published: ClassVar[tuple[str, ...]] = ()  # files written at the top of the run dir
+    report_file: ClassVar[str | None] = "report.html"
+    uses_ray: ClassVar[bool] = True
+
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None):
+        self.cfg = cfg
+        self.models = None if models is None else list(models)
+
+    @property
+    def conf(self) -> C:
+        """This job's config section, typed."""
+        if self.section is None:
+            raise TypeError(f"job '{self.name}' has no config section")
+        return self.cfg.section(self.section)  # type: ignore[return-value]
+
+    @property
+    def seed(self) -> int:
+        """The section's own ``seed`` when it sets one, else the top-level seed."""
+        own = getattr(self.conf, "seed", None) if self.section is not None else None
+        return self.cfg.seed if own is None else own
+
+    def check(self) -> None:
+        """Validate inputs before Ray starts (a missing file fails in a second, not later)."""
+
+    @abstractmethod
+    def stages(self) -> Iterable[Stage]:
+        """The pipeline, in order (a generator may run code between stages)."""
+
+    @abstractmethod
+    def publish(self, runner: StageRunner) -> list[ReportSection]:
+        """Write the published files from the stage outputs; return the report sections."""
+
+    def subtitle(self) -> str:
+        return self.cfg.corpus.path
+
+    def manifest(self) -> dict[str, Any]:
+        return {}
+
+
+def require_out(out: str | None) -> str:
+    if not out:
+        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
+    return out
+
+
+def run_job(job: Job, out: str | None = None) -> JobResult:
+    """Run ``job`` into ``out`` (default: the config's ``out``); see the module docstring."""
+    start = time.perf_counter()
+    out = require_out(out or job.cfg.out)
+    job.check()
+    if job.uses_ray:
+        init_ray(job.cfg.runtime)
+    run = RunDir(out)
+    runner = StageRunner(run, on_stage=stage_printer(job.name))
+    stages = iter(job.stages())
+    try:
+        for stage in stages:
+            runner.run_stage(stage)
+    finally:
+        close = getattr(stages, "close", None)
+        if close is not None:  # a generator: release what it holds (its `with` blocks)
+            close()
+    sections = job.publish(runner)
+    if job.report_file:
+        run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
+    published = list(job.published) + ([job.report_file] if job.report_file else [])
+    run.write_text(MANIFEST, json.dumps({
+        "job": job.name, "published": published, "config": job.cfg.model_dump(mode="json"),
+        "stages": {name: rec.fingerprint for name, rec in runner.done.items()}, **job.manifest(),
+    }, indent=1, default=str))
+    return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def read_manifest(run: RunDir, job: str) -> dict[str, Any]:
+    """The manifest of a finished ``job`` run; a one-line error when ``run`` is not one."""
+    if not run.exists(MANIFEST):
+        raise InputError(f"{run.uri}: not a finished '{job}' run (no {MANIFEST})")
+    meta = json.loads(run.read_text(MANIFEST))
+    if meta.get("job") != job:
+        raise InputError(f"{run.uri}: a '{meta.get('job')}' run, not a '{job}' run")
+    return meta
+
+
+def published_path(run: RunDir, job: str, name: str) -> str:
+    """The path of a file ``job`` published in ``run`` (listed in its manifest)."""
+    meta = read_manifest(run, job)
+    if name not in meta.get("published", []):
+        raise InputError(f"{run.uri}: the '{job}' run did not publish {name}")
+    return run.path(name)
+
+
+def select_models(given: Sequence[ModelSpec] | None, registry: str | None,
+                  only: Sequence[str] | None = None, what: str = "models") -> list[ModelSpec] | None:
+    """The models a job tests: those ``given`` (by the demo), else the ``registry`` file or
+    zoo recipe; ``only`` keeps the named ones. None when no models were asked for."""
+    specs = list(given) if given is not None else (resolve_models(registry) if registry else None)
+    if specs and only:
+        unknown = sorted(set(only) - {s.name for s in specs})
+        if unknown:
+            raise InputError(f"{what}: no model named {', '.join(unknown)} among the models given")
+        specs = [s for s in specs if s.name in only]
+    return specs
+
+
+def resolve_models(path: str) -> list[ModelSpec]:
+    """Model specs from a registry file, or from a zoo recipe (built or reused)."""
+    from jobs.zoo.job import resolve_models as zoo_resolve
+
+    return zoo_resolve(path)

@@ -1,0 +1,351 @@
+"""The ``costello`` job: contrastive testing of embedding models (Jiang et al., FSE 2024).
+
+    corpus -> seeds (+ classifier training sentences, + dictionary words)
+           -> mutate   (Ray Data actor pool: spaCy POS + WordNet + lexicons)
+           -> triples  (CR1-CR4, common test-case schema)
+           -> embed    (one Ray actor per embedding model, all in parallel)
+           -> validate (distances, adaptive thresholds, downstream-MLP Wilcoxon ground truth)
+
+``checkray costello --corpus PATH --embedders FILE --out DIR`` writes ``DIR/triples.parquet``
+(3 rows per triple), ``DIR/violations.parquet`` (model, triple, capability, distance,
+threshold, theta, d_pos, d_neg, verdict, gt_a, gt_b, p-values), ``DIR/thresholds.parquet``,
+``DIR/costello.json`` (what ``checkray repair`` needs) and ``DIR/report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Literal, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import typer
+from pydantic import Field
+
+from actors.costello.embedders import EmbedderSpec
+from engine.config import Section, read_yaml
+from jobs.config import CheckrayConfig, load_config
+from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
+from engine.corpus import corpus_fingerprint, read_corpus
+from engine.errors import ConfigError, InputError
+from engine.benchmark.registry import ModelSpec
+from engine.costello.mutations import Variant, normalize, read_inversions
+from engine.report import Section as ReportSection
+from engine.report import render
+from engine.runtime import init_ray
+from engine.stages import RunDir, Stage, StageContext, StageRunner
+from jobs.costello.config import PairsConfig, CostelloConfig
+from jobs.console import stage_printer
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION = "1"
+
+
+def repo_path(path: str) -> str:
+    """Relative config paths resolve against the working directory, then the repo."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists() or not (ROOT / p).exists():
+        return str(p)
+    return str(ROOT / p)
+
+
+def read_embedders(path: str, zoo: Sequence[ModelSpec] = ()) -> list[EmbedderSpec]:
+    """The embedder list (``{embedders: [...]}``); ``zoo:<name>`` models resolve to the
+    zoo registry's model directory."""
+    p = Path(repo_path(path))
+    if not p.is_file():
+        raise InputError(f"{path}: embedders file not found")
+    data = read_yaml(p)
+    items = data.get("embedders") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{p}: expected a non-empty 'embedders' list")
+    by_name = {s.name: s for s in zoo}
+    specs = []
+    for i, item in enumerate(items):
+        try:
+            spec = EmbedderSpec.model_validate(item)
+        except Exception as exc:  # pydantic ValidationError: one line naming the entry
+            raise ConfigError(f"{p}: embedders[{i}]: {str(exc).splitlines()[-1].strip()}") from None
+        if spec.model.startswith("zoo:"):
+            ref = spec.model.split(":", 1)[1]
+            if ref not in by_name or not by_name[ref].path:
+                raise InputError(f"{p}: embedder '{spec.name}' names {spec.model} but no such zoo model was given")
+            spec = spec.model_copy(update={"model": by_name[ref].path})
+        specs.append(spec)
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{p}: embedder names must be unique ({', '.join(names)})")
+    return specs
+
+
+def pick_seeds(corpus: pa.Table, n: int, inversions: dict[str, str] | None, seed: int) -> np.ndarray:
+    """Row indices: sentences of the inversion table found in the corpus first (CR3 needs
+    them), then a seeded random sample."""
+    texts = corpus.column("text").to_pylist()
+    hits = [i for i, t in enumerate(texts) if inversions and normalize(t) in inversions][:n]
+    rest = np.setdiff1d(np.arange(len(texts)), hits)
+    rng = np.random.default_rng(seed)
+    extra = rng.choice(rest, size=min(len(rest), n - len(hits)), replace=False) if n > len(hits) else []
+    return np.sort(np.concatenate([np.asarray(hits, dtype=np.int64), np.asarray(extra, dtype=np.int64)]))
+
+
+def dictionary_words(texts: Sequence[str], size: int, seed: int) -> list[str]:
+    """A user dictionary from the corpus (the paper's 'SST dictionary'): alphabetic words
+    seen at least twice, a seeded sample of ``size``."""
+    counts = Counter(w for t in texts for w in re.findall(r"[a-z]+", t.lower()) if len(w) > 1)
+    words = sorted(w for w, c in counts.items() if c >= 2)
+    if len(words) > size:
+        rng = np.random.default_rng(seed)
+        words = sorted(rng.choice(words, size=size, replace=False).tolist())
+    return words
+
+
+def tokenizer_words(spec: EmbedderSpec, size: int, seed: int) -> list[str] | None:
+    """A seeded sample of the whole-word, alphabetic entries of a model's tokenizer
+    vocabulary (no word pieces, no special tokens); None for spaCy vectors."""
+    if spec.kind != "sentence-transformers":
+        return None
+    from transformers import AutoTokenizer
+
+    from actors.embedder import resolve_model
+
+    try:
+        vocab = AutoTokenizer.from_pretrained(resolve_model(spec.model)).get_vocab()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"embedder '{spec.name}': cannot read its tokenizer: {str(exc).splitlines()[0]}") from None
+    # BPE/SentencePiece vocabularies mark a word start with a prefix (GPT-2's "\u0120",
+    # SentencePiece's "\u2581"); WordPiece marks continuations with "##".
+    stripped = (w.lstrip("\u0120\u2581") for w in vocab if not w.startswith("##"))
+    words = sorted({w.lower() for w in stripped if len(w) > 1 and w.isascii() and w.isalpha()})
+    if len(words) > size:
+        words = sorted(np.random.default_rng(seed).choice(words, size=size, replace=False).tolist())
+    return words
+
+
+def model_dictionaries(specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: "CostelloConfig",
+                       seed: int) -> dict[str, pa.Table]:
+    out = {}
+    for spec in specs:
+        words = tokenizer_words(spec, cc.dictionary_size, seed) if cc.dictionary == "tokenizer" else None
+        out[spec.name] = corpus_words if words is None else pa.table({"word": pa.array(words, pa.string())})
+    return out
+
+
+def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
+    seed = cfg.seed if cc.seed is None else cc.seed
+
+    def run(ctx: StageContext):
+        corpus = read_corpus(cfg.corpus)
+        inv = read_inversions(repo_path(cc.inversions)) if cc.inversions else None
+        idx = pick_seeds(corpus, cc.seeds, inv, seed)
+        seeds = corpus.take(pa.array(idx)).select(["id", "text", "label"])
+        seeds = seeds.append_column("text_pair", pa.nulls(seeds.num_rows, pa.string()))
+        if cc.pairs:
+            pairs = read_corpus(cfg.corpus.model_copy(update=dict(
+                path=cc.pairs.path, text_column=cc.pairs.text_column, label_column=None,
+                limit=cc.pairs.limit, sample=None)))
+            pair_text = [json.loads(m or "{}").get(cc.pairs.pair_column) for m in pairs.column("meta").to_pylist()]
+            if all(p is None for p in pair_text):
+                raise InputError(f"{cc.pairs.path}: missing pair column '{cc.pairs.pair_column}'")
+            seeds = pa.concat_tables([seeds, pa.table({
+                "id": pa.array([f"pair-{i}" for i in pairs.column("id").to_pylist()]), "text": pairs.column("text"),
+                "label": pa.nulls(pairs.num_rows, pa.string()), "text_pair": pa.array(pair_text, pa.string())})])
+        rest = np.setdiff1d(np.arange(corpus.num_rows), idx)
+        train = np.array([], dtype=np.int64)
+        if corpus.column("label").null_count < corpus.num_rows:
+            rng = np.random.default_rng(seed + 1)
+            train = np.sort(rng.choice(rest, size=min(len(rest), cc.classifier_train), replace=False))
+        words = dictionary_words(corpus.column("text").to_pylist(), cc.dictionary_size, seed)
+        return {"seeds": seeds, "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
+                "dictionary": pa.table({"word": pa.array(words, pa.string())})}
+
+    return Stage("seeds", run, config=[cfg.corpus, cc.seeds, cc.inversions, cc.pairs, cc.classifier_train,
+                                        cc.dictionary_size, seed],
+                 external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
+
+
+def mutate_stage(cc: CostelloConfig) -> Stage:
+    def run(ctx: StageContext):
+        from actors.costello.mutators import mutate_corpus
+
+        seeds = ctx.input("seeds", "seeds")
+        inv = repo_path(cc.inversions) if cc.inversions else None
+        return {"data": mutate_corpus(seeds, cc.pipeline, inv, cc.polarity_guard, 1, batch_size=64)}
+
+    return Stage("mutate", run, inputs=("seeds",), config=[cc.pipeline, cc.inversions, cc.polarity_guard],
+                 version=VERSION)
+
+
+def triples_stage(cc: CostelloConfig) -> Stage:
+    def run(ctx: StageContext):
+        seeds = [Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()]
+        variants: dict[str, list[Variant]] = {}
+        for r in ctx.input("mutate").to_pylist():
+            variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
+        triples = assemble(seeds, variants, cc.suite, cc.per_seed)
+        if not triples:
+            raise InputError("costello: no contrast triple could be built from the seeds (no adjective/verb "
+                             "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)")
+        return {"data": triples_to_cases(triples, cc.suite)}
+
+    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc.suite, cc.per_seed], version=VERSION)
+
+
+def texts_to_embed(wide: pa.Table, train: pa.Table, *dictionaries: pa.Table) -> list[str]:
+    texts: dict[str, None] = {}
+    for col in ("seed", "positive", "negative", "seed_pair", "positive_pair", "negative_pair"):
+        for t in wide.column(col).to_pylist():
+            if t is not None:
+                texts.setdefault(t)
+    for t in train.column("text").to_pylist():
+        texts.setdefault(t)
+    for dictionary in dictionaries:
+        for t in dictionary.column("word").to_pylist():
+            texts.setdefault(t)
+    return list(texts)
+
+
+def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
+    def run(ctx: StageContext):
+        from actors.costello.embedders import embed_all
+        from actors.embedder import embeddings_column
+
+        dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
+        texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
+        vectors = embed_all(texts, specs, cc.backend, cc.batch_size)
+        out = {"texts": pa.table({"text": pa.array(texts, pa.string())})}
+        out.update({f"dict-{name}": table for name, table in dicts.items()})
+        for name, matrix in vectors.items():
+            out[f"emb-{name}"] = pa.table({"embedding": embeddings_column(matrix)})
+        return out
+
+    return Stage("embed", run, inputs=("triples", "seeds"), config=[[s.model_dump() for s in specs], cc.dictionary,
+                                                                    cc.dictionary_size, seed], version=VERSION)
+
+
+def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage:
+    def run(ctx: StageContext):
+        from actors.embedder import column_to_numpy
+        from jobs.costello.validate import score_model
+
+        wide = triple_table(ctx.input("triples"))
+        texts = ctx.input("embed", "texts").column("text").to_pylist()
+        train = ctx.input("seeds", "train")
+        parts, thr_rows, acc_rows = [], [], []
+        for spec in specs:
+            matrix = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
+            lookup = dict(zip(texts, matrix))
+            dictionary = ctx.input("embed", f"dict-{spec.name}")
+            viol, thr, accs = score_model(spec.name, lookup, wide, train, dictionary, cc,
+                                          cfg.seed if cc.seed is None else cc.seed)
+            parts.append(viol)
+            thr_rows += thr
+            acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(accs)]
+        return {"violations": pa.concat_tables(parts), "thresholds": pa.Table.from_pylist(thr_rows),
+                "classifiers": pa.Table.from_pylist(acc_rows, schema=pa.schema(
+                    [("model", pa.string()), ("classifier", pa.int64()), ("accuracy", pa.float64())]))}
+
+    return Stage("validate", run, inputs=("triples", "seeds", "embed"),
+                 config=[cc.classifiers, cc.classifier_max_iter, cc.alpha, cfg.seed, cc.seed], version=VERSION)
+
+
+def costello_stages(cfg: CheckrayConfig, specs: Sequence[EmbedderSpec]) -> list[Stage]:
+    cc: CostelloConfig = cfg.section("costello")
+    seed = cfg.seed if cc.seed is None else cc.seed
+    return [seeds_stage(cfg, cc), mutate_stage(cc), triples_stage(cc), embed_stage(cc, specs, seed),
+            validate_stage(cfg, cc, specs)]
+
+
+def publish(runner: StageRunner, cfg: CheckrayConfig, specs: Sequence[EmbedderSpec]) -> list[ReportSection]:
+    from jobs.costello.report import costello_sections
+
+    run = runner.run
+    cc: CostelloConfig = cfg.section("costello")
+    cases = runner.output("triples")
+    violations = runner.output("validate", "violations")
+    thresholds = runner.output("validate", "thresholds")
+    classifiers = runner.output("validate", "classifiers")
+    run.write_table("triples.parquet", cases)
+    run.write_table("violations.parquet", violations)
+    run.write_table("thresholds.parquet", thresholds)
+    run.write_text("costello.json", json.dumps({
+        "config": cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in specs]}, indent=1))
+    return costello_sections(triple_table(cases), violations, thresholds, classifiers, cc)
+
+
+def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
+                 repair: bool = True) -> tuple[RunDir, list[ReportSection]]:
+    """The whole job into ``out``; ``specs`` (a zoo registry) resolves ``zoo:<name>``
+    embedders. With ``repair`` and ``costello.repair.model`` set (the demo), a short
+    repair of that model follows in ``out/repair`` and its sections are appended."""
+    cc: CostelloConfig = cfg.section("costello")
+    embedders = read_embedders(cc.embedders, specs)
+    from actors.costello.embedders import check_spec
+
+    for spec in embedders:
+        check_spec(spec)
+    init_ray(cfg.runtime)
+    run = RunDir(out)
+    runner = StageRunner(run, on_stage=stage_printer("costello"))
+    runner.run_all(costello_stages(cfg, embedders))
+    sections = publish(runner, cfg, embedders)
+    run.write_text("report.html", render("checkray · costello", sections, subtitle=cfg.corpus.path))
+    if repair:
+        from jobs.costello.repair import RepairConfig, run_repair
+
+        rc: RepairConfig = cfg.section("repair")
+        if rc.model:
+            verdict = cc.model_copy(update={"distance": rc.distance or cc.distance,
+                                            "threshold": rc.threshold or cc.threshold})
+            model = rc.model if rc.model != "most-violated" else most_violated(run, verdict)
+            try:
+                _, repair_sections = run_repair(cfg, out, model, run.path("repair"))
+            except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
+                repair_sections = [ReportSection("COSTELLO repair", [], f"repair skipped: {exc}")]
+            sections = sections + repair_sections
+    return run, sections
+
+
+def most_violated(run: RunDir, cc: CostelloConfig) -> str:
+    """The sentence-transformers embedder with the most violations under ``cc``'s verdict
+    (the repair's distance and threshold)."""
+    import pyarrow.compute as pc
+
+    meta = json.loads(run.read_text("costello.json"))
+    trainable = {e["name"] for e in meta["embedders"] if e["kind"] == "sentence-transformers"}
+    v = run.read_table("violations.parquet")
+    v = v.filter(pc.and_(pc.equal(v["distance"], cc.distance), pc.equal(v["threshold"], cc.threshold)))
+    counts = Counter(m for m, bad in zip(v["model"].to_pylist(), v["verdict"].to_pylist()) if bad and m in trainable)
+    if not trainable:
+        raise InputError("repair: no sentence-transformers embedder to repair")
+    return counts.most_common(1)[0][0] if counts else sorted(trainable)[0]
+
+
+def costello_command(
+    corpus: Optional[str] = typer.Option(None, "--corpus", help="Seed corpus (.parquet/.csv/.jsonl) or builtin:<name>."),
+    embedders: Optional[str] = typer.Option(None, "--embedders", help="YAML list of embedding models to test."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'costello' section."),
+    text_column: Optional[str] = typer.Option(None, "--text-column"),
+    label_column: Optional[str] = typer.Option(None, "--label-column"),
+    seeds: Optional[int] = typer.Option(None, "--seeds", help="Seed sentences to mutate."),
+    classifiers: Optional[int] = typer.Option(None, "--classifiers", help="Downstream MLPs per model (>= 5)."),
+    zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
+):
+    """Contrastive testing of embedding models (COSTELLO): triples, violations, report."""
+    from engine.benchmark.registry import read_registry
+
+    cfg = load_config(config, {
+        "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
+        "costello.embedders": embedders, "costello.seeds": seeds, "costello.classifiers": classifiers, "out": out,
+    })
+    if not cfg.out:
+        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
+    specs = read_registry(zoo) if zoo else []
+    run, _ = run_costello(cfg, cfg.out, specs, repair=False)
+    counts = counts_per_cr(triple_table(run.read_table("triples.parquet")))
+    typer.echo("costello: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+               + f" triples -> {run.path('triples.parquet')}, violations.parquet, report.html")

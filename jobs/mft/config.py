@@ -1,0 +1,42 @@
+"""Config section(s) of the job: MFTConfig."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from engine.config import (
+    JobSection,
+)
+from engine.llm import GenerationParams
+
+
+class MFTConfig(JobSection):
+    key: ClassVar[str] = "mft"
+
+    splits: list[Literal["train", "test"]] = ["train", "test"]
+    test_fraction: float = Field(default=0.2, gt=0.0, lt=1.0)  # same split as the zoo
+    split_seed: int = 0
+    versions: int = Field(default=3, ge=1)  # seeds seed+1 .. seed+versions
+    representatives_per_cluster: int = Field(default=10, ge=1)
+    diversity: float = Field(default=0.5, ge=0.0, le=1.0)
+    paraphrases: int = Field(default=5, ge=0)
+    paraphrase_limit: int | None = Field(default=None, ge=0)  # MFTs paraphrased per version
+    label_check: bool = True
+    # Steps decoded under their prompt file's GBNF grammar (### grammar) where the backend
+    # can (llama.cpp, vLLM, a server with llm.grammar_style): small models then always
+    # follow the format. On llama.cpp a grammar is checked against Qwen's 151k-token
+    # vocabulary at every step (measured 16 -> 3.6 tok/s), so CPU configs constrain only
+    # the short label answers; vLLM's xgrammar masks cost little (configs/mft_paper.yaml).
+    constrained: list[Literal["examples", "generate", "paraphrase", "label"]] = ["label"]
+    near_duplicate_cosine: float = Field(default=0.92, gt=0.0, le=1.0)
+    mft_topics: int = Field(default=4, ge=1)
+    embedder: str = "builtin:minilm"
+    # corpus label -> the word the LLM answers with (Positive/Negative)
+    label_words: dict[str, str] = Field(default_factory=lambda: {"positive": "positive", "negative": "negative"})
+    # A repetition penalty keeps small models from looping on one sentence.
+    generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=320, repetition_penalty=1.15)
+    paraphrase_generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=160, repetition_penalty=1.15)
+    label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=40)
+    models: str | None = None  # registry or zoo recipe to evaluate on the suite (Table 7/8)

@@ -1,0 +1,302 @@
+"""The ``mft`` job (Li et al.): topics-job output -> labeled, de-duplicated, paraphrased
+Minimum Functionality Tests in the common schema, second-level MFT topics, evaluation.
+
+    checkray mft --topics DIR --out DIR2   ->  DIR2/suite.parquet, DIR2/report.html
+
+Per split (train/test of the topics corpus, the zoo's split) and per version (seed):
+representatives (MMR, stratified) -> one few-shot example per label -> ~4 MFTs per
+representative -> exact + near de-duplication -> paraphrases ("Extended") -> LLM label
+gate. Then all kept cases are clustered again (embed, UMAP, k-means, c-TF-IDF) into MFT
+topics. Suites: ``mft-<split>-original`` and ``mft-<split>-extended`` (original cases
+plus their paraphrases), ``meta.version`` = the version number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import typer
+from pydantic import Field
+
+from engine.config import RepresentationConfig, RepresentativesConfig, Section
+from jobs.config import CheckrayConfig, load_config
+from engine.errors import InputError
+from engine.llm import GenerationParams, LLMConfig
+from engine.mft.suite import GateLog, dedupe_cases, few_shot_examples, generate_mfts, label_gate, paraphrase_cases
+from engine.prompts import load_prompt
+from engine.report import render
+from engine.schema import case_id, make_cases
+from engine.splits import split_ids
+from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.topics.describe import describe_clusters
+from jobs.mft.config import MFTConfig
+from jobs.console import console, stage_printer
+
+
+def load_topics_run(topics_dir: str) -> tuple[pa.Table, pa.Table]:
+    """(corpus, assignments) of a finished topics run; one-line error if it is not one."""
+    run = RunDir(topics_dir)
+    for rel in ("stages/corpus/data.parquet", "assignments.parquet", "clusters.parquet"):
+        if not run.exists(rel):
+            raise InputError(f"{topics_dir}: not a finished topics run (missing {rel}); run `checkray topics` first")
+    corpus = run.read_table("stages/corpus/data.parquet")
+    assignments = run.read_table("assignments.parquet", columns=["id", "cluster"])
+    return corpus, assignments
+
+
+def representatives_stage(cfg: CheckrayConfig, topics_dir: str) -> Stage:
+    m: MFTConfig = cfg.section("mft")
+
+    def run(ctx: StageContext):
+        corpus, assignments = load_topics_run(topics_dir)
+        split = split_ids(corpus, m.test_fraction, m.split_seed)
+        cluster_of = dict(zip(assignments.column("id").to_pylist(), assignments.column("cluster").to_pylist()))
+        parts = []
+        for name in m.splits:
+            mask = pa.array([split[i] == name for i in corpus.column("id").to_pylist()])
+            sub = corpus.filter(mask)
+            clusters = np.array([cluster_of[i] for i in sub.column("id").to_pylist()])
+            _, reps = describe_clusters(sub, clusters, RepresentationConfig(),
+                                        RepresentativesConfig(top_k=m.representatives_per_cluster, diversity=m.diversity),
+                                        seed=cfg.seed)
+            parts.append(reps.append_column("split", pa.array([name] * reps.num_rows)))
+        reps = pa.concat_tables(parts)
+        labels = set(reps.column("label").to_pylist()) - {None}
+        if not labels:
+            raise InputError(f"{topics_dir}: the topics run has no labeled representatives; the mft job needs labels")
+        unknown = labels - set(m.label_words)
+        if unknown:
+            raise InputError(f"mft.label_words has no entry for corpus label(s) {sorted(unknown)}")
+        docs = corpus.append_column("split", pa.array([split[i] for i in corpus.column("id").to_pylist()]))
+        return {"data": reps, "corpus": docs.select(["id", "text", "label", "split"])}
+
+    return Stage("representatives", run, config=[m.splits, m.test_fraction, m.split_seed, m.representatives_per_cluster,
+                                                  m.diversity, cfg.seed], external=(topics_fingerprint(topics_dir),))
+
+
+def topics_fingerprint(topics_dir: str) -> str:
+    """What identifies a topics run's content: its committed stage fingerprints."""
+    run = RunDir(topics_dir)
+    parts = []
+    for stage in ("corpus", "layout"):
+        rel = f"stages/{stage}/_SUCCESS.json"
+        parts.append(json.loads(run.read_text(rel))["fingerprint"] if run.exists(rel) else "missing")
+    return ":".join(parts)
+
+
+def generation_stage(cfg: CheckrayConfig, chat, embed, split: str, version: int) -> Stage:
+    """Few-shot examples, generation, de-duplication, paraphrases and the label gate for
+    one split x version. One stage per pair: LLM calls are the expensive part, so a crash
+    or a timeout loses at most one pair's work."""
+    m: MFTConfig = cfg.section("mft")
+    llm: LLMConfig = cfg.section("llm")
+
+    def run(ctx: StageContext):
+        reps = [r for r in ctx.input("representatives").to_pylist() if r["split"] == split]
+        docs = [d for d in ctx.input("representatives", "corpus").to_pylist() if d["split"] == split]
+        log = GateLog(on_add=_print_gate)
+        seed = cfg.seed + version
+        rng = np.random.default_rng(seed)
+        examples = few_shot_examples(docs, chat, m.generation.model_copy(update={"seed": seed}), rng, log,
+                                     constrained="examples" in m.constrained)
+        missing = sorted({r["label"] for r in reps} - set(examples))
+        log.add("few-shot examples", split, version, len(examples), len(missing),
+                f"no parseable example for {missing}" if missing else "")
+        generated = generate_mfts(reps, examples, chat, m.generation.model_copy(update={"seed": seed}), log,
+                                  constrained="generate" in m.constrained)
+        log.add("generated MFTs", split, version, len(generated), 0, f"from {len(reps)} representatives")
+        kept, exact, near = dedupe_cases(generated, embed, m.near_duplicate_cosine)
+        log.add("de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near")
+        to_paraphrase = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
+        paraphrased = paraphrase_cases(to_paraphrase, m.paraphrases, chat,
+                                       m.paraphrase_generation.model_copy(update={"seed": seed}), log,
+                                       constrained="paraphrase" in m.constrained)
+        log.add("paraphrases", split, version, len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(to_paraphrase)}")
+        candidates = [{**r, "paraphrase_of": None} for r in kept] + paraphrased
+        for r in candidates:
+            r.update(split=split, version=version, seed=seed, expected=m.label_words[r["label"]])
+        if m.label_check:
+            gated, counts = label_gate(candidates, chat, m.label_generation, log, constrained="label" in m.constrained)
+            log.add("label check", split, version, len(gated), len(candidates) - len(gated),
+                    ", ".join(f"{k} {v}" for k, v in counts.items()))
+        else:
+            gated = candidates
+        return {"data": pa.Table.from_pylist([_flat(r) for r in gated], schema=CASE_ROW_SCHEMA),
+                "gates": pa.Table.from_pylist(log.rows, schema=GATE_SCHEMA),
+                "parsing": pa.Table.from_pylist([{"step": k, **{f: getattr(v, f) for f in ("outputs", "items", "unparsed")},
+                                                  "examples": v.examples} for k, v in log.parse.items()],
+                                                schema=PARSING_SCHEMA)}
+
+    prompts = [(load_prompt(n).sections, load_prompt(n).grammar) for n in
+               ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
+    return Stage(f"generate-{split}-v{version}", run, inputs=("representatives",),
+                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder", "splits", "versions"}), llm,
+                         cfg.seed, prompts], version="7")
+
+
+def collect_stage(parts: list[Stage]) -> Stage:
+    """All split x version outputs in one table each; an error if nothing survived."""
+    names = tuple(p.name for p in parts)
+
+    def run(ctx: StageContext):
+        data = pa.concat_tables([ctx.input(n) for n in names])
+        if not data.num_rows:
+            raise InputError("the mft job kept no test case: every generation was unparseable or dropped "
+                             "(see the gate counts in stages/generate-*/gates.parquet)")
+        parsing: dict[str, dict] = {}
+        for row in pa.concat_tables([ctx.input(n, "parsing") for n in names]).to_pylist():
+            acc = parsing.setdefault(row["step"], {"step": row["step"], "outputs": 0, "items": 0, "unparsed": 0,
+                                                   "examples": []})
+            for f in ("outputs", "items", "unparsed"):
+                acc[f] += row[f]
+            acc["examples"] = (acc["examples"] + list(row["examples"] or []))[:3]
+        return {"data": data, "gates": pa.concat_tables([ctx.input(n, "gates") for n in names]),
+                "parsing": pa.Table.from_pylist(list(parsing.values()), schema=PARSING_SCHEMA)}
+
+    return Stage("generate", run, inputs=names, version="2")
+
+
+CASE_ROW_SCHEMA = pa.schema([("text", pa.string()), ("summary", pa.string()), ("source_id", pa.string()),
+                             ("label", pa.string()), ("source_topic", pa.string()), ("paraphrase_of", pa.string()),
+                             ("split", pa.string()), ("version", pa.int64()), ("seed", pa.int64()),
+                             ("llm_reason", pa.string())])
+GATE_SCHEMA = pa.schema([("gate", pa.string()), ("split", pa.string()), ("version", pa.int64()), ("kept", pa.int64()),
+                         ("dropped", pa.int64()), ("note", pa.string())])
+PARSING_SCHEMA = pa.schema([("step", pa.string()), ("outputs", pa.int64()), ("items", pa.int64()),
+                            ("unparsed", pa.int64()), ("examples", pa.list_(pa.string()))])
+
+
+def _print_gate(row: dict) -> None:
+    note = f" ({row['note']})" if row["note"] else ""
+    console.print(f"  mft · {row['split']} v{row['version']} · {row['gate']}: kept {row['kept']}, "
+                  f"dropped {row['dropped']}{note}", highlight=False)
+
+
+def _flat(r: dict) -> dict:
+    keep = ("text", "summary", "source_id", "label", "source_topic", "paraphrase_of", "split", "version", "seed",
+            "llm_reason")
+    return {k: r.get(k) for k in keep}
+
+
+def mft_topics_stage(cfg: CheckrayConfig, embed) -> Stage:
+    """Second-level clustering of the kept MFT texts (§2.4.3)."""
+    m: MFTConfig = cfg.section("mft")
+
+    def run(ctx: StageContext):
+        from engine.config import ClustererConfig, ReducerConfig
+        from engine.topics.ctfidf import fit_class_tfidf, topic_name
+        from engine.topics.reduce import make_clusterer, make_reducer, to_numpy
+
+        cases = ctx.input("generate")
+        texts = cases.column("text").to_pylist()
+        k = min(m.mft_topics, len(texts))
+        X = embed(texts)
+        if len(texts) > k + 2:
+            reducer = make_reducer(ReducerConfig(n_neighbors=max(2, min(15, len(texts) - 1)), n_components=5),
+                                   "cpu", cfg.seed)
+            X = to_numpy(reducer.fit_transform(X))
+        clusters = to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", cfg.seed).fit(X).predict(X))
+        model = fit_class_tfidf(texts, clusters, min_df=1)
+        names = {int(c): topic_name(int(c), [w for w, _ in kw], 4) for c, kw in zip(model.classes, model.keywords(4))}
+        return {"data": cases.append_column("mft_topic", pa.array([names[int(c)] for c in clusters]))}
+
+    return Stage("mft_topics", run, inputs=("generate",), config=[m.mft_topics, m.embedder, cfg.seed])
+
+
+def to_suite(cases: pa.Table, generator: str) -> pa.Table:
+    """Common-schema suite: original cases in ``-original`` and (again) in ``-extended``
+    with their paraphrases, so each suite is self-contained for the benchmark."""
+    rows = []
+    for r in cases.to_pylist():
+        suites = [f"mft-{r['split']}-extended"] + ([] if r["paraphrase_of"] else [f"mft-{r['split']}-original"])
+        for suite in suites:
+            rows.append({
+                "suite": suite, "method": "mft", "capability": r["source_topic"], "topic": r["mft_topic"],
+                "text": r["text"], "expected_label": r["label"], "test_type": "MFT",
+                "case_id": None,
+                "provenance": {"source_id": r["source_id"], "template_id": "mft_paraphrase" if r["paraphrase_of"] else "mft_generate",
+                               "generator": generator, "seed": r["seed"]},
+                "meta": {"version": r["version"], "split": r["split"], "summary": r["summary"],
+                         "paraphrase_of": r["paraphrase_of"], "llm_reason": r["llm_reason"]},
+            })
+    # the same text may be generated in two versions: ids include the version
+    for row in rows:
+        row["case_id"] = case_id(row["suite"], row["meta"]["version"], row["text"])
+    unique = {row["case_id"]: row for row in rows}
+    return make_cases(unique.values())
+
+
+class LazyChat:
+    """Starts the generator on first use and frees its actors on ``close``."""
+
+    def __init__(self, start):
+        self._start, self._chat = start, None
+
+    def __call__(self, messages_list, params):
+        if self._chat is None:
+            self._chat = self._start()
+        return self._chat(messages_list, params)
+
+    def close(self) -> None:
+        if self._chat is not None:
+            self._chat.close()
+            self._chat = None
+
+
+def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> tuple[RunDir, list]:
+    """Run the job; ``chat``/``embed`` default to the configured LLM actor pool and embedder.
+    Returns the run directory and the report sections."""
+    from jobs.mft.report import mft_sections
+    from jobs.mft.runtime import open_chat, open_embedder
+
+    m: MFTConfig = cfg.section("mft")
+    embed = embed or open_embedder(m.embedder)
+    run = RunDir(out)
+    runner = StageRunner(run, on_stage=stage_printer("mft"))
+    runner.run_stage(representatives_stage(cfg, topics_dir))
+    owned = chat is None
+    if owned:
+        # The LLM actors start only when generation must run (not on a cached rerun).
+        chat = LazyChat(lambda: open_chat(cfg))
+    parts = [generation_stage(cfg, chat, embed, split, version)
+             for split in m.splits for version in range(1, m.versions + 1)]
+    try:
+        for stage in parts:
+            runner.run_stage(stage)
+    finally:
+        if owned:
+            chat.close()
+    runner.run_stage(collect_stage(parts))
+    runner.run_stage(mft_topics_stage(cfg, embed))
+    generator = cfg.section("llm").model if owned else getattr(chat, "name", "llm")
+    suite = to_suite(runner.output("mft_topics"), generator=generator)
+    run.write_table("suite.parquet", suite)
+    evaluation = None
+    if m.models:
+        from jobs.mft.evaluate import evaluate_mft
+
+        evaluation = evaluate_mft(cfg, suite, m.models, run)
+    sections = mft_sections(runner, suite, evaluation)
+    run.write_text("report.html", render("checkray · MFTs (Li et al.)", sections, subtitle=f"topics run {topics_dir}"))
+    return run, sections
+
+
+def mft_command(
+    topics: str = typer.Option(..., "--topics", help="Output directory of `checkray topics`."),
+    out: str = typer.Option(..., "--out", "-o", help="Run directory for the suite and report."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (mft: and llm: sections)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Generator backend: auto, local, http, vllm."),
+    models: Optional[str] = typer.Option(None, "--models", help="Registry or zoo recipe to evaluate on the suite."),
+    versions: Optional[int] = typer.Option(None, "--versions", help="Versions (seeds) per split."),
+):
+    """Generate Minimum Functionality Tests from a topics run with an LLM (Li et al.)."""
+    cfg = load_config(config, {"llm.backend": backend, "mft.models": models, "mft.versions": versions})
+    run, _ = run_mft(cfg, topics, out)
+    suite = pq.read_table(run.path("suite.parquet"), filesystem=run.fs)
+    counts = json.dumps({s: suite.column("suite").to_pylist().count(s) for s in sorted(set(suite.column("suite").to_pylist()))})
+    console.print(f"wrote {run.path('suite.parquet')} ({suite.num_rows} cases: {counts}) and report.html")

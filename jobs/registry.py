@@ -1,0 +1,65 @@
+"""The job table: every CLI command and every config section, imported on first use.
+
+This is the one place that says which jobs exist. ``jobs/cli.py`` builds the command
+line from ``JOBS`` (``checkray --help`` imports no job), and ``jobs/config.py`` validates
+a config file's sections from ``SECTIONS`` (a section's class is imported only when the
+file has that section). A name given twice is an error at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config import JobSection
+from engine.lazy import LazyRegistry
+
+
+def _check_section(name: str, cls: Any) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, JobSection)) or cls.key != name:
+        raise TypeError(f"config section '{name}' must be a JobSection whose key is '{name}', got {cls!r}")
+
+
+SECTIONS: LazyRegistry[type[JobSection]] = LazyRegistry("config section", check=_check_section)
+for _name, _ref in [
+    ("topics", "jobs.topics.config:TopicsConfig"),
+    ("templates", "jobs.templates.config:TemplatesConfig"),
+    ("zoo", "engine.training:ZooConfig"),  # actors build zoo models from it
+    ("benchmark", "jobs.benchmark.config:BenchmarkConfig"),
+    ("llm", "engine.llm:LLMConfig"),  # shared by mft, testaug and llm_zero_shot models
+    ("mft", "jobs.mft.config:MFTConfig"),
+    ("s2lct", "jobs.s2lct.config:S2lctConfig"),
+    ("costello", "jobs.costello.config:CostelloConfig"),
+    ("repair", "jobs.costello.config:RepairConfig"),
+    ("testaug", "jobs.testaug.config:TestAugConfig"),
+    ("validity", "jobs.testaug.config:ValidityConfig"),
+]:
+    SECTIONS.add(_name, _ref)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A CLI command: ``ref`` is a typer command function or a ``typer.Typer`` group."""
+
+    name: str
+    ref: str
+    help: str  # shown by ``checkray --help`` without importing the job
+
+
+COMMANDS: dict[str, Command] = {}
+JOBS: LazyRegistry[Any] = LazyRegistry("command")
+for _cmd in [
+    Command("demo", "jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
+    Command("topics", "jobs.topics.job:topics_command", "Cluster a corpus into topics and pick representative documents."),
+    Command("templates", "jobs.templates.job:templates_command", "Expand CheckList-style templates into an MFT suite."),
+    Command("zoo", "jobs.zoo.job:zoo_command", "Build and cache a zoo of sentiment models (DIR/zoo.yaml)."),
+    Command("benchmark", "jobs.benchmark.job:benchmark_command", "Run test suites against many models at once."),
+    Command("mft", "jobs.mft.job:mft_command", "Generate Minimum Functionality Tests from a topics run (Li et al.)."),
+    Command("s2lct", "jobs.s2lct.job:s2lct_command", "S²LCT: rule-based seeds expanded by a reference grammar."),
+    Command("costello", "jobs.costello.job:costello_command", "Contrastive testing of embedding models (COSTELLO)."),
+    Command("repair", "jobs.costello.repair:repair_command", "Fine-tune a model on its COSTELLO violations; retest."),
+    Command("testaug", "jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
+    Command("validity", "jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
+]:
+    JOBS.add(_cmd.name, _cmd.ref)
+    COMMANDS[_cmd.name] = _cmd

@@ -1,0 +1,80 @@
+"""Config section(s) of the job: ReferenceSource, FillerConfig, CoverageConfig, ExplainConfig, S2lctConfig."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Optional
+
+from pydantic import Field
+
+from engine.config import (
+    JobSection,
+    Section,
+)
+from engine.s2lct.grammar import (
+    CONTENT_TAGS,
+)
+
+
+class ReferenceSource(Section):
+    path: str  # corpus file or builtin:<name>
+    text_column: str = "text"
+    sample: Optional[int] = Field(default=None, ge=1)  # documents drawn at random (seeded)
+
+
+class FillerConfig(Section):
+    backend: Literal["auto", "offline", "hf"] = "auto"  # auto: hf when hf_model is set, else offline
+    hf_model: Optional[str] = None  # a fill-mask (MLM) model: local path or hub id
+    pipeline: str = "builtin:md"  # spaCy pipeline with word vectors; also tags the fills
+    vocabulary_per_tag: int = Field(default=200, ge=1)  # candidate words per Penn tag
+    vocabulary_min_count: int = Field(default=2, ge=1)
+    candidates: int = Field(default=12, ge=1)  # best-ranked fills validated per masked sentence
+    keep: int = Field(default=2, ge=1)  # valid fills kept per masked sentence
+    window: int = Field(default=3, ge=1)  # context words on each side of a mask (vector score)
+    vector_weight: float = Field(default=1.0, ge=0)  # offline score = bigram log-prob + weight x cosine
+    min_score: Optional[float] = -14.0  # offline: fills scored lower are dropped as implausible (None: keep all)
+
+
+class CoverageConfig(Section):
+    enabled: bool = True
+    models: Optional[list[str]] = None  # None: every zoo model of family hf (torch)
+    train_sample: int = Field(default=1000, ge=10)  # training sentences that set the bounds
+    max_cases: int = Field(default=500, ge=1)  # cases per suite (same number for both suites)
+    points: int = Field(default=4, ge=1)  # suite sizes on the coverage curve
+    templates: str = "configs/suites/sentiment_templates.jsonl"  # the CheckList suite compared
+
+
+class ExplainConfig(Section):
+    failures: int = Field(default=3, ge=0)  # failures explained per model
+    models: Optional[list[str]] = None  # None: the coverage models, else the first zoo model
+    p_thresh: float = Field(default=0.5, gt=0, le=1)
+    mask_token: str = ""  # "" deletes masked tokens
+
+
+class S2lctConfig(JobSection):
+    key: ClassVar[str] = "s2lct"
+
+    capabilities: list[str] = Field(default_factory=list)  # spec files/folders; empty: configs/s2lct
+    search_sample: Optional[int] = Field(default=None, ge=1)  # corpus sentences searched (None: all)
+    neutral_proxy: bool = True  # corpus without neutral labels: no polar word = neutral
+    neutral_label: str = "neutral"
+    max_seeds: int = Field(default=50, ge=1)  # per capability (the paper: 50)
+    reference: list[ReferenceSource] = Field(
+        default_factory=lambda: [ReferenceSource(path="builtin:imdb", sample=1000)]
+    )
+    reference_includes_corpus: bool = True  # the searched corpus's parses join the grammar
+    grammar_file: Optional[str] = None  # reuse a saved grammar.parquet (the reference texts are then not parsed)
+    grammar_min_count: int = Field(default=2, ge=1)  # reference productions seen fewer times are ignored
+    k: int = Field(default=4, ge=1)  # masked sentences sampled per seed (Algorithm 1)
+    max_masks: int = Field(default=1, ge=1)  # extra symbols one expansion may insert
+    fillable_tags: list[str] = Field(default_factory=lambda: list(CONTENT_TAGS))  # Penn tags a mask may take
+    parser: Literal["auto", "benepar", "spacy-dep2const"] = "auto"
+    pipeline: str = "builtin:sm"  # spaCy pipeline of the parser actors
+    pool_size: Optional[int] = Field(default=None, ge=1)  # None: one actor per CPU (spaCy is single-threaded)
+    batch_size: int = Field(default=128, ge=1)
+    suite: str = "s2lct"  # suites are named <suite>-<capability id>
+    seed: Optional[int] = None  # None: the top-level seed
+    models: Optional[str] = None  # model registry (zoo.yaml): benchmark the suite
+    only_models: Optional[list[str]] = None  # benchmark only these of the given models (None: all)
+    filler: FillerConfig = FillerConfig()
+    coverage: CoverageConfig = CoverageConfig()
+    explain: ExplainConfig = ExplainConfig()

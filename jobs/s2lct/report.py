@@ -1,0 +1,127 @@
+"""Report sections of the S²LCT job (also used by the demo's combined report)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Sequence
+
+import pyarrow as pa
+
+from engine.report import Section, figure_html, table_html
+from engine.s2lct.spec import CapabilitySpec
+from engine.stages import StageRunner
+
+
+def _counts(suite: pa.Table) -> dict[str, Counter]:
+    kinds: dict[str, Counter] = {}
+    for cap, meta in zip(suite.column("capability").to_pylist(), suite.column("meta").to_pylist()):
+        kinds.setdefault(cap, Counter())[json.loads(meta)["kind"]] += 1
+    return kinds
+
+
+def generation_section(runner: StageRunner, suite: pa.Table, capabilities: Sequence[CapabilitySpec], s) -> Section:
+    from jobs.s2lct.job import filler_name
+
+    seeds = runner.output("seeds").to_pylist()
+    expanded = {r["case_id"]: r for r in runner.output("expand").to_pylist()}
+    masked_per: Counter = Counter()
+    rejected: dict[str, Counter] = {}
+    parsers = set()
+    for sd in seeds:
+        p = expanded[sd["case_id"]]
+        parsers.add(p["parser"])
+        for m in json.loads(p["expansions"]):
+            masked_per[sd["capability_id"]] += 1
+            rejected.setdefault(sd["capability_id"], Counter()).update(m["rejected"])
+    found = {sd["capability_id"]: json.loads(sd["found"]) for sd in seeds}
+    kinds = _counts(suite)
+    rows = []
+    for spec in capabilities:
+        k = kinds.get(spec.name, Counter())
+        rows.append({"capability": spec.name,
+                     "sentences found (per rule)": ", ".join(f"{r}: {n}" for r, n in found.get(spec.id, {}).items()) or "0",
+                     "seeds": k["seed"], "masked sentences": masked_per[spec.id], "expansions": k["expansion"],
+                     "fills rejected (reason: count)": ", ".join(f"{r}: {n}" for r, n in
+                                                                 sorted(rejected.get(spec.id, {}).items()))})
+    n_seeds = sum(k["seed"] for k in kinds.values())
+    n_exp = sum(k["expansion"] for k in kinds.values())
+    summary = (f"{n_seeds} seeds and {n_exp} expansions in {len(kinds)} capabilities; parser: {', '.join(sorted(parsers))}; "
+               f"mask filler: {filler_name(s.filler)}; k = {s.k} masked sentences per seed, up to {s.filler.keep} "
+               f"validated fills each.")
+    if any(sd["label_source"] == "lexicon-proxy" for sd in seeds):
+        summary += (" The corpus has no neutral label: a sentence without any polar word (VADER/AFINN) "
+                    "stands for a neutral one (meta.label_source = lexicon-proxy).")
+    return Section("S²LCT · seeds and expansions per capability", [table_html(rows)], summary)
+
+
+def examples_section(suite: pa.Table, per_capability: int = 2) -> Section:
+    rows = suite.to_pylist()
+    seeds = {r["case_id"]: r for r in rows if json.loads(r["meta"])["kind"] == "seed"}
+    children: dict[str, list[dict]] = {}
+    for r in rows:
+        meta = json.loads(r["meta"])
+        if meta["kind"] == "expansion":
+            children.setdefault(meta["seed_case_id"], []).append({**r, "m": meta})
+    out, shown = [], Counter()
+    for cid, seed in seeds.items():
+        if shown[seed["capability"]] >= per_capability or cid not in children:
+            continue
+        shown[seed["capability"]] += 1
+        for child in children[cid][:3]:
+            out.append({"capability": seed["capability"].split(":")[0], "label": seed["expected_label"],
+                        "seed": seed["text"], "masked": child["m"]["masked"],
+                        "production → reference": f"{child['m']['production']} → {child['m']['reference_production']}",
+                        "expansion": child["text"]})
+    return Section("S²LCT · example expansions", [table_html(out)],
+                   "Seeds with masked sentences from Algorithm 1 and the validated fills.")
+
+
+def grammar_section(grammar: pa.Table, runner: StageRunner, top: int = 25) -> Section:
+    trees = runner.output("grammar", "sources").column("trees")[0].as_py()
+    documents = runner.output("parse", "info").column("reference_documents")[0].as_py()
+    lhs = Counter(grammar.column("lhs").to_pylist())
+    rows = grammar.sort_by([("count", "descending")]).slice(0, top).to_pylist()
+    summary = (f"{grammar.num_rows} distinct productions over {len(lhs)} left-hand sides, from {trees} parse trees "
+               f"({documents} reference documents, plus the searched corpus when configured). Most frequent:")
+    return Section("S²LCT · reference grammar", [table_html(rows)], summary)
+
+
+def table3_section(evaluation) -> Section:
+    rows = [{"capability": r["capability"], "model": r["model"], "#seeds": r["seeds"],
+             "seed fails %": r["seed_fail_pct"], "#exps": r["expansions"], "exp fails %": r["exp_fail_pct"],
+             "#pass→fail": r["pass_to_fail"]} for r in sorted(evaluation.table3, key=lambda r: (r["capability"], r["model"]))]
+    return Section("S²LCT · Table 3 per model", [table_html(rows, max_rows=400)],
+                   "Failure rates of seeds and expansions per capability and model; pass→fail counts expansions "
+                   "that fail while their seed passes.")
+
+
+def coverage_section(evaluation) -> Section:
+    import plotly.express as px
+
+    blocks = []
+    if evaluation.coverage:
+        long = [{**r, "metric": m, "value": r[m]} for r in evaluation.coverage for m in ("BoundCov", "SActCov")]
+        fig = px.line(long, x="cases", y="value", color="suite", facet_col="metric", facet_row="model", markers=True,
+                      title="Neuron boundary coverage (bounds from the model's training sentences)")
+        blocks += [figure_html(fig), table_html(evaluation.coverage)]
+    summary = " ".join(evaluation.notes) or ("BoundCov and SActCov (Eq. 3–4) of equal-size random samples of the "
+                                             "S²LCT suite and of the CheckList template suite.")
+    return Section("S²LCT · neuron coverage", blocks, summary)
+
+
+def explanations_section(evaluation) -> Section:
+    return Section("S²LCT · minimal-token explanations", [table_html(evaluation.explanations)],
+                   "Eq. 5: tokens unmasked in occlusion-attribution order until the wrong label keeps "
+                   "probability >= the threshold.")
+
+
+def s2lct_sections(runner: StageRunner, suite: pa.Table, grammar: pa.Table, capabilities: Sequence[CapabilitySpec],
+                   s, evaluation=None) -> list[Section]:
+    sections = [generation_section(runner, suite, capabilities, s), examples_section(suite),
+                grammar_section(grammar, runner)]
+    if evaluation is not None:
+        sections += [table3_section(evaluation), coverage_section(evaluation)]
+        if evaluation.explanations:
+            sections.append(explanations_section(evaluation))
+    return sections

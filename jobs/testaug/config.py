@@ -1,0 +1,70 @@
+"""Config section(s) of the job: PatchConfig, TestAugConfig, ValidityConfig."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from engine.config import (
+    JobSection,
+    Section,
+)
+from engine.llm import GenerationParams
+from engine.testaug.validity import ValidityBackend
+from engine.training import FineTuneConfig
+
+
+class PatchConfig(Section):
+    enabled: bool = True
+    models: list[str] | None = None  # None: every trainable model (sklearn, st_head families)
+    seeds: list[int] = Field(default_factory=lambda: [11, 14, 25, 42, 74])  # the paper's five
+    test_fraction: float = Field(default=0.3, gt=0, lt=1)  # share of the merged suites held out
+
+
+class TestAugConfig(JobSection):
+    key: ClassVar[str] = "testaug"
+
+    spec: str | None = None  # capability spec (template JSONL/YAML): descriptions, seeds, pools
+    suite: str = "testaug"
+    task: Literal["sentiment", "paraphrase", "nli"] = "sentiment"  # sets the validity threshold
+    label_map: dict[str, str] | None = None  # as templates.label_map
+    descriptions: list[str] | None = None  # keep these (key d01.., capability or description text)
+    max_descriptions: int | None = Field(default=None, ge=1)
+    seeds_per_template: int = Field(default=10, ge=1)
+    demonstrations: int = Field(default=3, ge=1)  # seed cases shown per prompt (the paper: 3)
+    prompts_per_description: int = Field(default=4, ge=1)
+    cases_per_prompt: int = Field(default=5, ge=1)
+    generation: GenerationParams = GenerationParams(temperature=0.9, max_tokens=200)
+    validity: str | None = None  # classifier directory (`checkray validity train`)
+    annotations: str | None = None  # people's validity annotations of generated cases (JSONL)
+    first_sample: int = Field(default=30, ge=1)  # phase-1 sample per description
+    threshold: float | None = Field(default=None, gt=0, le=1)  # None: 0.9 / 0.9 / 0.8 by task
+    llm_labeler: bool = True  # judge cases with the LLM when nobody annotated them
+    label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=8)
+    expansion_match: Literal["filling", "pool"] = "filling"  # §4.3 text / Table 12 behaviour
+    expansion_per_template: int = Field(default=5, ge=1)
+    max_expansion_per_description: int = Field(default=200, ge=0)
+    spacy: str = "builtin:sm"
+    baseline_nsamples: int = Field(default=100, ge=1)  # template-only suite, cases per template
+    diversity_per_description: int = Field(default=100, ge=2)  # Table 5 sample (the paper: 100)
+    models: str | None = None  # registry / zoo recipe for failure rates and Table 3
+    patch: PatchConfig = PatchConfig()
+
+    @field_validator("label_map", mode="before")
+    @classmethod
+    def _int_keys(cls, value: Any) -> Any:
+        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+
+class ValidityConfig(JobSection):
+    key: ClassVar[str] = "validity"
+
+    backend: ValidityBackend = "embedding_lr"
+    encoder: str = "builtin:minilm"  # sentence encoder (embedding_lr) or base model (finetune)
+    seed: int = 42  # the paper fixes the fine-tuning seed to 42
+    # The paper (Table 8): lr 5e-6, batch 16, 10 epochs, length 128, for roberta-base on a GPU.
+    # MiniLM on CPU: fewer epochs and a larger rate reach the same accuracy in minutes.
+    finetune: FineTuneConfig = FineTuneConfig(
+        train_size=None, epochs=3, max_length=64, batch_size=16, learning_rate=5e-5
+    )

@@ -1,0 +1,66 @@
+"""``checkray validity train|score``: TestAug's validity classifier (§4.2).
+
+    checkray validity train --annotations FILE --out DIR [--backend embedding_lr|finetune]
+        -> DIR/metadata.json + DIR/head.joblib (embedding_lr) or DIR/model/ (finetune)
+    checkray validity score --model DIR --annotations FILE
+        -> prints accuracy, F1 (valid) and the valid share on the annotated cases
+
+``checkray testaug --validity DIR`` filters generated cases with a trained classifier.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional
+
+import typer
+
+from engine.config import Section
+from jobs.config import load_config
+from engine.training import FineTuneConfig
+from engine.testaug.validity import read_annotations
+from jobs.testaug.config import ValidityConfig
+from jobs.console import console
+
+
+app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args_is_help=True)
+
+
+@app.command("train")
+def train_command(
+    annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
+    out: str = typer.Option(..., "--out", "-o", help="Directory for the classifier."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="embedding_lr (default) or finetune."),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="Encoder: builtin:minilm, a path."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'validity' section."),
+):
+    """Train a validity classifier on annotated generated cases."""
+    from actors.testaug.validity import score_validity, train_validity
+
+    cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
+    v: ValidityConfig = cfg.section("validity")
+    rows = read_annotations(annotations)
+    clf = train_validity(rows, v.backend, v.encoder, v.seed, v.finetune)
+    clf.meta["annotations"] = str(annotations)
+    clf.meta["train_scores"] = score_validity(clf, rows)
+    clf.save(out)
+    s = clf.meta["train_scores"]
+    console.print(f"validity: {v.backend} on {len(rows)} cases ({clf.meta['n_valid']} valid) in "
+                  f"{clf.meta['train_seconds']}s; training accuracy {s['accuracy']:.3f}")
+    typer.echo(f"wrote {out.rstrip('/')}/metadata.json")
+
+
+@app.command("score")
+def score_command(
+    model: str = typer.Option(..., "--model", "-m", help="Directory written by `checkray validity train`."),
+    annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
+):
+    """Accuracy of a validity classifier on annotated cases."""
+    from actors.testaug.validity import ValidityClassifier, score_validity
+
+    clf = ValidityClassifier.load(model)
+    scores = score_validity(clf, read_annotations(annotations))
+    typer.echo(f"accuracy {scores['accuracy']:.4f} on {scores['n']} cases "
+               f"(F1 valid {scores['f1_valid']:.4f}, valid share {scores['valid_share']:.3f})")
+    typer.echo(json.dumps({"model": model, "backend": clf.backend, **scores}))

@@ -1,0 +1,27 @@
+"""Config section(s) of the job: TopicsConfig."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from engine.config import (
+    ClustererConfig,
+    EmbedderConfig,
+    JobSection,
+    ReducerConfig,
+    RepresentationConfig,
+    RepresentativesConfig,
+)
+
+
+class TopicsConfig(JobSection):
+    key: ClassVar[str] = "topics"
+
+    embedder: EmbedderConfig = EmbedderConfig()
+    reducer: ReducerConfig = ReducerConfig()
+    clusterer: ClustererConfig = ClustererConfig()
+    representation: RepresentationConfig = RepresentationConfig()
+    representatives: RepresentativesConfig = RepresentativesConfig()
+    map_points: int = Field(default=5_000, ge=0)  # points drawn in the report's 2-D map

@@ -1,0 +1,196 @@
+"""The ``topics`` job: corpus -> embeddings (Ray Data actor pool) -> UMAP -> k-means ->
+c-TF-IDF topics -> MMR representative documents (stratified by label) -> report.
+
+Outputs in ``--out DIR``: clusters.parquet, assignments.parquet, representatives.parquet,
+report.html; stage checkpoints under DIR/stages/ make a rerun resume where it stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import typer
+
+from jobs.config import CheckrayConfig, load_config
+from engine.corpus import corpus_fingerprint, read_corpus
+from engine.errors import InputError
+from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
+from engine.report import Section, render
+from engine.runtime import choose_device, cluster_resources, init_ray, plan_actor_pool
+from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.topics.describe import describe_clusters
+from jobs.base import Job, run_job
+from jobs.topics.config import TopicsConfig
+from jobs.topics.report import topics_sections
+
+CHUNK = 4096  # rows per transform/predict call when streaming embeddings
+
+
+def corpus_stage(cfg: CheckrayConfig):
+    def run(ctx: StageContext):
+        table = read_corpus(cfg.corpus)
+        k = cfg.section(TopicsConfig).clusterer.n_clusters
+        if table.num_rows < k:
+            raise InputError(f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)")
+        table = table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
+        # The embed stage reads the corpus by text length so each forward pass pads little,
+        # as SentenceTransformer.encode does for one in-memory list (sorted here, in Arrow:
+        # Ray Data's distributed sort is far costlier than this for a text column).
+        lengths = pc.utf8_length(table.column("text"))
+        by_length = table.select(["id", "pos", "text"]).take(pc.array_sort_indices(lengths))
+        return {"data": table, "by_length": by_length}
+
+    return Stage("corpus", run, config=cfg.corpus, external=(corpus_fingerprint(cfg.corpus),))
+
+
+def embed_stage(cfg: CheckrayConfig):
+    emb = cfg.section(TopicsConfig).embedder
+
+    def run(ctx: StageContext):
+        from actors.embedder import EmbeddingActor, resolve_model
+        from actors.pool import map_with_actors
+
+        resolve_model(emb.model)  # a missing model path fails here, not inside an actor
+        plan = plan_actor_pool(cluster_resources(), emb.backend, emb.pool_size)
+        # Rows arrive sorted by length (see corpus_stage); ``pos`` restores corpus order later.
+        map_with_actors(ctx.input_path("corpus", "by_length"), EmbeddingActor,
+                        dict(model=emb.model, encode_batch_size=emb.encode_batch_size, normalize=emb.normalize,
+                             threads=plan.threads, keep=("id", "pos")),
+                        plan, batch_size=emb.batch_size, filesystem=ctx.run.fs,
+                        rows=ctx.done["corpus"].outputs.get("data"), order_column="pos",
+                        write_to=f"{ctx.stage_path}/embeddings")
+        return None
+
+    return Stage("embed", run, inputs=("corpus",), config=emb)
+
+
+def read_embeddings(run: RunDir) -> pads.Dataset:
+    return pads.dataset(run.path("stages", "embed", "embeddings"), filesystem=run.fs, format="parquet")
+
+
+def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
+    """UMAP (n-D for clustering, 2-D for the map) and k-means; fit on a bounded sample,
+    then transform/predict every document in chunks. Runs where the device is."""
+    from actors.embedder import column_to_numpy
+
+    run = RunDir(run_uri)
+    t = cfg.section(TopicsConfig)
+    data = read_embeddings(run)
+    n = data.count_rows()
+    sample_pos = fit_sample_index(n, t.reducer.fit_sample, cfg.seed)
+    sample = data.to_table(filter=pc.field("pos").isin(pa.array(sample_pos)))
+    sample = sample.sort_by("pos")
+    X = column_to_numpy(sample.column("embedding"))
+
+    reducer = make_reducer(t.reducer, device, cfg.seed)
+    reduced_sample = to_numpy(reducer.fit_transform(X))
+    clusterer = make_clusterer(t.clusterer, device, cfg.seed).fit(reduced_sample)
+    mapper = make_reducer(t.reducer, device, cfg.seed, n_components=2)
+    map_sample = to_numpy(mapper.fit_transform(reduced_sample))
+
+    if n == len(sample_pos):  # everything was in the sample: no second pass
+        pos = sample.column("pos").to_numpy()
+        labels = to_numpy(clusterer.predict(reduced_sample))
+        xy = map_sample
+    else:
+        pos_parts, label_parts, xy_parts = [], [], []
+        for batch in data.to_batches(columns=["pos", "embedding"], batch_size=CHUNK):
+            reduced = to_numpy(reducer.transform(column_to_numpy(batch.column("embedding"))))
+            pos_parts.append(batch.column("pos").to_numpy())
+            label_parts.append(to_numpy(clusterer.predict(reduced)))
+            xy_parts.append(to_numpy(mapper.transform(reduced)))
+        pos, labels, xy = np.concatenate(pos_parts), np.concatenate(label_parts), np.concatenate(xy_parts)
+    order = np.argsort(pos)
+    return pa.table({
+        "pos": pa.array(pos[order], pa.int64()),
+        "cluster": pa.array(labels[order].astype(np.int32)),
+        "x": pa.array(xy[order, 0].astype(np.float32)),
+        "y": pa.array(xy[order, 1].astype(np.float32)),
+    })
+
+
+def layout_stage(cfg: CheckrayConfig):
+    t = cfg.section(TopicsConfig)
+
+    def run(ctx: StageContext):
+        resources = cluster_resources()
+        device = choose_device(t.reducer.backend if t.reducer.backend != "auto" else t.clusterer.backend, resources)
+        if device == "gpu":  # cuML must run on a GPU node, not on the (CPU) head
+            import ray
+
+            table = ray.get(ray.remote(num_gpus=1)(fit_layout).remote(ctx.run.uri, cfg, device))
+        else:
+            table = fit_layout(ctx.run.uri, cfg, device)
+        return {"data": table}
+
+    return Stage("layout", run, inputs=("embed",), config=[t.reducer, t.clusterer, cfg.seed])
+
+
+def describe_stage(cfg: CheckrayConfig):
+    t = cfg.section(TopicsConfig)
+
+    def run(ctx: StageContext):
+        corpus = ctx.input("corpus")
+        layout = ctx.input("layout", columns=["cluster"])
+        clusters, reps = describe_clusters(corpus, layout.column("cluster").to_numpy(), t.representation,
+                                           t.representatives, cfg.seed)
+        return {"clusters": clusters, "representatives": reps}
+
+    return Stage("describe", run, inputs=("corpus", "layout"), config=[t.representation, t.representatives, cfg.seed])
+
+
+class TopicsJob(Job[TopicsConfig]):
+    """corpus -> embed -> layout -> describe; publishes clusters, assignments, representatives."""
+
+    name, title, section = "topics", "checkray · topics", TopicsConfig
+    published = ("clusters.parquet", "assignments.parquet", "representatives.parquet")
+
+    def stages(self):
+        yield corpus_stage(self.cfg)
+        yield embed_stage(self.cfg)
+        yield layout_stage(self.cfg)
+        yield describe_stage(self.cfg)
+
+    def publish(self, runner: StageRunner) -> list[Section]:
+        run = runner.run
+        corpus = runner.output("corpus")
+        layout = runner.output("layout")
+        clusters = runner.output("describe", "clusters")
+        reps = runner.output("describe", "representatives")
+        assignments = pa.table({"id": corpus.column("id"), "cluster": layout.column("cluster"),
+                                "x": layout.column("x"), "y": layout.column("y")})
+        run.write_table("clusters.parquet", clusters)
+        run.write_table("assignments.parquet", assignments)
+        run.write_table("representatives.parquet", reps)
+        return topics_sections(corpus, assignments, clusters, reps, self.cfg)
+
+
+def run_topics(cfg: CheckrayConfig, out: str) -> RunDir:
+    return run_job(TopicsJob(cfg), out).run
+
+
+def topics_command(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (configs/demo.yaml)."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", help="Corpus file (.parquet/.csv/.jsonl) or builtin:<name>."),
+    text_column: Optional[str] = typer.Option(None, "--text-column"),
+    label_column: Optional[str] = typer.Option(None, "--label-column"),
+    clusters: Optional[int] = typer.Option(None, "--clusters", "-k", help="Number of k-means clusters."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="Representative documents per cluster."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Use the first N documents."),
+    sample: Optional[int] = typer.Option(None, "--sample", help="Use N documents drawn at random (seeded)."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory (local path or s3://...)."),
+):
+    """Cluster a corpus into topics and pick representative documents."""
+    cfg = load_config(config, {
+        "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
+        "corpus.limit": limit, "corpus.sample": sample, "topics.clusterer.n_clusters": clusters,
+        "topics.representatives.top_k": top_k, "out": out,
+    })
+    run = run_job(TopicsJob(cfg)).run
+    typer.echo(f"wrote {run.uri}/clusters.parquet, assignments.parquet, representatives.parquet, report.html")

@@ -1,0 +1,214 @@
+"""The ``zoo`` job: build a cached set of sentiment models of different families from a
+labeled corpus, and write the registry the benchmark reads (``DIR/zoo.yaml``).
+
+Stages (under ``DIR/stages/``, each skipped on rerun when its config is unchanged):
+``split`` (seeded stratified train/held-out split), ``embed-<encoder>`` (corpus embeddings,
+once per encoder, shared by every head on it), ``model-<name>`` (one per model, built as a
+Ray task; independent models run concurrently as far as the cluster's CPUs allow).
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import typer
+
+from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
+from engine.config import read_yaml
+from jobs.config import CheckrayConfig, load_config
+from engine.corpus import corpus_fingerprint, read_corpus
+from engine.errors import CheckrayError, ConfigError, InputError
+from engine.benchmark.registry import ModelSpec, read_registry, write_registry
+from engine.report import Section, render, table_html
+from engine.runtime import cluster_resources, init_ray, plan_actor_pool
+from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.training import ZooConfig, ZooModel, stratified_split
+from jobs.console import console, stage_printer
+
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml"
+REGISTRY = "zoo.yaml"
+VERSION = "1"  # bump when a trainer changes what it builds
+
+
+def split_stage(cfg: CheckrayConfig, zoo: ZooConfig) -> Stage:
+    def run(ctx: StageContext):
+        from sklearn.model_selection import train_test_split
+
+        table = read_corpus(cfg.corpus)
+        labels = table.column("label").to_numpy(zero_copy_only=False)
+        if table.column("label").null_count:
+            raise InputError(f"{cfg.corpus.path}: the zoo trains classifiers and needs a label on every row "
+                             f"({table.column('label').null_count} missing)")
+        if zoo.tiny and zoo.tiny_sample < table.num_rows:
+            keep, _ = train_test_split(np.arange(table.num_rows), train_size=zoo.tiny_sample,
+                                       stratify=labels, random_state=zoo.seed)
+            table = table.take(np.sort(keep))
+            labels = table.column("label").to_numpy(zero_copy_only=False)
+        try:
+            held = stratified_split(labels, zoo.held_out, zoo.seed)
+        except ConfigError as exc:
+            raise InputError(f"{cfg.corpus.path}: {exc}") from None
+        return {"data": table.select(["id", "text", "label"]).append_column("held_out", pa.array(held))
+                .append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))}
+
+    return Stage(SPLIT_STAGE, run, config=[cfg.corpus, zoo.held_out, zoo.seed, zoo.tiny, zoo.tiny_sample],
+                 external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
+
+
+def embed_stage_name(encoder: str) -> str:
+    return "embed-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", encoder.removeprefix("builtin:")).strip("_")
+
+
+def embed_stage(zoo: ZooConfig, encoder: str) -> Stage:
+    def run(ctx: StageContext):
+        import ray.data
+
+        from actors.embedder import EmbeddingActor, resolve_model
+
+        resolve_model(encoder)  # a missing model path fails here, not inside an actor
+        plan = plan_actor_pool(cluster_resources(), zoo.backend)
+        rows = ctx.done[SPLIT_STAGE].outputs.get("data") or 1
+        blocks = max(plan.pool_size * 2, -(-rows // 1024))
+        ds = ray.data.read_parquet(ctx.input_path(SPLIT_STAGE), filesystem=ctx.run.fs).repartition(blocks)
+        ds = ds.map_batches(
+            EmbeddingActor,
+            fn_constructor_kwargs=dict(model=encoder, encode_batch_size=zoo.embed_batch_size, normalize=True,
+                                       threads=plan.threads, keep=("pos",)),
+            batch_size=256, batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options(),
+        )
+        ds.write_parquet(f"{ctx.stage_path}/embeddings", filesystem=ctx.run.fs)
+        return None
+
+    return Stage(embed_stage_name(encoder), run, inputs=(SPLIT_STAGE,), config=[encoder, zoo.backend], version=VERSION)
+
+
+def task_options(model: ZooModel, zoo: ZooConfig) -> tuple[dict, int]:
+    """Ray resources and torch/LightGBM threads for one model's build task.
+
+    A fine-tune takes a GPU when the cluster has one (planned, never assumed), else every
+    CPU of one node; the other models are single-threaded and run side by side.
+    """
+    import ray
+
+    if model.kind != "finetune":
+        return {"num_cpus": 1}, 1
+    plan = plan_actor_pool(cluster_resources(), zoo.backend, pool_size=1)
+    if plan.device == "gpu":
+        return plan.ray_options(), 1
+    node_cpus = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=1)
+    threads = max(1, int(node_cpus))
+    return {"num_cpus": threads}, threads
+
+
+def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str]) -> Stage:
+    embed = embed_stage_name(model.encoder) if model.kind == "embedding" else None
+
+    def run(ctx: StageContext):
+        import ray
+
+        opts, threads = task_options(model, zoo)
+        task = ray.remote(build_zoo_model).options(**opts, max_retries=0)
+        try:
+            entry = ray.get(task.remote(ctx.run.uri, model, zoo, labels, embed, threads))
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, CheckrayError):  # a user error inside the task stays one line
+                raise type(exc.cause)(f"zoo model '{model.name}': {exc.cause}") from None
+            raise
+        return {"entry": pa.table({"spec": [ModelSpec.model_validate(entry).model_dump_json()]})}
+
+    # What the model is built from; ``tiny`` only selects, and fine-tune settings matter only to fine-tunes.
+    recipe = model.model_dump(exclude={"tiny"} if model.kind == "finetune" else {"tiny", "finetune"})
+    config = [recipe, labels, zoo.seed] + ([zoo.tfidf] if model.kind == "tfidf" else [])
+    return Stage(model_stage_name(model.name), run, inputs=(SPLIT_STAGE,) + ((embed,) if embed else ()),
+                 config=config, version=VERSION)
+
+
+def read_entry(runner: StageRunner, model: ZooModel) -> ModelSpec:
+    table = runner.output(model_stage_name(model.name), "entry")
+    return ModelSpec.model_validate_json(table.column("spec")[0].as_py())
+
+
+def run_zoo(cfg: CheckrayConfig, out: str, only: list[str] | None = None) -> list[ModelSpec]:
+    """Build (or reuse) every selected model; write ``out/zoo.yaml``; return its specs."""
+    zoo: ZooConfig = cfg.section("zoo")
+    models = zoo.selected()
+    if only:
+        unknown = sorted(set(only) - {m.name for m in zoo.models})
+        if unknown:
+            raise InputError(f"unknown zoo model(s): {', '.join(unknown)} (have: {', '.join(m.name for m in zoo.models)})")
+        models = [m for m in models if m.name in only]
+    if not models:
+        raise InputError("no zoo models selected (tiny mode builds only models marked 'tiny: true')")
+    if "://" in out:
+        raise InputError(f"{out}: the zoo directory must be a local path (the benchmark loads models from files)")
+    init_ray(cfg.runtime)
+    run = RunDir(out)
+    runner = StageRunner(run, on_stage=stage_printer("zoo"))
+    runner.run_stage(split_stage(cfg, zoo))
+    labels = sorted(set(runner.output(SPLIT_STAGE, columns=["label"]).column("label").to_pylist()))
+    for encoder in dict.fromkeys(m.encoder for m in models if m.kind == "embedding"):
+        runner.run_stage(embed_stage(zoo, encoder))
+
+    stages = [model_stage(zoo, m, labels) for m in sorted(models, key=lambda m: m.kind != "finetune")]
+    # Each stage waits on its own Ray task; threads let Ray run the independent tasks together.
+    with ThreadPoolExecutor(max_workers=len(stages)) as pool:
+        for future in [pool.submit(runner.run_stage, s) for s in stages]:
+            future.result()
+    split = {"corpus": cfg.corpus.path, "held_out": zoo.held_out, "split_seed": zoo.seed, "tiny": zoo.tiny}
+    specs = [s.model_copy(update={"meta": {**s.meta, **split}}) for s in (read_entry(runner, m) for m in models)]
+    write_registry(run.path(REGISTRY), specs)  # paths stay relative to the zoo directory
+    return specs
+
+
+def zoo_section(specs: list[ModelSpec]) -> Section:
+    rows = [{"model": s.name, "family": s.family, "held-out accuracy": s.accuracy,
+             "train": s.meta.get("n_train"), "held out": s.meta.get("n_held_out"),
+             "build s": s.meta.get("build_seconds")} for s in specs]
+    best = max(specs, key=lambda s: s.accuracy or 0)
+    return Section("Model zoo", [table_html(rows)], summary=f"{len(specs)} models; best {best.name} ({best.accuracy:.3f})")
+
+
+def resolve_models(path: str | Path) -> list[ModelSpec]:
+    """Model specs from a registry file (``models: [...]``) or from a zoo recipe config
+    (``zoo: ...``), in which case the zoo is built, or reused, in ``zoo.cache_dir``."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: model registry or zoo recipe not found")
+    raw = read_yaml(p)
+    if isinstance(raw, dict) and "models" in raw and "zoo" not in raw:
+        return read_registry(p)
+    if not isinstance(raw, dict) or "zoo" not in raw:
+        raise InputError(f"{p}: neither a model registry (models: [...]) nor a zoo recipe (zoo: ...)")
+    cfg = load_config(p)
+    cache = cfg.section("zoo").cache_dir
+    run_zoo(cfg, cache)
+    return read_registry(Path(cache) / REGISTRY)
+
+
+def zoo_command(
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Zoo directory (default: zoo.cache_dir)."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Zoo recipe (default: configs/zoo.yaml)."),
+    corpus: Optional[str] = typer.Option(None, "--corpus", help="Labeled corpus file or builtin:<name>."),
+    tiny: bool = typer.Option(False, "--tiny", help="Small sample, only models marked tiny, no fine-tuning."),
+    only: Optional[str] = typer.Option(None, "--only", help="Comma-separated model names to build."),
+):
+    """Build and cache a zoo of sentiment models; write DIR/zoo.yaml for `checkray benchmark --models`."""
+    import time
+
+    path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
+    cfg = load_config(path, {"corpus.path": corpus, "zoo.tiny": True if tiny else None, "out": out})
+    target = cfg.out or cfg.section("zoo").cache_dir
+    start = time.perf_counter()
+    specs = run_zoo(cfg, target, [n.strip() for n in only.split(",") if n.strip()] if only else None)
+    for s in specs:
+        console.print(f"  {s.name:<14} {s.family:<9} held-out accuracy {s.accuracy:.3f}")
+    console.print(f"zoo: {len(specs)} models in {time.perf_counter() - start:.1f}s")
+    RunDir(target).write_text("report.html", render("checkray · model zoo", [zoo_section(specs)], subtitle=cfg.corpus.path))
+    typer.echo(f"wrote {target.rstrip('/')}/{REGISTRY}, report.html")

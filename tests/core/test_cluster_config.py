@@ -1,0 +1,121 @@
+"""cluster.yaml passes Ray's own (offline) validator and stays consistent with the
+project: images pinned to the ray pin, no ingress open to the world, the repo mounted
+where setup_commands install it, and only extras that pyproject.toml declares."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORLD = {"0.0.0.0/0", "::/0"}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> dict:
+    return yaml.safe_load((ROOT / "cluster.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def ray_pin(pyproject: dict) -> str:
+    for dep in pyproject["project"]["dependencies"]:
+        match = re.fullmatch(r"ray(\[[^\]]*\])?==([\w.]+)", dep.replace(" ", ""))
+        if match:
+            return match.group(2)
+    raise AssertionError("pyproject.toml does not pin ray with ==")
+
+
+def all_images(cfg: dict) -> list[str]:
+    docker = cfg.get("docker") or {}
+    images = [docker[k] for k in ("image", "head_image", "worker_image") if docker.get(k)]
+    for node_type in cfg["available_node_types"].values():
+        images += [v for k, v in (node_type.get("docker") or {}).items() if k.endswith("image")]
+    return images
+
+
+def ingress_cidrs(cfg: dict) -> list[str]:
+    rules = cfg["provider"].get("security_group", {}).get("IpPermissions", [])
+    cidrs = []
+    for rule in rules:
+        cidrs += [r["CidrIp"] for r in rule.get("IpRanges", [])]
+        cidrs += [r["CidrIpv6"] for r in rule.get("Ipv6Ranges", [])]
+    return cidrs
+
+
+@pytest.mark.timeout(60)
+def test_ray_validator_accepts_cluster_yaml(cluster):
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    prepared = prepare_config(cluster)
+    validate_config(prepared)  # raises jsonschema.ValidationError / ValueError when wrong
+    assert prepared["head_node_type"] == "head.cpu"
+    gpu_workers = [n for n in prepared["available_node_types"].values()
+                   if n["node_config"]["InstanceType"].startswith(("g4dn", "g5", "g6", "p3", "p4", "p5"))]
+    assert gpu_workers and all(n["min_workers"] == 0 and n["max_workers"] >= 1 for n in gpu_workers)
+
+
+@pytest.mark.timeout(30)
+def test_validator_rejects_a_broken_config(cluster):
+    """The validation above can fail: a misspelled top-level key is refused."""
+    import jsonschema
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    broken = dict(cluster, max_wokers=3)
+    with pytest.raises(jsonschema.ValidationError):
+        validate_config(prepare_config(broken))
+
+
+@pytest.mark.timeout(30)
+def test_images_are_pinned_to_the_ray_pin_and_python(cluster, pyproject):
+    pin = ray_pin(pyproject)
+    images = all_images(cluster)
+    assert images
+    for image in images:
+        repo, _, tag = image.partition(":")
+        assert repo == "rayproject/ray", image
+        assert tag.startswith(f"{pin}-py311-"), f"{image} does not match ray=={pin} on Python 3.11"
+    assert any(i.endswith(("-gpu", "-cu121", "-cu124", "-cu128")) for i in images), "no GPU image"
+    assert ">=3.11" in pyproject["project"]["requires-python"]
+
+
+@pytest.mark.timeout(30)
+def test_no_ingress_is_open_to_the_world(cluster):
+    cidrs = ingress_cidrs(cluster)
+    assert cidrs, "no ingress rules: the dashboard (job submission) would be unreachable"
+    assert not WORLD & set(cidrs), f"ingress open to the world: {cidrs}"
+    rules = cluster["provider"]["security_group"]["IpPermissions"]
+    assert any(r["FromPort"] <= 8265 <= r["ToPort"] for r in rules), "dashboard port 8265 not reachable"
+
+
+@pytest.mark.timeout(30)
+def test_world_open_rule_is_detected(cluster):
+    """The ingress check above can fail on a world-open rule."""
+    sg = {"IpPermissions": [{"IpProtocol": "tcp", "FromPort": 8265, "ToPort": 8265,
+                             "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]}
+    opened = dict(cluster, provider=dict(cluster["provider"], security_group=sg))
+    assert WORLD & set(ingress_cidrs(opened))
+
+
+@pytest.mark.timeout(30)
+def test_setup_installs_the_mounted_repo_with_declared_extras(cluster, pyproject):
+    mounted = [remote for remote, local in cluster["file_mounts"].items() if local in (".", "./")]
+    assert len(mounted) == 1, "the repo root must be mounted exactly once"
+    commands = (cluster.get("setup_commands", []) + cluster.get("head_setup_commands", [])
+                + cluster.get("worker_setup_commands", []))
+    editable = [c for c in commands if "pip install" in c and " -e " in c]
+    assert editable, "no `pip install -e` of the repo"
+    declared = set(pyproject["project"]["optional-dependencies"])
+    for command in editable:
+        target = re.search(r'-e\s+"?([^"\s\[]+)(?:\[([\w,-]+)\])?', command)
+        assert target and target.group(1) == mounted[0], command
+        for extra in (target.group(2) or "").split(","):
+            assert not extra or extra in declared, f"extra '{extra}' is not in pyproject.toml"
+    assert {".venv", ".git"} <= set(cluster.get("rsync_exclude", []))

@@ -1,0 +1,267 @@
+"""COSTELLO pure parts: WordNet assembly, mutation operators (polarity guard), CR assembly,
+distances and thresholds on toy data, the Wilcoxon ground-truth direction, and one repair
+epoch on a tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engine.costello.triples import Seed, combine, triple_table, triples_to_cases
+from engine.costello.metrics import (distance, ground_truth, nearest_neighbour_distances, table2, thresholds,
+                                     violates)
+from engine.errors import InputError
+from engine.costello.mutations import (Variant, gender_lexicon, gender_swap, inversion, read_inversions,
+                              shared_substitutions, substitutions, tokens_from_doc)
+from engine.lang.polarity import polarity_class
+from engine.schema import validate_cases
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    from actors.spacy_nlp import load_spacy
+
+    return load_spacy("builtin:sm", disable=("parser", "ner"))
+
+
+def toks(nlp, text):
+    return tokens_from_doc(nlp(text))
+
+
+# ------------------------------------------------------------------ WordNet
+
+def test_lexnames_are_the_45_lexicographer_files():
+    from engine.lang.wordnet import lexnames_text
+
+    lines = lexnames_text().splitlines()
+    assert len(lines) == 45
+    assert lines[0].split("\t") == ["00", "adj.all", "3"]
+    assert lines[3].split("\t") == ["03", "noun.Tops", "1"]
+    assert lines[44].split("\t") == ["44", "adj.ppl", "3"]
+    assert [int(line.split("\t")[0]) for line in lines] == list(range(45))
+
+
+def test_wordnet_reads_nouns_from_both_halves_and_relations():
+    from engine.lang.wordnet import antonyms, synonyms, wordnet
+
+    wn = wordnet()
+    # data.noun is rebuilt from two halves: a noun far into the second half must resolve.
+    assert wn.synset("zucchini.n.02").lexname() == "noun.food"
+    assert wn.synset("dog.n.01").lexname() == "noun.animal"
+    assert "bad" in antonyms("good", "ADJ")
+    assert "hate" in antonyms("love", "VERB")
+    assert "dull" in synonyms("boring", "ADJ")
+
+
+def test_missing_wordnet_package_is_one_line(monkeypatch):
+    import importlib.util
+
+    from engine.lang import wordnet
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(InputError) as err:
+        wordnet.source_dict_dir()
+    assert "patternfork-nosql-fix" in str(err.value) and "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------ operators
+
+def test_polarity_guard_synonym_keeps_sign_antonym_flips(nlp):
+    tokens = toks(nlp, "The acting is good and the plot is boring .")
+    syn = substitutions(tokens, "synonym")
+    ant = substitutions(tokens, "antonym")
+    assert {v.word for v in syn} == {"good", "boring"} and {v.word for v in ant} == {"good", "boring"}
+    for v in syn:
+        assert polarity_class(v.replacement) == polarity_class(v.word) != "neutral"
+        assert v.text.split()[v.index] == v.replacement
+    flips = {"positive": "negative", "negative": "positive"}
+    for v in ant:
+        assert polarity_class(v.replacement) == flips[polarity_class(v.word)]
+    assert any(v.replacement == "bad" and v.text == "The acting is bad and the plot is boring ." for v in ant)
+
+
+def test_guard_skips_neutral_words_and_fixes_articles(nlp):
+    neutral = toks(nlp, "The man walked to the blue house .")
+    assert substitutions(neutral, "synonym") == [] and substitutions(neutral, "antonym") == []
+    assert substitutions(neutral, "synonym", guard=False)  # WordNet alone would substitute
+    variants = substitutions(toks(nlp, "It is a good film ."), "antonym")
+    assert all(not v.text.startswith("It is a e") or v.text.startswith("It is an") for v in variants)
+    assert substitutions(toks(nlp, "a low-key comedy ."), "antonym") == []  # half of a hyphenated word
+
+
+def test_gender_swap_pronouns_words_and_names(nlp):
+    (v,) = gender_swap(toks(nlp, "He said his sister loves her job ."))
+    assert v.op == "gender" and v.text == "She said her brother loves his job ."
+    (v,) = gender_swap(toks(nlp, "I saw her yesterday ."))
+    assert v.text == "I saw him yesterday ."
+    _, names = gender_lexicon()
+    (v,) = gender_swap(toks(nlp, "John met the actress ."))
+    swapped = v.text.split()[0]
+    assert swapped == names["John"] and names[swapped] == "John" and "actor" in v.text
+    assert gender_swap(toks(nlp, "The plot is thin .")) == []
+
+
+def test_inversion_table_matches_and_rejects_bad_lines(tmp_path):
+    table_file = tmp_path / "inv.jsonl"
+    table_file.write_text(json.dumps({"sentence": "A  Great film .", "reversed": "A terrible film ."}) + "\n")
+    table = read_inversions(table_file)
+    assert inversion("a great   film .", table) == [Variant("inversion", "A terrible film .")]
+    assert inversion("another film .", table) == []
+    table_file.write_text('{"sentence": "x"}\n')
+    with pytest.raises(InputError, match=r"inv.jsonl:1: expected a JSON object"):
+        read_inversions(table_file)
+
+
+def test_shared_word_substitution_changes_both_sentences(nlp):
+    a = toks(nlp, "The company bought a new building .")
+    b = toks(nlp, "A new building was bought by the company .")
+    (syn,) = shared_substitutions(a, b, "synonym")
+    assert syn.word.lower() in syn.text.lower() or syn.replacement in syn.text.lower()
+    assert syn.replacement in syn.text.lower() and syn.replacement in syn.text_pair.lower()
+    (ant,) = shared_substitutions(a, b, "antonym")
+    assert ant.replacement == "old" and "old building" in ant.text and "old building" in ant.text_pair
+
+
+# ------------------------------------------------------------------ CR assembly
+
+def test_combine_builds_each_cr_and_links_variants_to_seed():
+    seed = Seed("d1", "he is good and brave .", "positive")
+    variants = [
+        Variant("synonym", "he is estimable and brave .", index=2, word="good", replacement="estimable"),
+        Variant("antonym", "he is good and cowardly .", index=4, word="brave", replacement="cowardly"),
+        Variant("synonym", "he is good and courageous .", index=4, word="brave", replacement="courageous"),
+        Variant("gender", "she is good and brave .", index=0, word="he", replacement="she"),
+        Variant("inversion", "he is bad and cowardly ."),
+    ]
+    triples = {t.capability: t for t in combine(seed, variants)}
+    assert set(triples) == {"CR1", "CR2", "CR3"}
+    # CR1: synonym and antonym of the SAME word (brave), not the first synonym (good).
+    assert triples["CR1"].positive.replacement == "courageous" and triples["CR1"].negative.replacement == "cowardly"
+    assert triples["CR2"].positive.op == "gender" and triples["CR2"].negative.op == "synonym"
+    assert triples["CR3"].negative.op == "inversion"
+
+    cases = validate_cases(triples_to_cases(list(triples.values()), "t"))
+    assert cases.num_rows == 9
+    rows = cases.to_pylist()
+    seeds = {r["case_id"]: r for r in rows if r["test_type"] == "MFT"}
+    assert all(r["method"] == "costello" and r["expected_label"] == "positive" for r in seeds.values())
+    for r in rows:
+        if r["test_type"] == "DIR":
+            assert r["perturbs"] in seeds and seeds[r["perturbs"]]["capability"] == r["capability"]
+            assert r["relation"] == ("closer" if json.loads(r["meta"])["role"] == "positive" else "farther")
+    wide = triple_table(cases)
+    assert sorted(wide.column("capability").to_pylist()) == ["CR1", "CR2", "CR3"]
+    cr3 = [r for r in wide.to_pylist() if r["capability"] == "CR3"][0]
+    assert (cr3["seed"], cr3["negative"]) == ("he is good and brave .", "he is bad and cowardly .")
+
+
+def test_no_triple_without_matching_variants():
+    seed = Seed("d", "a b c")
+    only_syn = [Variant("synonym", "a x c", index=1), Variant("antonym", "a b y", index=2)]
+    assert combine(seed, only_syn) == []  # different words: no CR1
+    pair = Seed("p", "a b", text_pair="b a")
+    cr4 = combine(pair, [Variant("pair_synonym", "a x", "x a", 1), Variant("pair_antonym", "a y", "y a", 1)])
+    assert [t.capability for t in cr4] == ["CR4"]
+
+
+# ------------------------------------------------------------------ metrics
+
+def test_distances_on_known_vectors():
+    a, b = np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[3.0, 4.0], [0.0, 2.0]])
+    np.testing.assert_allclose(distance(a, b, "l1"), [7.0, 3.0])
+    np.testing.assert_allclose(distance(a, b, "l2"), [5.0, np.sqrt(5.0)])
+    np.testing.assert_allclose(distance(a[1:], b[1:], "cos"), [1.0])
+    assert violates([2.0, 2.0, 1.0], [1.0, 1.5, 3.0], 0.5).tolist() == [True, False, False]
+
+
+def test_thresholds_on_a_toy_dictionary():
+    words = np.array([[1.0], [2.0], [4.0], [7.0], [0.0]])  # nearest-neighbour distances 1, 1, 2, 3
+    nn = nearest_neighbour_distances(words, "l2")  # the zero vector (an unknown word) is left out
+    np.testing.assert_allclose(sorted(nn), [1.0, 1.0, 2.0, 3.0])
+    mu, sigma = 1.75, np.sqrt(0.6875)
+    th = thresholds(nn)
+    assert th["zero"] == 0.0 and th["min"] == 1.0
+    assert th["mu-sigma"] == pytest.approx(mu - sigma)
+    assert th["mu-2sigma"] == pytest.approx(mu - 2 * sigma)
+    assert th["mu-2sigma"] != pytest.approx(mu - 2 * np.sqrt(sigma))  # not the original code's 2*sqrt(sigma)
+    # one far-away word: mu - sigma < 0 and is clamped to 0
+    wide = thresholds(nearest_neighbour_distances(np.array([[1.0], [2.0], [3.0], [11.0]]), "l1"))
+    assert wide["mu-sigma"] == 0.0 and wide["mu-2sigma"] == 0.0 and wide["min"] == 1.0
+
+
+def test_wilcoxon_direction():
+    rng = np.random.default_rng(0)
+    small = rng.uniform(0.0, 0.1, size=(14, 1))
+    big = small + rng.uniform(0.3, 0.5, size=(14, 1))
+    # F = shift to s+, G = shift to s-. s+ moving the classifiers more than s-: clearly buggy.
+    buggy = ground_truth(big, small)
+    assert buggy["p_greater"][0] < 0.05 and buggy["gt_a"][0] and buggy["gt_b"][0]
+    fine = ground_truth(small, big)
+    assert fine["p_less"][0] < 0.05 and not fine["gt_a"][0] and not fine["gt_b"][0]
+    same = ground_truth(small, small)  # no evidence either way: potentially buggy only
+    assert same["p_greater"][0] == 1.0 and not same["gt_a"][0] and same["gt_b"][0]
+
+
+def test_table2_layout_and_precision():
+    rows = []
+    for model, verdicts, gta in (("m1", [1, 1, 0, 0], [1, 0, 1, 0]), ("m2", [1, 0, 0, 0], [1, 1, 1, 1])):
+        for v, g in zip(verdicts, gta):
+            rows.append({"model": model, "capability": "CR1", "distance": "l2", "threshold": "zero",
+                         "verdict": bool(v), "gt_a": bool(g), "gt_b": True})
+    (rec,) = table2(rows, ["CR1", "CR2"])
+    assert rec["CR1 N_M"] == 2 and rec["CR1 N_V"] == 1.5
+    assert rec["CR1 P_A%"] == 75.0 and rec["CR1 P_B%"] == 100.0  # mean of 50% and 100%
+    assert rec["CR2 N_M"] == 0 and rec["CR2 P_A%"] is None
+
+
+# ------------------------------------------------------------------ repair
+
+def test_epoch_plan_halves_and_upsamples():
+    from actors.costello.repair import epoch_plan
+
+    batches = epoch_plan(3, 10, 4, np.random.default_rng(0))
+    assert sum(len(b) for _, b in batches) == 10 and sum(len(v) for v, _ in batches) == 10
+    assert all(len(v) == len(b) == 2 for v, b in batches)
+    assert set(np.concatenate([v for v, _ in batches]).tolist()) == {0, 1, 2}  # every violated triple used
+    assert sorted(np.concatenate([b for _, b in batches]).tolist()) == list(range(10))
+    capped = epoch_plan(30, 10, 4, np.random.default_rng(0), max_triples=6)
+    assert [(len(v), len(b)) for v, b in capped] == [(2, 2)] * 3
+
+
+@pytest.mark.timeout(120)
+def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
+    from actors.costello.embedders import EmbedderSpec, load_encoder
+    from actors.costello.repair import RepairSettings, mean_triplet_loss, train_repair
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    violated = [("the film is good", "the film is bad", "the film is fine"),
+                ("he loves the plot", "she hates the plot", "he likes the plot"),
+                ("a great movie", "an awful movie", "a fine movie")]
+    benign = [("the cast is fine", "the cast is good", "the cast is awful"),
+              ("a dull story", "a boring story", "a lively story")]
+    words = [w for tr in violated + benign for s in tr for w in s.split()]
+    path = build_tiny_bert(tmp_path / "tiny", words, seed=0, initializer_range=0.2)
+    model = load_encoder(EmbedderSpec(name="tiny", model=str(path), pooling="mean"), device="cpu", threads=1)
+    before = mean_triplet_loss(model, violated)
+    assert before > 0
+    result = train_repair(model, violated, benign, RepairSettings(epochs=1, learning_rate=0.05, batch_size=4))
+    assert result.loss_before == pytest.approx(before)
+    assert result.loss_after < result.loss_before
+    assert len(result.history) == 1 and result.history[0]["batches"] >= 1
+
+
+def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
+    from engine.benchmark.registry import ModelSpec
+    from jobs.costello.job import read_embedders
+
+    specs = read_embedders("configs/costello/embedders.yaml")
+    assert {s.pooling for s in specs} >= {"mean", "cls"} and any(s.kind == "spacy" for s in specs)
+    zoo = [ModelSpec(name="minilm_ft", family="hf", path=str(tmp_path / "ft"))]
+    demo = read_embedders("configs/costello/embedders_demo.yaml", zoo)
+    assert [s.model for s in demo if s.name == "minilm_ft"] == [str(tmp_path / "ft")]
+    from pathlib import Path
+
+    table = read_inversions(Path(__file__).resolve().parents[2] / "configs" / "costello" / "inversions.jsonl")
+    assert len(table) >= 40 and all(k != v.lower() for k, v in table.items())

@@ -1,0 +1,108 @@
+"""COSTELLO end to end through the CLI on 40 real sentences with MiniLM only, then one
+repair epoch and its re-test; and the one-line error for an embedder path that does not
+exist."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from engine.errors import InputError
+from engine.costello.mutations import normalize, read_inversions
+
+HERE = Path(__file__).resolve().parent
+INVERSIONS = HERE.parents[1] / "configs" / "costello" / "inversions.jsonl"
+
+
+def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
+    """The bundled sentences that the shipped inversion table covers (so CR3 has
+    triples), topped up with sentences spread over the corpus, with their labels."""
+    table = read_inversions(INVERSIONS)
+    texts, labels = rt_corpus.column("text").to_pylist(), rt_corpus.column("label").to_pylist()
+    hits = [i for i, t in enumerate(texts) if normalize(t) in table][:25]
+    # every 400th sentence: the bundled corpus is sorted by label, so this takes both labels
+    rest = [i for i in range(0, len(texts), 400) if i not in set(hits)][: n - len(hits)]
+    import pyarrow as pa
+
+    rows = sorted(hits + rest)
+    pcsv.write_csv(pa.table({"text": [texts[i] for i in rows], "label": [labels[i] for i in rows]}), path)
+    return path
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path):
+    from engine.schema import validate_cases
+    from jobs.cli import app
+
+    corpus = _corpus(rt_corpus, tmp_path / "seeds.csv")
+    embedders = tmp_path / "emb.yaml"
+    embedders.write_text("embedders:\n  - {name: minilm, model: builtin:minilm, pooling: mean, max_length: 48}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
+                      "  dictionary_size: 60\n  batch_size: 32\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["costello", "--corpus", str(corpus), "--embedders", str(embedders),
+                                   "--config", str(config), "--out", str(out)])
+    assert res.exit_code == 0, (res.output, res.exception)
+
+    cases = validate_cases(pq.read_table(out / "triples.parquet"))
+    assert set(cases.column("method").to_pylist()) == {"costello"}
+    caps = cases.column("capability").to_pylist()
+    assert caps.count("CR1") >= 3 and caps.count("CR3") >= 3 and cases.num_rows % 3 == 0
+    n_triples = cases.num_rows // 3
+
+    v = pq.read_table(out / "violations.parquet").to_pandas()
+    assert {"model", "triple", "d_pos", "d_neg", "threshold", "theta", "verdict", "gt_a", "gt_b"} <= set(v.columns)
+    assert len(v) == n_triples * 3 * 4 and set(v["model"]) == {"minilm"}
+    np.testing.assert_array_equal(v["verdict"], (v["d_pos"] - v["d_neg"]) > v["theta"])
+    zero = v[(v["distance"] == "l2") & (v["threshold"] == "zero")]
+    assert (zero["theta"] == 0).all() and zero["gt_a"].notna().all()
+    assert (v[v["threshold"] == "mu-2sigma"]["theta"] >= 0).all()
+    html = (out / "report.html").read_text()
+    assert "Table 2 layout" in html and "CR1" in html and "minilm" in html
+
+    # test -> repair -> retest
+    rep = tmp_path / "repair"
+    res = CliRunner().invoke(app, ["repair", "--violations", str(out), "--model", "minilm", "--out", str(rep),
+                                   "--epochs", "1", "--lr", "0.001", "--threshold", "zero"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert (rep / "model" / "modules.json").is_file()
+    fixing = pq.read_table(rep / "fixing.parquet").to_pylist()
+    assert [r["metric"] for r in fixing] == ["N_V", "GT_A", "GT_B", "downstream accuracy"]
+    before, after = fixing[0]["ALL before→after"].split("→")
+    assert int(before) == int(zero["verdict"].sum())
+    assert len(pq.read_table(rep / "violations.parquet")) == n_triples * 12
+    history = pq.read_table(rep / "history.parquet").to_pylist()
+    assert history[0]["epoch"] == 1 and history[0]["loss_after"] != history[0]["loss_before"]
+    meta = json.loads((out / "costello.json").read_text())
+    assert meta["embedders"][0]["name"] == "minilm"
+
+
+def test_missing_embedder_path_is_one_line(tmp_path):
+    embedders = tmp_path / "emb.yaml"
+    missing = tmp_path / "no" / "such-model"
+    embedders.write_text(f"embedders:\n  - {{name: ghost, model: {missing}}}\n")
+    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "costello", "--corpus", "builtin:rotten_tomatoes",
+                           "--embedders", str(embedders), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120, cwd=HERE.parents[1], check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: embedder 'ghost': {missing}: model path does not exist"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_zoo_reference_without_a_zoo_is_an_error(tmp_path):
+    from jobs.cli import app
+
+    embedders = tmp_path / "emb.yaml"
+    embedders.write_text("embedders:\n  - {name: ft, model: 'zoo:minilm_ft', pooling: mean}\n")
+    res = CliRunner().invoke(app, ["costello", "--embedders", str(embedders), "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "zoo:minilm_ft" in str(res.exception)

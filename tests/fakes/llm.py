@@ -1,0 +1,61 @@
+"""A rule-based stand-in for an instruct LLM, for testing the mft pipeline's logic fast.
+
+It follows the prompt formats like a cooperative model (MFT cases cut from the input
+text, numbered paraphrases, VADER-based labels) and, on purpose, answers every
+``malformed_every``-th request with text that ignores the format. The real backends are
+tested in tests/llm/test_llm_backends.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+from engine.llm import Generation, make_generation
+
+_VADER = SentimentIntensityAnalyzer()
+
+
+def _input_text(messages) -> str:
+    user = messages[-1]["content"]
+    for marker in ("following sample: ", "Decide: ", "different ways, each as one short sentence: "):
+        if marker in user:
+            tail = user.rsplit(marker, 1)[1]
+            return tail.split("\n")[0].strip()
+    return user
+
+
+class RuleBasedChat:
+    name = "rule-based-test-llm"
+
+    def __init__(self, malformed_every: int = 0, always_hard: bool = False):
+        self.calls = 0
+        self.malformed_every = malformed_every
+        self.always_hard = always_hard
+
+    def __call__(self, messages_list, params) -> list[Generation]:
+        return [self._one(m) for m in messages_list]
+
+    def _one(self, messages) -> Generation:
+        self.calls += 1
+        if self.malformed_every and self.calls % self.malformed_every == 0:
+            return make_generation("I am sorry, I can only talk about movies in general.", "stop")
+        user = messages[-1]["content"]
+        text = _input_text(messages)
+        words = re.findall(r"[A-Za-z']+", text)
+        if "minimal functional test samples" in user:
+            chunks = [" ".join(words[i:i + 8]) for i in range(0, min(len(words), 32), 8)] or ["nothing to say"]
+            cases = [f"Test Case {i}: part {i}\nCustomer Review: {c.capitalize()}." for i, c in enumerate(chunks, 1)]
+            return make_generation("Sure! Here are the MFT samples:\n" + "\n".join(cases), "stop")
+        if "Rephrase" in user:
+            n = int(re.search(r"in (\d+) different ways", user).group(1))
+            outs = [f"{i}. {'Honestly, ' * i}{text}" for i in range(1, n + 1)]
+            return make_generation("\n".join(outs), "stop")
+        if "label the sentiment" in user:
+            if self.always_hard:
+                return make_generation("Label: Hard to Decide\nReason: mixed feelings", "stop")
+            score = _VADER.polarity_scores(text)["compound"]
+            label = "Positive" if score > 0.05 else "Negative" if score < -0.05 else "Hard to Decide"
+            return make_generation(f"Label: {label}\nReason: vader compound {score:.2f}", "stop")
+        return make_generation("", "stop")

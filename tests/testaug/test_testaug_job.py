@@ -1,0 +1,181 @@
+"""``checkray testaug`` end to end with a rule-based stand-in LLM: generation, the validity
+filter by the LLM labeler, expansion, Tables 3/4/5, failure rates, output files."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import joblib
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.config import load_config
+from engine.errors import InputError
+from engine.llm import make_generation
+from engine.benchmark.registry import ModelSpec
+from engine.schema import validate_cases
+from jobs.testaug.job import run_testaug
+
+SPEC = [
+    {"template": "No one {pos_verb} {the} {noun}.", "label": 0, "capability": "Negation",
+     "description": "A negative sentence with a negated positive verb.",
+     "pool": {"pos_verb": ["enjoys", "likes", "loves", "admires"], "the": ["that", "the"],
+              "noun": ["flight", "seat", "crew", "food"]}},
+    {"template": "The {noun} was {pos_adj}.", "label": 1, "capability": "Vocabulary",
+     "description": "A positive sentence with a positive adjective.",
+     "pool": {"noun": ["flight", "seat", "crew", "food"], "pos_adj": ["great", "good", "excellent", "fun"]}},
+]
+
+
+class RuleBasedAugChat:
+    """Follows the TestAug prompt like a cooperative model: rewrites each shown seed with a
+    new noun ('pilot') and an extra word; marks some rewrites with 'really', which its
+    labeler then calls invalid; every 4th answer ignores the format."""
+
+    name = "rule-based-testaug-llm"
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, messages_list, params):
+        return [self._one(m) for m in messages_list]
+
+    def _one(self, messages):
+        self.calls += 1
+        user = messages[-1]["content"]
+        if user.startswith("Test description:"):
+            case = re.search(r"Test case: (.*)", user).group(1)
+            return make_generation("Invalid" if "really" in case else "Valid.", "stop")
+        if self.calls % 4 == 0:
+            return make_generation("I am sorry, I cannot write test cases today.", "stop")
+        seeds = re.findall(r"^- \{ (.*) \}$", user, re.MULTILINE)
+        lines = ["Sure! Here are new test cases:"]
+        for i, s in enumerate(seeds):
+            words = s.rstrip(".").split()
+            lines.append(f"- {{ {' '.join(words[:-1])} pilot{'s' * i}. }}")
+            lines.append(f"- {{ Honestly, {s[0].lower() + s[1:]} }}")
+            lines.append(f"- {{ {s.rstrip('.')} really, {'again ' * (i + self.calls % 3)}. }}")
+        return make_generation("\n".join(lines), "stop")
+
+
+def _zoo_model(tmp_path) -> ModelSpec:
+    """A TF-IDF + LR model inside a zoo-like directory (split next to the model file)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    pos = ["a great movie", "good fun", "I loved it", "excellent acting", "the crew was great", "what a fun flight"]
+    neg = ["a terrible movie", "boring", "I hated it", "awful acting", "the seat was bad", "what a dull flight"]
+    texts, labels = pos + neg, ["positive"] * 6 + ["negative"] * 6
+    zoo = tmp_path / "zoo"
+    (zoo / "stages" / "split").mkdir(parents=True)
+    (zoo / "stages" / "model-tiny_lr").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [str(i) for i in range(12)], "text": texts, "label": labels,
+                             "held_out": [i % 6 == 5 for i in range(12)]}), zoo / "stages/split/data.parquet")
+    pipe = Pipeline([("tfidf", TfidfVectorizer()), ("clf", LogisticRegression())]).fit(texts, labels)
+    joblib.dump(pipe, zoo / "stages/model-tiny_lr/model.joblib")
+    return ModelSpec(name="tiny_lr", family="sklearn", path=str(zoo / "stages/model-tiny_lr/model.joblib"),
+                     accuracy=0.5)
+
+
+@pytest.mark.timeout(300)
+def test_testaug_end_to_end(ray_session, tmp_path):
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    cfg = load_config(None, {"testaug.spec": str(spec), "testaug.prompts_per_description": 3,
+                             "testaug.first_sample": 6, "testaug.baseline_nsamples": 20,
+                             "testaug.patch.seeds": [11, 14], "testaug.expansion_per_template": 3})
+    specs = [_zoo_model(tmp_path), ModelSpec(name="keywords", family="callable", path="tests.fakes.models:keyword_sentiment")]
+    chat = RuleBasedAugChat()
+    run, sections = run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)
+    suite = validate_cases(pq.read_table(run.path("suite.parquet")))
+    rows = suite.to_pylist()
+    assert {r["suite"] for r in rows} == {"testaug-gpt", "testaug-expansion"}
+    assert all(r["method"] == "testaug" for r in rows)
+    gpt = [r for r in rows if r["suite"] == "testaug-gpt"]
+    assert {(r["capability"], r["expected_label"]) for r in gpt} == {("Negation", "negative"), ("Vocabulary", "positive")}
+    assert all(json.loads(r["meta"])["description"] == r["topic"] for r in rows)
+    assert not any("really" in r["text"] for r in gpt)  # the labeler's invalid cases were filtered
+    decisions = pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()
+    assert all(d["annotated_by"] == "llm" and d["filter"] and d["valid_share"] < 0.9 for d in decisions)
+    parsing = pq.read_table(run.path("stages/parse/parsing.parquet")).to_pylist()
+    assert sum(p["unparsed"] for p in parsing) > 0 and sum(p["answers"] for p in parsing) == 6
+    expansion = [r for r in rows if r["suite"] == "testaug-expansion"]
+    assert expansion and all("pilot" in r["text"] or "Honestly" in r["text"] for r in expansion)
+    table4 = pq.read_table(run.path("stages/diversity/table4.parquet")).to_pylist()[0]
+    assert table4["new templates"] > 0 and table4["seed templates"] == 2
+    table5 = {r["suite"]: r for r in pq.read_table(run.path("stages/diversity/table5.parquet")).to_pylist()}
+    assert set(table5) == {"T_TestAug", "T_GPT", "T_CheckList"}
+    assert 0 < table5["T_TestAug"]["self_bleu4"] < 1
+    summary = pq.read_table(run.path("benchmark/summary.parquet")).to_pylist()
+    assert {r["model"] for r in summary} == {"tiny_lr", "keywords"}
+    assert {r["topic"] for r in summary} == {d["description"] for d in SPEC}
+    patch = pq.read_table(run.path("stages/patch/data.parquet")).to_pylist()
+    assert {r["column"] for r in patch} == {"Unpatched", "T_CheckList", "T_TestAug", "T_TestAug\\T_GPT",
+                                            "T_TestAug\\T_Expansion"}
+    assert {r["seed"] for r in patch} == {11, 14} and {r["model"] for r in patch} == {"tiny_lr"}
+    skipped = pq.read_table(run.path("stages/patch/skipped.parquet")).to_pylist()
+    assert [s["model"] for s in skipped] == ["keywords"]
+    html = (tmp_path / "out" / "report.html").read_text()
+    for needle in ("Table 3 shape", "Table 4 shape", "Table 5 shape", "LLM labeler (rule-based-testaug-llm)",
+                   "failure rates per description"):
+        assert needle in html
+    sheet = [json.loads(x) for x in (tmp_path / "out" / "annotate.jsonl").read_text().splitlines()]
+    assert len(sheet) == 12 and all(s["validity"] is None and s["llm_validity"] in (0, 1) for s in sheet)
+    calls = chat.calls
+    run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)  # rerun: every stage cached, no LLM call
+    assert chat.calls == calls
+
+
+def test_missing_spec_is_one_line(tmp_path):
+    with pytest.raises(InputError, match="no spec"):
+        run_testaug(load_config(None, {}), str(tmp_path), chat=RuleBasedAugChat())
+    with pytest.raises(InputError, match="spec file not found"):
+        run_testaug(load_config(None, {"testaug.spec": str(tmp_path / "x.jsonl")}), str(tmp_path), chat=RuleBasedAugChat())
+
+
+def test_cli_without_spec_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from jobs.cli import app
+
+    res = CliRunner().invoke(app, ["testaug", "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "no spec" in str(res.exception)
+    res = CliRunner().invoke(app, ["testaug", "--spec", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "spec file not found" in str(res.exception)
+
+
+@pytest.mark.timeout(300)
+def test_people_annotations_and_classifier_filter(tmp_path):
+    """People's labels decide phase 1 where they cover the first sample; the classifier
+    filters the rest of a description under threshold; no LLM labeler call."""
+    from actors.testaug.validity import train_validity
+
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    over = {"testaug.spec": str(spec), "testaug.prompts_per_description": 2, "testaug.first_sample": 4,
+            "testaug.baseline_nsamples": 5, "testaug.diversity_per_description": 10, "testaug.llm_labeler": False}
+    first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
+    parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
+    people = [{"text": r["text"], "validity": int("pilot" not in r["text"])} for r in parsed[:4]]
+    assert 0 < sum(p["validity"] for p in people) < 4  # under 90 % valid: d01 must be filtered
+    (tmp_path / "people.jsonl").write_text("".join(json.dumps(p) + "\n" for p in people), encoding="utf-8")
+    clf_rows = [{"text": r["text"], "validity": int("really" not in r["text"])} for r in parsed]
+    train_validity(clf_rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
+    chat = RuleBasedAugChat()
+    run, _ = run_testaug(load_config(None, {**over, "testaug.annotations": str(tmp_path / "people.jsonl"),
+                                            "testaug.validity": str(tmp_path / "clf")}), str(tmp_path / "b"), chat=chat)
+    decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
+    assert decisions["d01"]["annotated_by"] == "people" and decisions["d01"]["filter"]
+    assert decisions["d01"]["valid_share"] == sum(p["validity"] for p in people) / 4
+    assert decisions["d02"]["annotated_by"] == "classifier"
+    assert decisions["d01"]["classifier_accuracy"] is not None
+    rows = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
+    by = {r["text"]: r for r in rows if r["key"] == "d01"}
+    assert all(by[p["text"]]["decided_by"] == "people" and by[p["text"]]["kept"] == bool(p["validity"]) for p in people)
+    assert {r["decided_by"] for r in rows if r["key"] == "d01"} == {"people", "classifier"}
+    assert all(r["valid_llm"] is None for r in rows)
+    assert chat.calls == 4  # generation only (2 rounds x 2 descriptions): no labeler call

@@ -1,0 +1,84 @@
+"""Validity classifier CLI (embedding + logistic regression on MiniLM) on a tiny hand-made
+annotation file, the fine-tune backend on a tiny BERT, and bad-input errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from actors.testaug.validity import ValidityClassifier, score_validity, train_validity
+from engine.errors import InputError
+from engine.training import FineTuneConfig
+from engine.testaug.validity import read_annotations
+
+VALID = ["No one enjoys that flight.", "Nobody likes the food on this plane.", "I don't love the cabin crew.",
+         "No one admires this airline.", "I never liked the pilot.", "Nobody appreciates that seat.",
+         "We don't enjoy the service at all.", "No one would recommend that company."]
+INVALID = ["The flight was amazing and I loved it.", "What a wonderful crew!", "Banana purple seven the of.",
+           "I love this airline so much.", "The seat is great.", "Best service ever, thank you!"]
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def annotations(tmp_path):
+    rows = [{"text": t, "validity": 1, "description": "A negative sentence with a negated positive word."}
+            for t in VALID] + [{"text": t, "validity": 0} for t in INVALID]
+    return _write(tmp_path / "ann.jsonl", rows)
+
+
+def _cli(*args):
+    from jobs.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.mark.timeout(180)
+def test_validity_train_and_score_cli(tmp_path, annotations):
+    out = tmp_path / "clf"
+    res = _cli("validity", "train", "--annotations", str(annotations), "--out", str(out))
+    assert res.exit_code == 0, res.output
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["backend"] == "embedding_lr" and meta["n_train"] == 14 and meta["n_valid"] == 8
+    held = _write(tmp_path / "held.jsonl", [{"text": "No one enjoys the crew.", "validity": 1},
+                                            {"text": "Nobody likes this plane.", "validity": 1},
+                                            {"text": "I love that airline!", "validity": 0},
+                                            {"text": "The food is wonderful.", "validity": 0}])
+    res = _cli("validity", "score", "--model", str(out), "--annotations", str(held))
+    assert res.exit_code == 0, res.output
+    line = json.loads(res.output.strip().splitlines()[-1])
+    assert line["n"] == 4 and line["accuracy"] >= 0.75  # negated vs plain praise is easy for MiniLM
+    assert f"accuracy {line['accuracy']:.4f} on 4 cases" in res.output
+
+
+def test_annotations_without_validity_column_is_one_line(tmp_path):
+    bad = _write(tmp_path / "bad.jsonl", [{"text": "No one enjoys that flight.", "label": 0}])
+    with pytest.raises(InputError, match=r"bad.jsonl:1: missing 'validity' column \(have: label, text\)"):
+        read_annotations(bad)
+    res = _cli("validity", "train", "--annotations", str(bad), "--out", str(tmp_path / "o"))
+    assert isinstance(res.exception, InputError) and "\n" not in str(res.exception)
+    with pytest.raises(InputError, match="not found"):
+        read_annotations(tmp_path / "absent.jsonl")
+    with pytest.raises(InputError, match="not a validity classifier directory"):
+        ValidityClassifier.load(str(tmp_path))
+
+
+@pytest.mark.timeout(120)
+def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    rows = read_annotations(annotations)
+    base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
+    clf = train_validity(rows, "finetune", str(base), seed=0,
+                         finetune=FineTuneConfig(train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0))
+    before = clf.predict_proba([r["text"] for r in rows])
+    clf.save(str(tmp_path / "ft"))
+    again = ValidityClassifier.load(str(tmp_path / "ft"))
+    assert again.backend == "finetune"
+    assert abs(again.predict_proba([r["text"] for r in rows]) - before).max() < 1e-5
+    assert score_validity(again, rows)["accuracy"] >= 0.85  # a tiny model can fit 14 sentences
