@@ -15,7 +15,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo test setup bench clean
+.PHONY: demo test test-fast lint format setup bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,8 +35,22 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/checkray demo --out runs/demo
 
-test: setup
+# The README's test command: lint (ruff, import layering) then every test.
+test: setup lint
 	$(BIN)/python -m pytest -q
+
+# No Ray start, no model load: the quick loop while editing (under a minute).
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not ray and not slow and not integration"
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: setup
 	$(BIN)/python bench/run_all.py

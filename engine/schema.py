@@ -7,6 +7,9 @@ shape, and the benchmark job reads any of them. See ``docs/schema.md``.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import hashlib
 import json
 from enum import Enum
@@ -158,3 +161,10 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
         else:
             columns.append(pa.nulls(len(table), field.type))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def normalize_text(text: str) -> str:
+    """The one comparison key of every generated suite (MFT, TestAug): case, accents,
+    punctuation and spacing ignored."""
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    return re.sub(r"[^a-z0-9]+", " ", text).strip()

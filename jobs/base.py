@@ -19,13 +19,16 @@ console printer, calls ``publish``, writes ``report.html`` and ``manifest.json``
 published files: what other jobs may read from this run) and returns a ``JobResult``.
 ``stages()`` is a generator, so a job can hold a resource over some of its stages
 (``with self.chat() as chat: yield ...``): it is released when those stages are done, or
-when one of them fails.
+when one of them fails. Code between two ``yield``s may read what earlier stages wrote
+(``self.runner.output(...)``). Yielding a list runs its stages side by side (threads, each
+waiting on its own Ray work), for independent stages such as the zoo's models.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Iterable, Sequence, TypeVar
@@ -70,6 +73,7 @@ class Job(ABC, Generic[C]):
     def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None):
         self.cfg = cfg
         self.models = None if models is None else list(models)
+        self.runner: StageRunner | None = None  # set by run_job
 
     @property
     def conf(self) -> C:
@@ -88,7 +92,7 @@ class Job(ABC, Generic[C]):
         """Validate inputs before Ray starts (a missing file fails in a second, not later)."""
 
     @abstractmethod
-    def stages(self) -> Iterable[Stage]:
+    def stages(self) -> Iterable[Stage | list[Stage]]:
         """The pipeline, in order (a generator may run code between stages)."""
 
     @abstractmethod
@@ -117,10 +121,16 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         init_ray(job.cfg.runtime)
     run = RunDir(out)
     runner = StageRunner(run, on_stage=stage_printer(job.name))
+    job.runner = runner
     stages = iter(job.stages())
     try:
-        for stage in stages:
-            runner.run_stage(stage)
+        for item in stages:
+            if isinstance(item, Stage):
+                runner.run_stage(item)
+            elif item:
+                with ThreadPoolExecutor(max_workers=len(item)) as pool:
+                    for future in [pool.submit(runner.run_stage, stage) for stage in item]:
+                        future.result()
     finally:
         close = getattr(stages, "close", None)
         if close is not None:  # a generator: release what it holds (its `with` blocks)

@@ -83,7 +83,9 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def build_cli() -> JobCommands:
+def make_app() -> typer.Typer:
+    """The typer application (``typer.testing.CliRunner`` takes it); its group is
+    ``JobCommands``, so the subcommands come from the job table."""
     app = typer.Typer(cls=JobCommands, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                       help="Generate behavioral test suites for NLP models and run them against many models at once.")
 
@@ -92,6 +94,13 @@ def build_cli() -> JobCommands:
                                           help="Show the version and exit.")) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""
 
+    return app
+
+
+app = make_app()
+
+
+def build_cli() -> JobCommands:
     return typer.main.get_command(app)
 
 

@@ -1,71 +1,139 @@
 """``checkray demo``: the whole engine on the embedded default, ending in one report.
 
-Local Ray on CPU, packaged models, the bundled Rotten Tomatoes sentences:
+Local Ray on CPU, packaged models, the bundled Rotten Tomatoes sentences. The demo is a
+list of jobs, each run by ``run_job`` into its own sub-directory (so a rerun after a crash
+resumes where it stopped), each built from what the earlier ones produced:
 
     topics -> templates suite -> model zoo -> MFTs (LLM, Li et al.)
-           -> S2LCT (rule seeds + grammar expansion) -> COSTELLO (+ repair) -> TestAug
+           -> S2LCT -> COSTELLO (+ repair) -> TestAug
            -> benchmark (zoo x template and MFT suites)
-           -> one report (topics, zoo, leaderboard, MFT Tables 7/8, S2LCT, COSTELLO, TestAug)
-
-Each method adds its job here as it lands. Every step checkpoints under its own
-sub-directory, so a rerun after a crash resumes where it stopped.
+           -> one report (every job's sections, then the timings)
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 
-from jobs.config import CheckrayConfig, load_config
-from engine.benchmark.registry import read_registry
+from engine.benchmark.inputs import read_suite
+from engine.benchmark.registry import ModelSpec, read_registry
+from engine.errors import InputError
 from engine.report import Section, render, table_html
-from engine.runtime import init_ray
-from engine.stages import RunDir, StageRunner
-from jobs.console import console, stage_printer
+from engine.stages import RunDir
+from jobs.base import Job, JobResult, run_job
+from jobs.config import CheckrayConfig, load_config
+from jobs.console import console
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "demo.yaml"
-
-
-def demo_topics(cfg: CheckrayConfig, run: RunDir) -> list[Section]:
-    from jobs.topics import job as topics
-
-    topics_run = RunDir(run.path("topics"))
-    runner = StageRunner(topics_run, on_stage=stage_printer("topics"))
-    runner.run_all(topics.topic_stages(cfg))
-    sections = topics.publish(runner, cfg)
-    topics_run.write_text("report.html", render("checkray · topics", sections))
-    return sections
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 
 
-def demo_templates(cfg: CheckrayConfig, run: RunDir):
-    from jobs.templates.job import run_templates
+@dataclass
+class DemoState:
+    """What the steps hand each other."""
 
-    templates_run, expansion = run_templates(cfg, run.path("templates"))
-    caps = expansion.cases.column("capability").to_pylist()
-    rows = [{"capability": c, "cases": caps.count(c)} for c in sorted(set(caps))]
-    section = Section("CheckList template suite", [table_html(rows)],
-                      f"{expansion.cases.num_rows} MFT cases expanded from {cfg.section('templates').spec}.")
-    return expansion.cases, [section]
+    cfg: CheckrayConfig
+    run: RunDir
+    specs: list[ModelSpec] = field(default_factory=list)  # the zoo
+    suites: list[pa.Table] = field(default_factory=list)  # for the final benchmark
+
+    def path(self, step: str) -> str:
+        return self.run.path(step)
 
 
-def demo_benchmark(cfg: CheckrayConfig, run: RunDir, suites, specs) -> list[Section]:
-    from jobs.benchmark.job import run_benchmark
-    from jobs.benchmark.report import leaderboard_sections
+@dataclass
+class Step:
+    name: str
+    job: Callable[[DemoState], Job]  # the job, built from the state
+    after: Callable[[DemoState, JobResult], list[Section]] = lambda state, result: result.sections
+
+
+def _templates_done(state: DemoState, result: JobResult) -> list[Section]:
+    state.suites.append(result.job.expansion.cases)
+    return result.sections
+
+
+def _zoo_done(state: DemoState, result: JobResult) -> list[Section]:
+    state.specs = read_registry(state.run.path("zoo", "zoo.yaml"))  # model paths resolved against the zoo dir
+    return result.sections
+
+
+def _mft_done(state: DemoState, result: JobResult) -> list[Section]:
+    state.suites.append(read_suite(result.run.path("suite.parquet")))
+    return result.sections
+
+
+def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
+    """COSTELLO's repair step follows on the most violated model (``repair.model``)."""
+    from jobs.costello.repair import RepairConfig, RepairJob, repair_target
+
+    if not state.cfg.section(RepairConfig).model:
+        return result.sections
+    try:
+        model = repair_target(state.cfg, result.run)
+        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model), state.path("costello/repair"))
+        return result.sections + repaired.sections
+    except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
+        return result.sections + [Section("COSTELLO repair", [], f"repair skipped: {exc}")]
+
+
+def _benchmark_done(state: DemoState, result: JobResult) -> list[Section]:
     from jobs.mft.evaluate import table7, table8
 
-    results, summary = run_benchmark(suites, specs, cfg, out=RunDir(run.path("benchmark")))
-    bench = cfg.section("benchmark")
-    sections = leaderboard_sections(results, summary, {s.name: s.accuracy for s in specs}, bench.examples)
+    sections = list(result.sections)
+    results = result.job.results
     mft = results.filter(pc.starts_with(results.column("suite"), "mft-"))
     if mft.num_rows:
         sections.append(Section("MFT evaluation: Table 7 layout (accuracy; ± std over versions)",
-                                [table_html(table7(mft, specs))]))
+                                [table_html(table7(mft, state.specs))]))
         sections.append(Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)", [table_html(table8(mft))]))
     return sections
+
+
+def demo_steps() -> list[Step]:
+    from jobs.benchmark.job import BenchmarkJob
+    from jobs.costello.job import CostelloJob
+    from jobs.mft.job import MFTJob
+    from jobs.s2lct.job import S2lctJob
+    from jobs.templates.job import TemplatesJob
+    from jobs.testaug.job import TestAugJob
+    from jobs.topics.job import TopicsJob
+    from jobs.zoo.job import ZooJob
+
+    return [
+        Step("topics", lambda s: TopicsJob(s.cfg)),
+        Step("templates", lambda s: TemplatesJob(s.cfg), _templates_done),
+        Step("zoo", lambda s: ZooJob(s.cfg), _zoo_done),
+        Step("mft", lambda s: MFTJob(s.cfg, topics_dir=s.path("topics")), _mft_done),
+        Step("s2lct", lambda s: S2lctJob(s.cfg, models=s.specs)),
+        Step("costello", lambda s: CostelloJob(s.cfg, models=s.specs), _costello_done),
+        Step("testaug", lambda s: TestAugJob(s.cfg, models=s.specs)),
+        Step("benchmark", lambda s: BenchmarkJob(s.cfg, s.specs, s.suites), _benchmark_done),
+    ]
+
+
+# The combined report reads best with the suites before the methods that test embeddings.
+REPORT_ORDER = ("topics", "templates", "zoo", "mft", "benchmark", "s2lct", "costello", "testaug")
+
+
+def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> RunDir:
+    state = DemoState(cfg, RunDir(out))
+    timings, sections = [], {}
+    for step in steps or demo_steps():
+        start = time.perf_counter()
+        result = run_job(step.job(state), state.path(step.name))
+        sections[step.name] = step.after(state, result)
+        timings.append({"step": step.name, "seconds": round(time.perf_counter() - start, 1)})
+    ordered = [sec for name in REPORT_ORDER for sec in sections.get(name, [])]
+    ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
+    ordered.append(Section("Demo timings", [table_html(timings)]))
+    state.run.write_text("report.html", render("checkray · demo report", ordered, subtitle=cfg.corpus.path))
+    return state.run
 
 
 def demo_command(
@@ -73,42 +141,6 @@ def demo_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Config (default: configs/demo.yaml)."),
 ):
     """Run every method on the bundled corpus with packaged models; write one report."""
-    from jobs.mft.job import run_mft
-    from jobs.zoo.job import run_zoo, zoo_section
-
     path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
-    cfg = load_config(path)
-    init_ray(cfg.runtime)
-    run = RunDir(out)
-    timings, sections = [], []
-
-    def step(name, fn):
-        start = time.perf_counter()
-        result = fn()
-        timings.append({"step": name, "seconds": round(time.perf_counter() - start, 1)})
-        return result
-
-    topic_sections = step("topics", lambda: demo_topics(cfg, run))
-    template_suite, template_sections = step("templates", lambda: demo_templates(cfg, run))
-    step("zoo", lambda: run_zoo(cfg, run.path("zoo")))
-    specs = read_registry(run.path("zoo", "zoo.yaml"))  # model paths resolved against the zoo dir
-    mft_run, mft_sections = step("mft", lambda: run_mft(cfg, run.path("topics"), run.path("mft")))
-    from engine.benchmark.inputs import read_suite
-
-    mft_suite = read_suite(mft_run.path("suite.parquet"))
-    # Each method's own job, on the same corpus and zoo; each writes its run directory and
-    # report under runs/demo/<method>/ and hands its sections to the combined report.
-    from jobs.costello.job import run_costello
-    from jobs.s2lct.job import run_s2lct
-    from jobs.testaug.job import run_testaug
-
-    _, s2lct_sections = step("s2lct", lambda: run_s2lct(cfg, run.path("s2lct"), specs))
-    _, costello_sections = step("costello", lambda: run_costello(cfg, run.path("costello"), specs))
-    _, testaug_sections = step("testaug", lambda: run_testaug(cfg, run.path("testaug"), specs))
-    bench_sections = step("benchmark", lambda: demo_benchmark(cfg, run, [template_suite, mft_suite], specs))
-
-    sections = (topic_sections + template_sections + [zoo_section(specs)] + mft_sections + bench_sections
-                + s2lct_sections + costello_sections + testaug_sections
-                + [Section("Demo timings", [table_html(timings)])])
-    run.write_text("report.html", render("checkray · demo report", sections, subtitle=f"config {path or 'defaults'}"))
+    run = run_demo(load_config(path), out)
     console.print(f"[bold green]demo report: {run.path('report.html')}[/bold green]")

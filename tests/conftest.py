@@ -60,3 +60,18 @@ def topics_run_2000(ray_session, tmp_path_factory):
                              "topics.representatives.top_k": 6})
     run_topics(cfg, str(out))
     return cfg, out
+
+
+# Fixtures whose users start Ray or load a model: such tests are marked, so that
+# `make test-fast` (-m "not ray and not slow and not integration") needs neither.
+_RAY_FIXTURES = {"ray_session"}
+_SLOW_FIXTURES = {"minilm_path", "rt_corpus"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & _RAY_FIXTURES:
+            item.add_marker(pytest.mark.ray)
+        if names & _SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)

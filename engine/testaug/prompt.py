@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engine.mft.parsing import normalize_text as normalize  # one comparison key for every generated suite
+from engine.schema import normalize_text as normalize  # one comparison key for every generated suite
 from engine.templates.expand import Template, expand_template
 
 

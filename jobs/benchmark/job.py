@@ -21,20 +21,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import typer
-from pydantic import Field, field_validator
 
 from engine.benchmark.inputs import prepare_cases, read_suite
-from engine.config import Backend, Section
 from jobs.config import CheckrayConfig, load_config
 from engine.errors import InputError
-from engine.benchmark.expectations import ExpectationSettings, evaluate_cases, label_map_error
+from engine.benchmark.expectations import evaluate_cases, label_map_error
 from engine.benchmark.registry import ModelSpec
-from engine.report import render
-from engine.runtime import cluster_resources, init_ray
+from engine.report import Section as ReportSection
+from engine.runtime import cluster_resources
 from engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint, table_bytes
 from engine.benchmark.summary import summarize
 from jobs.benchmark.config import BenchmarkConfig
-from jobs.console import console, stage_printer
+from jobs.base import Job, require_out, resolve_models, run_job
+from jobs.console import console
 
 
 RESULTS_SCHEMA = pa.schema([
@@ -51,19 +50,6 @@ MODELS_SCHEMA = pa.schema([
     pa.field("ready_seconds", pa.float64()), pa.field("predict_seconds", pa.float64()),
     pa.field("probs", pa.list_(pa.float32())),
 ])
-
-
-def resolve_models(path: str) -> list[ModelSpec]:
-    """Model specs from a registry file, or from a zoo recipe (built or reused)."""
-    from jobs.zoo.job import resolve_models as zoo_resolve  # jobs.zoo.job imports this module
-
-    return zoo_resolve(path)
-
-
-def _settings_of(cfg: CheckrayConfig | BenchmarkConfig | None) -> tuple[BenchmarkConfig, CheckrayConfig | None]:
-    if isinstance(cfg, CheckrayConfig):
-        return cfg.section("benchmark"), cfg
-    return cfg or BenchmarkConfig(), None
 
 
 def _spec_fingerprint(spec: ModelSpec) -> dict:
@@ -196,40 +182,60 @@ def evaluate_stage(bench: BenchmarkConfig) -> Stage:
     return Stage("evaluate", run, inputs=("cases", "predict"), config=bench.settings())
 
 
+class BenchmarkJob(Job[BenchmarkConfig]):
+    """suites -> unique inputs -> every model's predictions -> CheckList verdicts -> summary."""
+
+    name, title, section = "benchmark", "checkray · benchmark", BenchmarkConfig
+    published = ("results.parquet", "summary.parquet")
+    report_file = "leaderboard.html"
+
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec], suites: Sequence[pa.Table]):
+        super().__init__(cfg, models)
+        self.suites = list(suites)
+
+    def check(self) -> None:
+        if not self.models:
+            raise InputError("no models to benchmark")
+        names = [s.name for s in self.models]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise InputError(f"model name(s) listed twice: {', '.join(duplicated)}")
+
+    def stages(self):
+        yield cases_stage(self.suites, self.conf)
+        yield predict_stage(self.models, self.conf)
+        yield evaluate_stage(self.conf)
+
+    def publish(self, runner: StageRunner) -> list[ReportSection]:
+        from jobs.benchmark.report import leaderboard_sections
+
+        self.results = runner.output("evaluate", "results")
+        self.summary = runner.output("evaluate", "summary")
+        runner.run.write_table("results.parquet", self.results)
+        runner.run.write_table("summary.parquet", self.summary)
+        return leaderboard_sections(self.results, self.summary, {s.name: s.accuracy for s in self.models},
+                                    self.conf.examples)
+
+    def subtitle(self) -> str:
+        return f"{len(self.models)} models × {len(self.suites)} suite file(s)"
+
+
 def run_benchmark(cases: pa.Table | Sequence[pa.Table], specs: Sequence[ModelSpec],
                   cfg: CheckrayConfig | BenchmarkConfig | None = None,
                   out: str | RunDir | None = None) -> tuple[pa.Table, pa.Table]:
     """Run ``specs`` on ``cases`` (one table, or one per suite file); return (results, summary).
 
-    With ``out``, stage checkpoints and results.parquet, summary.parquet and
-    leaderboard.html are written there; without it, a temporary directory is used.
+    Other jobs call this in-process. With ``out``, the run (checkpoints, results.parquet,
+    summary.parquet, leaderboard.html) is kept there; without it, in a temporary directory.
     """
-    from jobs.benchmark.report import leaderboard_sections
-
-    bench, full = _settings_of(cfg)
+    if not isinstance(cfg, CheckrayConfig):
+        cfg = CheckrayConfig().with_section(cfg or BenchmarkConfig())
     parts = [cases] if isinstance(cases, pa.Table) else list(cases)
-    specs = list(specs)
-    if not specs:
-        raise InputError("no models to benchmark")
-    names = [s.name for s in specs]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise InputError(f"model name(s) listed twice: {', '.join(duplicated)}")
-    init_ray(full.runtime if full else None)
     scratch = tempfile.mkdtemp(prefix="checkray-bench-") if out is None else None
-    run = out if isinstance(out, RunDir) else RunDir(out or scratch)
     try:
-        runner = StageRunner(run, on_stage=stage_printer("benchmark"))
-        runner.run_all([cases_stage(parts, bench), predict_stage(specs, bench), evaluate_stage(bench)])
-        results = runner.output("evaluate", "results")
-        summary = runner.output("evaluate", "summary")
-        if out is not None:
-            run.write_table("results.parquet", results)
-            run.write_table("summary.parquet", summary)
-            sections = leaderboard_sections(results, summary, {s.name: s.accuracy for s in specs}, bench.examples)
-            run.write_text("leaderboard.html", render("checkray · benchmark", sections,
-                                                      subtitle=f"{len(specs)} models × {len(parts)} suite file(s)"))
-        return results, summary
+        job = BenchmarkJob(cfg, list(specs), parts)
+        run_job(job, scratch or (out.uri if isinstance(out, RunDir) else out))
+        return job.results, job.summary
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -261,16 +267,15 @@ def benchmark_command(
         "benchmark.models": models, "benchmark.suites": all_suites or None, "benchmark.batch_size": batch_size,
         "benchmark.max_concurrent_models": max_concurrent, "out": out,
     })
-    bench = cfg.section("benchmark")
-    if not cfg.out:
-        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
+    bench = cfg.section(BenchmarkConfig)
+    out = require_out(cfg.out)
     if not bench.models:
         raise InputError("no models: pass --models REGISTRY or set benchmark.models")
     if not bench.suites:
         raise InputError("no suites: pass --suites FILE [FILE ...] or set benchmark.suites")
     parts = [read_suite(s) for s in bench.suites]
     specs = resolve_models(bench.models)
-    run = RunDir(cfg.out)
+    run = RunDir(out)
     if fresh:
         run.delete_dir("stages")
     results, _ = run_benchmark(parts, specs, cfg, run)

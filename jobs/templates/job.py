@@ -9,12 +9,9 @@ writes its one output directly instead of checkpointing stages.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
-from pydantic import Field, field_validator
 
-from engine.config import Section
 from jobs.config import CheckrayConfig, load_config
 from engine.errors import InputError
 from engine.report import Section, table_html

@@ -7,7 +7,6 @@ report.html; stage checkpoints under DIR/stages/ make a rerun resume where it st
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Optional
 
@@ -21,8 +20,8 @@ from jobs.config import CheckrayConfig, load_config
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import InputError
 from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
-from engine.report import Section, render
-from engine.runtime import choose_device, cluster_resources, init_ray, plan_actor_pool
+from engine.report import Section
+from engine.runtime import choose_device, cluster_resources, plan_actor_pool
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
 from jobs.base import Job, run_job

@@ -10,7 +10,6 @@ Ray task; independent models run concurrently as far as the cluster's CPUs allow
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
@@ -19,16 +18,18 @@ import pyarrow as pa
 import typer
 
 from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
+from engine.config import Section as ConfigSection
 from engine.config import read_yaml
 from jobs.config import CheckrayConfig, load_config
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
 from engine.benchmark.registry import ModelSpec, read_registry, write_registry
-from engine.report import Section, render, table_html
-from engine.runtime import cluster_resources, init_ray, plan_actor_pool
-from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.report import Section, table_html
+from engine.runtime import cluster_resources, plan_actor_pool
+from engine.stages import Stage, StageContext, StageRunner
 from engine.training import ZooConfig, ZooModel, stratified_split
-from jobs.console import console, stage_printer
+from jobs.base import Job, run_job
+from jobs.console import console
 
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml"
@@ -36,7 +37,19 @@ REGISTRY = "zoo.yaml"
 VERSION = "1"  # bump when a trainer changes what it builds
 
 
-def split_stage(cfg: CheckrayConfig, zoo: ZooConfig) -> Stage:
+class SplitSettings(ConfigSection):
+    """What the split reads from the zoo section, and so all its fingerprint needs: a stage
+    fingerprints exactly what its function is given (adding a model must not resplit)."""
+
+    held_out: float
+    seed: int
+    tiny: bool
+    tiny_sample: int
+
+
+def split_stage(cfg: CheckrayConfig, zoo_section: ZooConfig) -> Stage:
+    zoo = SplitSettings(**zoo_section.model_dump(include=set(SplitSettings.model_fields)))
+
     def run(ctx: StageContext):
         from sklearn.model_selection import train_test_split
 
@@ -57,7 +70,7 @@ def split_stage(cfg: CheckrayConfig, zoo: ZooConfig) -> Stage:
         return {"data": table.select(["id", "text", "label"]).append_column("held_out", pa.array(held))
                 .append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))}
 
-    return Stage(SPLIT_STAGE, run, config=[cfg.corpus, zoo.held_out, zoo.seed, zoo.tiny, zoo.tiny_sample],
+    return Stage(SPLIT_STAGE, run, config=[cfg.corpus, zoo],
                  external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
 
 
@@ -67,23 +80,16 @@ def embed_stage_name(encoder: str) -> str:
 
 def embed_stage(zoo: ZooConfig, encoder: str) -> Stage:
     def run(ctx: StageContext):
-        import ray.data
-
         from actors.embedder import EmbeddingActor, resolve_model
+        from actors.pool import map_with_actors
 
         resolve_model(encoder)  # a missing model path fails here, not inside an actor
         plan = plan_actor_pool(cluster_resources(), zoo.backend)
-        rows = ctx.done[SPLIT_STAGE].outputs.get("data") or 1
-        blocks = max(plan.pool_size * 2, -(-rows // 1024))
-        ds = ray.data.read_parquet(ctx.input_path(SPLIT_STAGE), filesystem=ctx.run.fs).repartition(blocks)
-        ds = ds.map_batches(
-            EmbeddingActor,
-            fn_constructor_kwargs=dict(model=encoder, encode_batch_size=zoo.embed_batch_size, normalize=True,
-                                       threads=plan.threads, keep=("pos",)),
-            batch_size=256, batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options(),
-        )
-        ds.write_parquet(f"{ctx.stage_path}/embeddings", filesystem=ctx.run.fs)
+        map_with_actors(ctx.input_path(SPLIT_STAGE), EmbeddingActor,
+                        dict(model=encoder, encode_batch_size=zoo.embed_batch_size, normalize=True,
+                             threads=plan.threads, keep=("pos",)),
+                        plan, batch_size=256, filesystem=ctx.run.fs, rows=ctx.done[SPLIT_STAGE].outputs.get("data"),
+                        order_column="pos", write_to=f"{ctx.stage_path}/embeddings")
         return None
 
     return Stage(embed_stage_name(encoder), run, inputs=(SPLIT_STAGE,), config=[encoder, zoo.backend], version=VERSION)
@@ -135,36 +141,50 @@ def read_entry(runner: StageRunner, model: ZooModel) -> ModelSpec:
     return ModelSpec.model_validate_json(table.column("spec")[0].as_py())
 
 
+class ZooJob(Job[ZooConfig]):
+    """split -> one embedding stage per encoder -> one build stage per model -> zoo.yaml."""
+
+    name, title, section = "zoo", "checkray · model zoo", ZooConfig
+    published = (REGISTRY,)
+
+    def __init__(self, cfg: CheckrayConfig, only: list[str] | None = None):
+        super().__init__(cfg)
+        zoo = self.conf
+        self.selected = zoo.selected()
+        if only:
+            unknown = sorted(set(only) - {m.name for m in zoo.models})
+            if unknown:
+                raise InputError(f"unknown zoo model(s): {', '.join(unknown)} "
+                                 f"(have: {', '.join(m.name for m in zoo.models)})")
+            self.selected = [m for m in self.selected if m.name in only]
+
+    def check(self) -> None:
+        if not self.selected:
+            raise InputError("no zoo models selected (tiny mode builds only models marked 'tiny: true')")
+
+    def stages(self):
+        zoo = self.conf
+        yield split_stage(self.cfg, zoo)
+        labels = sorted(set(self.runner.output(SPLIT_STAGE, columns=["label"]).column("label").to_pylist()))
+        for encoder in dict.fromkeys(m.encoder for m in self.selected if m.kind == "embedding"):
+            yield embed_stage(zoo, encoder)
+        # Independent builds, each a Ray task: run side by side as far as the CPUs allow.
+        yield [model_stage(zoo, m, labels) for m in sorted(self.selected, key=lambda m: m.kind != "finetune")]
+
+    def publish(self, runner: StageRunner) -> list[Section]:
+        zoo = self.conf
+        split = {"corpus": self.cfg.corpus.path, "held_out": zoo.held_out, "split_seed": zoo.seed, "tiny": zoo.tiny}
+        self.specs = [s.model_copy(update={"meta": {**s.meta, **split}})
+                      for s in (read_entry(runner, m) for m in self.selected)]
+        write_registry(runner.run.path(REGISTRY), self.specs)  # paths stay relative to the zoo directory
+        return [zoo_section(self.specs)]
+
+
 def run_zoo(cfg: CheckrayConfig, out: str, only: list[str] | None = None) -> list[ModelSpec]:
     """Build (or reuse) every selected model; write ``out/zoo.yaml``; return its specs."""
-    zoo: ZooConfig = cfg.section("zoo")
-    models = zoo.selected()
-    if only:
-        unknown = sorted(set(only) - {m.name for m in zoo.models})
-        if unknown:
-            raise InputError(f"unknown zoo model(s): {', '.join(unknown)} (have: {', '.join(m.name for m in zoo.models)})")
-        models = [m for m in models if m.name in only]
-    if not models:
-        raise InputError("no zoo models selected (tiny mode builds only models marked 'tiny: true')")
     if "://" in out:
         raise InputError(f"{out}: the zoo directory must be a local path (the benchmark loads models from files)")
-    init_ray(cfg.runtime)
-    run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer("zoo"))
-    runner.run_stage(split_stage(cfg, zoo))
-    labels = sorted(set(runner.output(SPLIT_STAGE, columns=["label"]).column("label").to_pylist()))
-    for encoder in dict.fromkeys(m.encoder for m in models if m.kind == "embedding"):
-        runner.run_stage(embed_stage(zoo, encoder))
-
-    stages = [model_stage(zoo, m, labels) for m in sorted(models, key=lambda m: m.kind != "finetune")]
-    # Each stage waits on its own Ray task; threads let Ray run the independent tasks together.
-    with ThreadPoolExecutor(max_workers=len(stages)) as pool:
-        for future in [pool.submit(runner.run_stage, s) for s in stages]:
-            future.result()
-    split = {"corpus": cfg.corpus.path, "held_out": zoo.held_out, "split_seed": zoo.seed, "tiny": zoo.tiny}
-    specs = [s.model_copy(update={"meta": {**s.meta, **split}}) for s in (read_entry(runner, m) for m in models)]
-    write_registry(run.path(REGISTRY), specs)  # paths stay relative to the zoo directory
-    return specs
+    return run_job(ZooJob(cfg, only), out).job.specs
 
 
 def zoo_section(specs: list[ModelSpec]) -> Section:
@@ -210,5 +230,4 @@ def zoo_command(
     for s in specs:
         console.print(f"  {s.name:<14} {s.family:<9} held-out accuracy {s.accuracy:.3f}")
     console.print(f"zoo: {len(specs)} models in {time.perf_counter() - start:.1f}s")
-    RunDir(target).write_text("report.html", render("checkray · model zoo", [zoo_section(specs)], subtitle=cfg.corpus.path))
     typer.echo(f"wrote {target.rstrip('/')}/{REGISTRY}, report.html")

@@ -212,7 +212,8 @@ def test_heads_on_one_encoder_share_its_embeddings(ray_session, tmp_path, minilm
     from sklearn.linear_model import LogisticRegression
 
     from actors.benchmark.shared_encoder import encoder_groups
-    from engine.benchmark.registry import ModelSpec, load_model
+    from actors.models import load_model
+    from engine.benchmark.registry import ModelSpec
     from jobs.benchmark.job import BenchmarkConfig, run_benchmark
 
     rng = np.random.default_rng(0)

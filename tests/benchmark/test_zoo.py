@@ -13,7 +13,8 @@ import yaml
 
 from jobs.config import load_config
 from engine.errors import ConfigError, InputError
-from engine.benchmark.registry import load_model, read_registry
+from actors.models import load_model
+from engine.benchmark.registry import read_registry
 from engine.training import accuracy, stratified_split
 from tests.fakes.tiny_hf import build_tiny_bert
 
