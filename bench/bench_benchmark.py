@@ -248,7 +248,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # actors import bench_benchmark:model_XX
 
     from engine.runtime import cluster_resources, init_ray
-    from jobs.base import resolve_models
+    from jobs.zoo.resolve import resolve_models
 
     if ZOO.exists():
         specs = resolve_models(str(ZOO))[: args.models]

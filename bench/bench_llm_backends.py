@@ -39,10 +39,10 @@ PROMPTS = [
 
 def child(engine: str, n: int, max_tokens: int, threads: int) -> dict:
     setup_env()
-    from actors.llm.packaged import qwen_gguf_path
+    from actors.llm.packaged import resolve_llm
     from engine.llm import GenerationParams, count_finish_reasons
 
-    gguf = Path(qwen_gguf_path())
+    gguf = Path(resolve_llm("builtin:qwen2.5-0.5b-instruct"))
     result: dict = {"engine": engine}
     start = time.perf_counter()
     if engine == "llamacpp":

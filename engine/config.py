@@ -10,11 +10,12 @@ field``), never silently ignored.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from engine.errors import ConfigError
 
@@ -36,6 +37,13 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    def view(self, *names: str) -> "Section":
+        """A frozen copy holding only ``names``: what a stage may read, and so exactly what its
+        fingerprint needs. Reading another field from it is an AttributeError (a test fails),
+        never a stale checkpoint; the other fields can change without rerunning the stage."""
+        cls = _view_class(type(self), tuple(sorted(names)))
+        return cls(**{name: getattr(self, name) for name in names})
+
 
 class JobSection(Section):
     """A top-level section of the config file; ``key`` is its name there (``s2lct:``)."""
@@ -44,6 +52,15 @@ class JobSection(Section):
 
 
 NOT_FINGERPRINTED = {"fingerprint": False}
+
+
+@lru_cache(maxsize=None)
+def _view_class(cls: type, names: tuple[str, ...]) -> type:
+    unknown = sorted(set(names) - set(cls.model_fields))
+    if unknown:
+        raise AttributeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
+    fields = {n: (cls.model_fields[n].annotation, cls.model_fields[n]) for n in names}
+    return create_model(f"{cls.__name__}View", __base__=Section, **fields)
 M = TypeVar("M", bound=BaseModel)
 
 

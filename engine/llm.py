@@ -21,7 +21,7 @@ from typing import ClassVar, Literal, Mapping, Protocol, Sequence, runtime_check
 
 from pydantic import Field, field_validator
 
-from engine.config import JobSection, Section
+from engine.config import NOT_FINGERPRINTED, JobSection, Section
 from engine.errors import CheckrayError
 
 FinishReason = Literal["stop", "length", "empty", "error"]
@@ -113,9 +113,10 @@ def count_finish_reasons(outputs: Sequence[Generation]) -> dict[str, int]:
 
 
 class LLMConfig(JobSection):
-    key: ClassVar[str] = "llm"
+    """The ``llm:`` section: which backend generates, and how it is reached. Fields that
+    only change speed or retries are left out of stage fingerprints (NOT_FINGERPRINTED)."""
 
-    """The ``llm:`` section: which backend generates, and how it is reached."""
+    key: ClassVar[str] = "llm"
 
     backend: Literal["auto", "vllm", "local", "http"] = "auto"
     # builtin:<alias> (packaged GGUF), a .gguf file, a transformers directory, or for
@@ -123,23 +124,23 @@ class LLMConfig(JobSection):
     model: str = "builtin:qwen2.5-0.5b-instruct"
     local_engine: Literal["auto", "llamacpp", "transformers"] = "auto"
     n_ctx: int = Field(default=2048, ge=128)  # context window for the local engines
-    threads: int | None = Field(default=None, ge=1)  # None: what the actor plan gives
-    batch_size: int = Field(default=8, ge=1)  # prompts per actor call
-    pool_size: int | None = Field(default=None, ge=1)  # generator actors; None: planned
-    gpu_fraction: float = Field(default=1.0, gt=0.0, le=1.0)  # per vLLM actor
+    threads: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # None: what the actor plan gives
+    batch_size: int = Field(default=8, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # prompts per actor call
+    pool_size: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # generator actors; None: planned
+    gpu_fraction: float = Field(default=1.0, gt=0.0, le=1.0, json_schema_extra=NOT_FINGERPRINTED)  # per vLLM actor
     # http: an OpenAI-compatible server (``/v1/completions``, ``/v1/chat/completions``)
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's NAME; its value is never logged
-    requests_per_second: float = Field(default=4.0, gt=0.0)
-    concurrency: int = Field(default=4, ge=1)  # requests in flight per generator
-    max_retries: int = Field(default=4, ge=0)  # on 429, 5xx, connection errors, timeouts
-    backoff_s: float = Field(default=0.5, ge=0.0)  # first wait; doubles each retry
+    requests_per_second: float = Field(default=4.0, gt=0.0, json_schema_extra=NOT_FINGERPRINTED)
+    concurrency: int = Field(default=4, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # requests in flight per generator
+    max_retries: int = Field(default=4, ge=0, json_schema_extra=NOT_FINGERPRINTED)  # on 429, 5xx, connection errors, timeouts
+    backoff_s: float = Field(default=0.5, ge=0.0, json_schema_extra=NOT_FINGERPRINTED)  # first wait; doubles each retry
     # How a server receives GenerationParams.grammar / repetition_penalty (non-standard
     # OpenAI fields): "llamacpp" (llama.cpp server: grammar, repeat_penalty), "vllm"
     # (structured_outputs.grammar, repetition_penalty) or "none" (hosted APIs reject
     # unknown fields: both are then not sent).
     grammar_style: Literal["none", "llamacpp", "vllm"] = "none"
-    timeout_s: float = Field(default=60.0, gt=0.0)
+    timeout_s: float = Field(default=60.0, gt=0.0, json_schema_extra=NOT_FINGERPRINTED)
     # vllm
     max_model_len: int | None = Field(default=None, ge=128)
     dtype: str = "auto"

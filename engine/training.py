@@ -92,9 +92,9 @@ def _default_models() -> list[ZooModel]:
 
 
 class ZooConfig(JobSection):
-    key: ClassVar[str] = "zoo"
-
     """``zoo:`` section: how to split the corpus and which models to build."""
+
+    key: ClassVar[str] = "zoo"
 
     held_out: float = Field(default=0.2, gt=0, lt=1)  # fraction kept for accuracy
     seed: int = 0  # split seed and default model seed

@@ -162,23 +162,3 @@ def published_path(run: RunDir, job: str, name: str) -> str:
     if name not in meta.get("published", []):
         raise InputError(f"{run.uri}: the '{job}' run did not publish {name}")
     return run.path(name)
-
-
-def select_models(given: Sequence[ModelSpec] | None, registry: str | None,
-                  only: Sequence[str] | None = None, what: str = "models") -> list[ModelSpec] | None:
-    """The models a job tests: those ``given`` (by the demo), else the ``registry`` file or
-    zoo recipe; ``only`` keeps the named ones. None when no models were asked for."""
-    specs = list(given) if given is not None else (resolve_models(registry) if registry else None)
-    if specs and only:
-        unknown = sorted(set(only) - {s.name for s in specs})
-        if unknown:
-            raise InputError(f"{what}: no model named {', '.join(unknown)} among the models given")
-        specs = [s for s in specs if s.name in only]
-    return specs
-
-
-def resolve_models(path: str) -> list[ModelSpec]:
-    """Model specs from a registry file, or from a zoo recipe (built or reused)."""
-    from jobs.zoo.job import resolve_models as zoo_resolve
-
-    return zoo_resolve(path)

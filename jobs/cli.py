@@ -44,9 +44,13 @@ class JobCommands(typer.core.TyperGroup):
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)
 
+    _listing = False  # True while the help page lists the commands
+
     def get_command(self, ctx, name: str):
         if name not in COMMANDS:
             return None
+        if self._listing:  # the help page needs a name and a line, not the job's import
+            return typer.core.TyperCommand(name, help=COMMANDS[name].help, short_help=COMMANDS[name].help)
         target = JOBS.get(name)
         if isinstance(target, typer.Typer):
             command = typer.main.get_group(target)
@@ -56,6 +60,13 @@ class JobCommands(typer.core.TyperGroup):
             command = typer.main.get_command(single)
         command.name = name
         return command
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
 
     def format_commands(self, ctx, formatter) -> None:
         # The table's one-line help, so listing commands imports none of them.
@@ -104,6 +115,13 @@ def build_cli() -> JobCommands:
     return typer.main.get_command(app)
 
 
+def usage_line(exc) -> str:
+    """click's usage error (with its "did you mean" hint) as one line, pointing at the help."""
+    ctx = getattr(exc, "ctx", None)
+    where = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    return f"error: {exc.format_message()}{where}"
+
+
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -127,7 +145,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except usage_errors as exc:
-        exc.show()
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `checkray` alone: the help page
+            exc.show()
+        else:
+            print(usage_line(exc), file=sys.stderr)
         sys.exit(exc.exit_code)
     except aborts:
         sys.exit(130)

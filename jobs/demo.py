@@ -70,13 +70,16 @@ def _mft_done(state: DemoState, result: JobResult) -> list[Section]:
 
 def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
     """COSTELLO's repair step follows on the most violated model (``repair.model``)."""
-    from jobs.costello.repair import RepairConfig, RepairJob, repair_target
+    from jobs.costello.config import RepairConfig
+    from jobs.costello.repair import RepairJob, most_violated
 
-    if not state.cfg.section(RepairConfig).model:
+    rc = state.cfg.section(RepairConfig)
+    if not rc.model:
         return result.sections
     try:
-        model = repair_target(state.cfg, result.run)
-        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model), state.path("costello/repair"))
+        model = rc.model if rc.model != "most-violated" else most_violated(result.run, rc)
+        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model),
+                           result.run.path("repair"))
         return result.sections + repaired.sections
     except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
         return result.sections + [Section("COSTELLO repair", [], f"repair skipped: {exc}")]

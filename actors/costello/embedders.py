@@ -10,14 +10,14 @@ An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
   classification head is dropped) loads the same way with ``mean`` or ``cls``.
 * ``kind: spacy``: a spaCy pipeline's word vectors averaged (``builtin:md``).
 
-``embed_all`` builds ONE Ray dataset of the texts and runs a ``map_batches`` per model,
-each with an actor pool of size 1, concurrently from driver threads: the models embed at
-the same time, each actor holding a share of the CPUs (or a GPU when Ray reports one).
+``embed_all`` maps the texts through one ``actors.pool.map_with_actors`` pool of size 1 per
+model, the pools started concurrently from driver threads: the models embed at the same
+time, each actor holding a share of the CPUs (or of a GPU when Ray reports one).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, Sequence
 
@@ -82,7 +82,7 @@ def load_encoder(spec: EmbedderSpec, device: str | None = None, threads: int | N
 
 
 class ContrastEmbedder:
-    """Callable class for ``map_batches``: (idx, text) batch in, (idx, embedding) out."""
+    """Callable class for ``map_with_actors``: a ``text`` batch in, its ``embedding`` out."""
 
     def __init__(self, spec: dict, threads: int | None = None):
         self.spec = EmbedderSpec.model_validate(spec)
@@ -105,19 +105,7 @@ class ContrastEmbedder:
         from actors.embedder import embeddings_column
 
         vectors = self.encode(batch.column("text").to_pylist())
-        return pa.table({"idx": batch.column("idx"), "embedding": embeddings_column(vectors)})
-
-
-def _collect(table: pa.Table, n: int) -> np.ndarray:
-    from actors.embedder import column_to_numpy
-
-    idx = table.column("idx").to_numpy()
-    vectors = column_to_numpy(table.column("embedding"))
-    out = np.zeros((n, vectors.shape[1]), dtype=np.float32)
-    out[idx] = vectors
-    if len(np.unique(idx)) != n:
-        raise RuntimeError(f"embedding returned {len(np.unique(idx))} of {n} texts")
-    return out
+        return pa.table({"embedding": embeddings_column(vectors)})
 
 
 def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str = "auto",
@@ -128,31 +116,27 @@ def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str 
     between them (torch threads set to match). Sequential (``parallel=False``, for the
     bench): one model after another, each actor with the whole share.
     """
-    import ray.data
-
+    from actors.embedder import column_to_numpy
+    from actors.pool import map_with_actors
     from engine.runtime import cluster_resources, plan_actor_pool
 
     for spec in specs:
         check_spec(spec)
-    n = len(texts)
-    # Shortest texts first, so each batch pads little; ``idx`` restores the order.
-    order = sorted(range(n), key=lambda i: len(texts[i]))
-    table = pa.table({"idx": pa.array(order, pa.int64()), "text": pa.array([texts[i] for i in order], pa.string())})
-    blocks = max(2, math.ceil(n / batch_size))
-    # Materialised once: the per-model pipelines then only read the blocks (otherwise each
-    # re-runs the repartition and their data tasks compete for the reserved CPU).
-    ds = ray.data.from_arrow(table).repartition(blocks).materialize()
+    # Shortest texts first, so each batch pads little; ``order`` puts the rows back.
+    order = np.array(sorted(range(len(texts)), key=lambda i: len(texts[i])), dtype=np.int64)
+    table = pa.table({"text": pa.array([texts[i] for i in order], pa.string())})
     resources = cluster_resources()
 
     def run(spec: EmbedderSpec, share: int) -> np.ndarray:
-        # On GPUs the models share them (a fraction each) instead of queueing for a whole one.
+        # Each model's pool is ONE actor holding 1/share of the CPUs (threads to match); on
+        # GPUs the models share them (a fraction each) instead of queueing for a whole one.
         plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
-        out = ds.map_batches(
-            ContrastEmbedder, fn_constructor_kwargs=dict(spec=spec.model_dump(), threads=plan.threads),
-            batch_size=batch_size, batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=1), **plan.ray_options(),
-        ).to_arrow_refs()
-        return _collect(pa.concat_tables(ray.get(out)), n)
+        out = map_with_actors(table, ContrastEmbedder, dict(spec=spec.model_dump(), threads=plan.threads),
+                              dataclasses.replace(plan, pool_size=1), batch_size=batch_size)
+        vectors = column_to_numpy(out.column("embedding"))
+        unsorted = np.empty_like(vectors)
+        unsorted[order] = vectors
+        return unsorted
 
     if not parallel or len(specs) == 1:
         return {spec.name: run(spec, 1) for spec in specs}

@@ -3,23 +3,26 @@
 ``MutationActor`` holds a spaCy pipeline (POS tags and lemmas; parser and NER disabled),
 the WordNet reader and the lexicons for its lifetime, and maps a batch of seeds
 (``id``, ``text``, ``text_pair``) to one row per variant. ``mutate_corpus`` shards the
-seeds over a pool of these actors.
+seeds over a pool of these actors (``actors.pool.map_with_actors``); a seed gives any
+number of variants, so each variant row carries ``_row``, its seed's index in the batch,
+by which the pool keeps the variants in seed order.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 
 import pyarrow as pa
 
+from actors.pool import ROW
 from engine.costello.mutations import (Variant, gender_swap, inversion, read_inversions, shared_substitutions,
-                              substitutions, tokens_from_doc)
+                                       substitutions, tokens_from_doc)
 
 VARIANT_SCHEMA = pa.schema([
     ("seed_id", pa.string()), ("op", pa.string()), ("text", pa.string()), ("text_pair", pa.string()),
     ("index", pa.int64()), ("word", pa.string()), ("replacement", pa.string()),
 ])
+ACTOR_SCHEMA = VARIANT_SCHEMA.append(pa.field(ROW, pa.int64()))  # what an actor returns
 
 
 def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool,
@@ -37,7 +40,7 @@ def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guar
 
 
 class MutationActor:
-    """Callable class for ``map_batches``: seeds in, variants out (VARIANT_SCHEMA)."""
+    """Callable class for ``map_with_actors``: seeds in, variants out (ACTOR_SCHEMA)."""
 
     def __init__(self, pipeline: str = "builtin:sm", inversions: str | None = None, guard: bool = True,
                  per_word: int = 1):
@@ -59,26 +62,18 @@ class MutationActor:
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
             for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.guard, self.per_word):
-                rows.append({"seed_id": seed_id, **asdict(v)})
-        return pa.Table.from_pylist(rows, schema=VARIANT_SCHEMA)
+                rows.append({"seed_id": seed_id, **asdict(v), ROW: i})
+        return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 
 
 def mutate_corpus(seeds: pa.Table, pipeline: str, inversions: str | None, guard: bool, per_word: int,
                   backend: str = "cpu", batch_size: int = 64) -> pa.Table:
-    """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool."""
-    import ray.data
-
+    """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
+    variants in seed order (VARIANT_SCHEMA)."""
+    from actors.pool import map_with_actors
     from engine.runtime import cluster_resources, plan_actor_pool
 
     plan = plan_actor_pool(cluster_resources(), "cpu" if backend == "auto" else backend)
-    if seeds.num_rows == 0:
-        return VARIANT_SCHEMA.empty_table()
-    blocks = max(plan.pool_size * 2, math.ceil(seeds.num_rows / batch_size))
-    ds = ray.data.from_arrow(seeds).repartition(blocks).map_batches(
-        MutationActor, fn_constructor_kwargs=dict(pipeline=pipeline, inversions=inversions, guard=guard,
-                                                  per_word=per_word),
-        batch_size=batch_size, batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options(),
-    )
-    parts = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
-    return pa.concat_tables(parts).cast(VARIANT_SCHEMA) if parts else VARIANT_SCHEMA.empty_table()
+    return map_with_actors(seeds, MutationActor, dict(pipeline=pipeline, inversions=inversions, guard=guard,
+                                                      per_word=per_word),
+                           plan, batch_size=batch_size, schema=VARIANT_SCHEMA)

@@ -32,7 +32,8 @@ from engine.runtime import cluster_resources
 from engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint, table_bytes
 from engine.benchmark.summary import summarize
 from jobs.benchmark.config import BenchmarkConfig
-from jobs.base import Job, require_out, resolve_models, run_job
+from jobs.base import Job, require_out, run_job
+from jobs.zoo.resolve import resolve_models
 from jobs.console import console
 
 

@@ -7,11 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from actors.costello.repair import RepairSettings
-from engine.config import (
-    Backend,
-    JobSection,
-    Section,
-)
+from engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
 
 
 class PairsConfig(Section):
@@ -44,7 +40,7 @@ class CostelloConfig(JobSection):
     distance: Literal["l1", "l2", "cos"] = "l2"  # the default verdict (paper: L2, mu-2sigma)
     threshold: Literal["zero", "min", "mu-2sigma", "mu-sigma"] = "mu-2sigma"
     backend: Backend = "auto"
-    batch_size: int = Field(default=128, ge=1)
+    batch_size: int = Field(default=128, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per Ray Data batch
     seed: int | None = None  # None: the top-level seed
 
 

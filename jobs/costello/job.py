@@ -6,10 +6,13 @@
            -> embed    (one Ray actor per embedding model, all in parallel)
            -> validate (distances, adaptive thresholds, downstream-MLP Wilcoxon ground truth)
 
-``checkray costello --corpus PATH --embedders FILE --out DIR`` writes ``DIR/triples.parquet``
-(3 rows per triple), ``DIR/violations.parquet`` (model, triple, capability, distance,
-threshold, theta, d_pos, d_neg, verdict, gt_a, gt_b, p-values), ``DIR/thresholds.parquet``,
-``DIR/costello.json`` (what ``checkray repair`` needs) and ``DIR/report.html``.
+``checkray costello --corpus PATH --embedders FILE --out DIR`` publishes (``DIR/manifest.json``)
+``triples.parquet`` (3 rows per triple), ``violations.parquet`` (model, triple, capability,
+distance, threshold, theta, d_pos, d_neg, verdict, gt_a, gt_b, p-values),
+``thresholds.parquet``, ``costello.json`` (config and resolved embedders) and
+``report.html``; and, for the re-test of ``checkray repair``, which reads only published
+files: ``train.parquet`` (the classifiers' training sentences), ``dictionaries.parquet``
+(each model's threshold dictionary) and ``classifiers.parquet`` (their accuracies).
 """
 
 from __future__ import annotations
@@ -18,27 +21,27 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Literal, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 import typer
-from pydantic import Field
 
 from actors.costello.embedders import EmbedderSpec
-from engine.config import Section, read_yaml
-from jobs.config import CheckrayConfig, load_config
-from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import ConfigError, InputError
 from engine.benchmark.registry import ModelSpec
+from engine.config import read_yaml
+from engine.corpus import corpus_fingerprint, read_corpus
 from engine.costello.mutations import Variant, normalize, read_inversions
+from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
+from engine.errors import ConfigError, InputError
 from engine.report import Section as ReportSection
-from engine.report import render
-from engine.runtime import init_ray
 from engine.stages import RunDir, Stage, StageContext, StageRunner
-from jobs.costello.config import PairsConfig, CostelloConfig
-from jobs.console import stage_printer
+from jobs.base import Job, run_job
+from jobs.zoo.resolve import select_models
+from jobs.config import CheckrayConfig, load_config
+from jobs.costello.config import CostelloConfig, RepairConfig
+from jobs.costello.repair import most_violated, run_repair
+from jobs.costello.validate import texts_to_embed
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "1"
@@ -136,6 +139,9 @@ def model_dictionaries(specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc
 
 def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
     seed = cfg.seed if cc.seed is None else cc.seed
+    # Each stage sees only the fields it reads (Section.view): changing the verdict,
+    # the classifiers or the report reruns validation, not mutation or embedding.
+    cc = cc.view("seeds", "inversions", "pairs", "classifier_train", "dictionary_size")
 
     def run(ctx: StageContext):
         corpus = read_corpus(cfg.corpus)
@@ -162,12 +168,13 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
         return {"seeds": seeds, "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
                 "dictionary": pa.table({"word": pa.array(words, pa.string())})}
 
-    return Stage("seeds", run, config=[cfg.corpus, cc.seeds, cc.inversions, cc.pairs, cc.classifier_train,
-                                        cc.dictionary_size, seed],
+    return Stage("seeds", run, config=[cc, cfg.corpus, seed],
                  external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
 
 
 def mutate_stage(cc: CostelloConfig) -> Stage:
+    cc = cc.view("pipeline", "inversions", "polarity_guard")
+
     def run(ctx: StageContext):
         from actors.costello.mutators import mutate_corpus
 
@@ -175,11 +182,12 @@ def mutate_stage(cc: CostelloConfig) -> Stage:
         inv = repo_path(cc.inversions) if cc.inversions else None
         return {"data": mutate_corpus(seeds, cc.pipeline, inv, cc.polarity_guard, 1, batch_size=64)}
 
-    return Stage("mutate", run, inputs=("seeds",), config=[cc.pipeline, cc.inversions, cc.polarity_guard],
-                 version=VERSION)
+    return Stage("mutate", run, inputs=("seeds",), config=[cc], version=VERSION)
 
 
 def triples_stage(cc: CostelloConfig) -> Stage:
+    cc = cc.view("suite", "per_seed")
+
     def run(ctx: StageContext):
         seeds = [Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()]
         variants: dict[str, list[Variant]] = {}
@@ -191,24 +199,12 @@ def triples_stage(cc: CostelloConfig) -> Stage:
                              "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)")
         return {"data": triples_to_cases(triples, cc.suite)}
 
-    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc.suite, cc.per_seed], version=VERSION)
-
-
-def texts_to_embed(wide: pa.Table, train: pa.Table, *dictionaries: pa.Table) -> list[str]:
-    texts: dict[str, None] = {}
-    for col in ("seed", "positive", "negative", "seed_pair", "positive_pair", "negative_pair"):
-        for t in wide.column(col).to_pylist():
-            if t is not None:
-                texts.setdefault(t)
-    for t in train.column("text").to_pylist():
-        texts.setdefault(t)
-    for dictionary in dictionaries:
-        for t in dictionary.column("word").to_pylist():
-            texts.setdefault(t)
-    return list(texts)
+    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], version=VERSION)
 
 
 def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
+    cc = cc.view("dictionary", "dictionary_size", "backend", "batch_size")
+
     def run(ctx: StageContext):
         from actors.costello.embedders import embed_all
         from actors.embedder import embeddings_column
@@ -222,11 +218,10 @@ def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) ->
             out[f"emb-{name}"] = pa.table({"embedding": embeddings_column(matrix)})
         return out
 
-    return Stage("embed", run, inputs=("triples", "seeds"), config=[[s.model_dump() for s in specs], cc.dictionary,
-                                                                    cc.dictionary_size, seed], version=VERSION)
+    return Stage("embed", run, inputs=("triples", "seeds"), config=[cc, list(specs), seed], version=VERSION)
 
 
-def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage:
+def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
         from actors.embedder import column_to_numpy
         from jobs.costello.validate import score_model
@@ -239,8 +234,7 @@ def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[Embe
             matrix = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
             lookup = dict(zip(texts, matrix))
             dictionary = ctx.input("embed", f"dict-{spec.name}")
-            viol, thr, accs = score_model(spec.name, lookup, wide, train, dictionary, cc,
-                                          cfg.seed if cc.seed is None else cc.seed)
+            viol, thr, accs = score_model(spec.name, lookup, wide, train, dictionary, cc, seed)
             parts.append(viol)
             thr_rows += thr
             acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(accs)]
@@ -248,80 +242,76 @@ def validate_stage(cfg: CheckrayConfig, cc: CostelloConfig, specs: Sequence[Embe
                 "classifiers": pa.Table.from_pylist(acc_rows, schema=pa.schema(
                     [("model", pa.string()), ("classifier", pa.int64()), ("accuracy", pa.float64())]))}
 
-    return Stage("validate", run, inputs=("triples", "seeds", "embed"),
-                 config=[cc.classifiers, cc.classifier_max_iter, cc.alpha, cfg.seed, cc.seed], version=VERSION)
+    return Stage("validate", run, inputs=("triples", "seeds", "embed"), config=[cc, seed], version=VERSION)
 
 
-def costello_stages(cfg: CheckrayConfig, specs: Sequence[EmbedderSpec]) -> list[Stage]:
-    cc: CostelloConfig = cfg.section("costello")
-    seed = cfg.seed if cc.seed is None else cc.seed
-    return [seeds_stage(cfg, cc), mutate_stage(cc), triples_stage(cc), embed_stage(cc, specs, seed),
-            validate_stage(cfg, cc, specs)]
+class CostelloJob(Job[CostelloConfig]):
+    """seeds -> mutate -> triples -> embed -> validate. ``models``: a zoo registry's specs
+    (or ``zoo``, its file) for ``zoo:<name>`` embedders."""
 
+    name, title, section = "costello", "checkray · costello", CostelloConfig
+    published = ("triples.parquet", "violations.parquet", "thresholds.parquet", "costello.json",
+                 "train.parquet", "dictionaries.parquet", "classifiers.parquet")
 
-def publish(runner: StageRunner, cfg: CheckrayConfig, specs: Sequence[EmbedderSpec]) -> list[ReportSection]:
-    from jobs.costello.report import costello_sections
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, zoo: str | None = None):
+        super().__init__(cfg, models)
+        self.zoo = zoo
 
-    run = runner.run
-    cc: CostelloConfig = cfg.section("costello")
-    cases = runner.output("triples")
-    violations = runner.output("validate", "violations")
-    thresholds = runner.output("validate", "thresholds")
-    classifiers = runner.output("validate", "classifiers")
-    run.write_table("triples.parquet", cases)
-    run.write_table("violations.parquet", violations)
-    run.write_table("thresholds.parquet", thresholds)
-    run.write_text("costello.json", json.dumps({
-        "config": cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in specs]}, indent=1))
-    return costello_sections(triple_table(cases), violations, thresholds, classifiers, cc)
+    def check(self) -> None:
+        from actors.costello.embedders import check_spec
+
+        self.models = select_models(self.models, self.zoo)
+        self.embedders = read_embedders(self.conf.embedders, self.models or ())
+        for spec in self.embedders:
+            check_spec(spec)
+
+    def stages(self):
+        cc, seed = self.conf, self.seed
+        yield seeds_stage(self.cfg, cc)
+        yield mutate_stage(cc)
+        yield triples_stage(cc)
+        yield embed_stage(cc, self.embedders, seed)
+        yield validate_stage(cc, self.embedders, seed)
+
+    def publish(self, runner: StageRunner) -> list[ReportSection]:
+        from jobs.costello.report import costello_sections
+
+        run, cc = runner.run, self.conf
+        cases = runner.output("triples")
+        violations = runner.output("validate", "violations")
+        thresholds = runner.output("validate", "thresholds")
+        classifiers = runner.output("validate", "classifiers")
+        run.write_table("triples.parquet", cases)
+        run.write_table("violations.parquet", violations)
+        run.write_table("thresholds.parquet", thresholds)
+        run.write_text("costello.json", json.dumps({
+            "config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]}, indent=1))
+        run.write_table("train.parquet", runner.output("seeds", "train"))
+        dicts = {s.name: runner.output("embed", f"dict-{s.name}").column("word") for s in self.embedders}
+        run.write_table("dictionaries.parquet", pa.concat_tables([
+            pa.table({"model": pa.array([name] * len(words), pa.string()), "word": words})
+            for name, words in dicts.items()]))
+        run.write_table("classifiers.parquet", classifiers)
+        return costello_sections(triple_table(cases), violations, thresholds, classifiers, cc)
 
 
 def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
                  repair: bool = True) -> tuple[RunDir, list[ReportSection]]:
     """The whole job into ``out``; ``specs`` (a zoo registry) resolves ``zoo:<name>``
-    embedders. With ``repair`` and ``costello.repair.model`` set (the demo), a short
-    repair of that model follows in ``out/repair`` and its sections are appended."""
-    cc: CostelloConfig = cfg.section("costello")
-    embedders = read_embedders(cc.embedders, specs)
-    from actors.costello.embedders import check_spec
-
-    for spec in embedders:
-        check_spec(spec)
-    init_ray(cfg.runtime)
-    run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer("costello"))
-    runner.run_all(costello_stages(cfg, embedders))
-    sections = publish(runner, cfg, embedders)
-    run.write_text("report.html", render("checkray · costello", sections, subtitle=cfg.corpus.path))
-    if repair:
-        from jobs.costello.repair import RepairConfig, run_repair
-
-        rc: RepairConfig = cfg.section("repair")
-        if rc.model:
-            verdict = cc.model_copy(update={"distance": rc.distance or cc.distance,
-                                            "threshold": rc.threshold or cc.threshold})
-            model = rc.model if rc.model != "most-violated" else most_violated(run, verdict)
-            try:
-                _, repair_sections = run_repair(cfg, out, model, run.path("repair"))
-            except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
-                repair_sections = [ReportSection("COSTELLO repair", [], f"repair skipped: {exc}")]
-            sections = sections + repair_sections
+    embedders. With ``repair`` and ``repair.model`` set (the demo), a short repair of that
+    model ("most-violated": the worst one) follows in ``out/repair`` and its sections are
+    appended; a repair that cannot run (nothing violated ...) becomes a report line."""
+    result = run_job(CostelloJob(cfg, list(specs)), out)
+    run, sections = result.run, list(result.sections)
+    rc = cfg.section(RepairConfig)
+    if repair and rc.model:
+        model = rc.model if rc.model != "most-violated" else most_violated(run, rc)
+        try:
+            _, repair_sections = run_repair(cfg, run.uri, model, run.path("repair"))
+        except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
+            repair_sections = [ReportSection("COSTELLO repair", [], f"repair skipped: {exc}")]
+        sections += repair_sections
     return run, sections
-
-
-def most_violated(run: RunDir, cc: CostelloConfig) -> str:
-    """The sentence-transformers embedder with the most violations under ``cc``'s verdict
-    (the repair's distance and threshold)."""
-    import pyarrow.compute as pc
-
-    meta = json.loads(run.read_text("costello.json"))
-    trainable = {e["name"] for e in meta["embedders"] if e["kind"] == "sentence-transformers"}
-    v = run.read_table("violations.parquet")
-    v = v.filter(pc.and_(pc.equal(v["distance"], cc.distance), pc.equal(v["threshold"], cc.threshold)))
-    counts = Counter(m for m, bad in zip(v["model"].to_pylist(), v["verdict"].to_pylist()) if bad and m in trainable)
-    if not trainable:
-        raise InputError("repair: no sentence-transformers embedder to repair")
-    return counts.most_common(1)[0][0] if counts else sorted(trainable)[0]
 
 
 def costello_command(
@@ -336,16 +326,11 @@ def costello_command(
     zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
 ):
     """Contrastive testing of embedding models (COSTELLO): triples, violations, report."""
-    from engine.benchmark.registry import read_registry
-
     cfg = load_config(config, {
         "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
         "costello.embedders": embedders, "costello.seeds": seeds, "costello.classifiers": classifiers, "out": out,
     })
-    if not cfg.out:
-        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
-    specs = read_registry(zoo) if zoo else []
-    run, _ = run_costello(cfg, cfg.out, specs, repair=False)
+    run = run_job(CostelloJob(cfg, zoo=zoo)).run
     counts = counts_per_cr(triple_table(run.read_table("triples.parquet")))
     typer.echo("costello: " + ", ".join(f"{k} {v}" for k, v in counts.items())
                + f" triples -> {run.path('triples.parquet')}, violations.parquet, report.html")

@@ -2,52 +2,72 @@
 
     checkray repair --violations DIR --model NAME --out DIR2
 
-reads a ``costello`` run (``DIR/triples.parquet``, ``DIR/violations.parquet``,
-``DIR/costello.json``), fine-tunes embedder NAME on its violated triples with benign
-triples as anchors (``actors/costello/repair.py``), saves the repaired model to ``DIR2/model``
-(a sentence-transformers directory), re-runs the same tests on it (same triples,
-dictionary and classifier training sentences; thresholds and classifiers recomputed for
-the repaired model) and writes ``DIR2/violations.parquet``, ``DIR2/fixing.parquet``
-(Table 3: fixing rate of violations, GT_A and GT_B per CR; downstream accuracy before
-and after), ``DIR2/history.parquet`` and ``DIR2/report.html``.
+reads what a ``costello`` run published (listed in ``DIR/manifest.json``: the triples,
+violations, embedders, classifier training sentences, threshold dictionaries and
+classifier accuracies; never its private stage checkpoints), fine-tunes embedder NAME on its
+violated triples with benign triples as anchors (``actors/costello/repair.py``), saves the
+repaired model to ``DIR2/model`` (a sentence-transformers directory), re-runs the same
+tests on it (same triples, dictionary and classifier training sentences; thresholds and
+classifiers recomputed for the repaired model) and writes ``DIR2/violations.parquet``,
+``DIR2/fixing.parquet`` (Table 3: fixing rate of violations, GT_A and GT_B per CR;
+downstream accuracy before and after), ``DIR2/history.parquet`` and ``DIR2/report.html``.
+
+This module imports nothing of ``jobs/costello/job.py`` (the job imports it, to chain a
+repair after a costello run in the demo).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import typer
-from pydantic import Field
 
 from actors.costello.repair import RepairSettings
-from jobs.config import CheckrayConfig, load_config
-from engine.costello.triples import CAPABILITIES, triple_table
+from engine.benchmark.registry import ModelSpec
 from engine.costello.metrics import fixing_rate
+from engine.costello.triples import CAPABILITIES, triple_table
 from engine.errors import InputError
-from engine.report import Section, render, table_html
+from engine.report import Section, table_html
 from engine.stages import RunDir, Stage, StageContext, StageRunner
-from jobs.costello.config import RepairConfig
-from jobs.console import stage_printer
+from jobs.base import Job, published_path, run_job
+from jobs.config import CheckrayConfig, load_config
+from jobs.costello.config import CostelloConfig, RepairConfig
+
+SOURCE = "costello"  # the job whose published files a repair reads
 
 
-def load_source(src: RunDir, model: str) -> tuple[dict, pa.Table, pa.Table, dict]:
-    for name in ("costello.json", "triples.parquet", "violations.parquet"):
-        if not src.exists(name):
-            raise InputError(f"{src.uri}: not a costello run ({name} is missing)")
-    meta = json.loads(src.read_text("costello.json"))
-    specs = {e["name"]: e for e in meta["embedders"]}
-    if model not in specs:
-        raise InputError(f"repair: model '{model}' was not tested in {src.uri} (have: {', '.join(specs)})")
-    if specs[model]["kind"] != "sentence-transformers":
-        raise InputError(f"repair: model '{model}' is a {specs[model]['kind']} embedder; only sentence-transformers models can be fine-tuned")
-    wide = triple_table(src.read_table("triples.parquet"))
-    violations = src.read_table("violations.parquet")
-    return specs[model], wide, violations.filter(pc.equal(violations["model"], model)), meta
+def read_published(src: RunDir, name: str) -> pa.Table:
+    """A table the costello run published (one-line error when it did not)."""
+    return pq.read_table(published_path(src, SOURCE, name), filesystem=src.fs)
+
+
+def source_config(src: RunDir, rc: RepairConfig) -> tuple[dict, CostelloConfig]:
+    """The costello run's ``costello.json`` and its section, with the repair's verdict
+    (distance, threshold) where the repair sets one."""
+    with src.fs.open_input_stream(published_path(src, SOURCE, "costello.json")) as fh:
+        meta = json.loads(fh.read().decode("utf-8"))
+    cc = CostelloConfig.model_validate(meta["config"].get("costello") or {})
+    return meta, cc.model_copy(update={"distance": rc.distance or cc.distance, "threshold": rc.threshold or cc.threshold})
+
+
+def most_violated(src: RunDir, rc: RepairConfig) -> str:
+    """The sentence-transformers embedder with the most violations under the repair's
+    verdict (the demo's ``repair.model: most-violated``)."""
+    meta, cc = source_config(src, rc)
+    trainable = {e["name"] for e in meta["embedders"] if e["kind"] == "sentence-transformers"}
+    v = read_published(src, "violations.parquet")
+    v = v.filter(pc.and_(pc.equal(v["distance"], cc.distance), pc.equal(v["threshold"], cc.threshold)))
+    counts = Counter(m for m, bad in zip(v["model"].to_pylist(), v["verdict"].to_pylist()) if bad and m in trainable)
+    if not trainable:
+        raise InputError("repair: no sentence-transformers embedder to repair")
+    return counts.most_common(1)[0][0] if counts else sorted(trainable)[0]
 
 
 def split_triples(wide: pa.Table, violations: pa.Table, distance: str, threshold: str):
@@ -84,79 +104,107 @@ def table3(before: dict, after: dict, acc_before: float | None, acc_after: float
     return rows
 
 
-def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -> tuple[RunDir, list[Section]]:
-    from engine.runtime import init_ray
-    from jobs.costello.job import CostelloConfig
-
-    rc: RepairConfig = cfg.section("repair")
-    src = RunDir(violations_dir)
-    spec, wide, before_v, meta = load_source(src, model)
-    cc = CostelloConfig.model_validate(meta["config"].get("costello") or {})
-    cc = cc.model_copy(update={"distance": rc.distance or cc.distance, "threshold": rc.threshold or cc.threshold})
-    violated, benign = split_triples(wide, before_v, cc.distance, cc.threshold)
-    if not violated:
-        raise InputError(f"repair: model '{model}' has no violation under {cc.distance}/{cc.threshold} to repair")
-    run = RunDir(out)
-    if "://" in run.uri:
-        raise InputError(f"{out}: repair saves a model directory and needs a local --out")
-    init_ray(cfg.runtime)
-    model_dir = run.path("model")
-    settings = RepairSettings.model_validate(rc.model_dump(exclude={"model", "backend", "distance", "threshold"}))
-
-    def train(ctx: StageContext):
-        from actors.costello.repair import repair_in_actor
-
-        result = repair_in_actor(spec, violated, benign, settings, model_dir, rc.backend)
-        hist = pa.Table.from_pylist([{**h, "loss_before": result["loss_before"], "loss_after": result["loss_after"],
-                                      "seconds": result["seconds"], "device": result["device"]}
-                                     for h in result["history"]])
-        return {"history": hist}
-
-    def retest(ctx: StageContext):
-        from actors.costello.embedders import EmbedderSpec, embed_all
-        from jobs.costello.job import texts_to_embed
-        from jobs.costello.validate import score_model
-
-        train_t = src.read_table("stages/seeds/train.parquet")
-        dictionary = src.read_table(f"stages/embed/dict-{model}.parquet")
-        texts = texts_to_embed(wide, train_t, dictionary)
-        repaired = EmbedderSpec(name=f"{model}-repaired", model=model_dir, pooling="model",
-                                max_length=spec["max_length"], encode_batch_size=spec["encode_batch_size"])
-        vectors = embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]
-        seed = meta["config"].get("seed", 0) if cc.seed is None else cc.seed
-        viol, thr, accs = score_model(model, dict(zip(texts, vectors)), wide, train_t, dictionary, cc, seed)
-        return {"violations": viol, "classifiers": pa.table({"accuracy": pa.array(accs, pa.float64())})}
-
-    runner = StageRunner(run, on_stage=stage_printer("repair"))
-    fp = [model, src.uri, settings, cc.distance, cc.threshold, len(violated), len(benign)]
-    runner.run_all([Stage("train", train, config=fp, version="1"),
-                    Stage("retest", retest, inputs=("train",), config=fp, version="1")])
-    after_v = runner.output("retest", "violations")
-    history = runner.output("train", "history")
-    acc_b = _mean_accuracy(src, model)
-    acc_a_col = runner.output("retest", "classifiers").column("accuracy").to_pylist()
-    acc_a = float(np.mean(acc_a_col)) if acc_a_col else None
-    rows = table3(counts(before_v, cc.distance, cc.threshold), counts(after_v, cc.distance, cc.threshold), acc_b, acc_a)
-    run.write_table("violations.parquet", after_v)
-    run.write_table("history.parquet", history)
-    run.write_table("fixing.parquet", pa.Table.from_pylist([{k: (None if v is None else str(v)) for k, v in r.items()}
-                                                            for r in rows]))
-    h = history.to_pylist()
-    summary = (f"{model}: {len(violated)} violated and {len(benign)} benign triples; {settings.epochs} epochs of SGD "
-               f"(lr {settings.learning_rate}, alpha {settings.alpha}); triplet loss on the violated triples probed "
-               f"{h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {model_dir}.")
-    sections = [Section(f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
-                        [table_html(rows), table_html(h)], summary)]
-    run.write_text("report.html", render("checkray · costello repair", sections, subtitle=src.uri))
-    return run, sections
-
-
-def _mean_accuracy(src: RunDir, model: str) -> float | None:
-    if not src.exists("stages", "validate", "classifiers.parquet"):
-        return None
-    t = src.read_table("stages/validate/classifiers.parquet")
-    acc = [a for m, a in zip(t["model"].to_pylist(), t["accuracy"].to_pylist()) if m == model]
+def mean_accuracy(classifiers: pa.Table, model: str) -> float | None:
+    acc = [a for m, a in zip(classifiers["model"].to_pylist(), classifiers["accuracy"].to_pylist()) if m == model]
     return float(np.mean(acc)) if acc else None
+
+
+class RepairJob(Job[RepairConfig]):
+    """train (fine-tune in a Ray actor) -> retest (embed + score like costello's validate).
+    Inputs: ``violations_dir``, a finished costello run, and ``model``, one of its embedders."""
+
+    name, title, section = "repair", "checkray · costello repair", RepairConfig
+    published = ("model", "violations.parquet", "fixing.parquet", "history.parquet")
+
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *,
+                 violations_dir: str, model: str):
+        super().__init__(cfg, models)
+        self.src = RunDir(violations_dir)
+        self.model = model
+
+    def check(self) -> None:
+        """Everything read from the costello run, and nothing to repair, fails here."""
+        meta, self.cc = source_config(self.src, self.conf)
+        specs = {e["name"]: e for e in meta["embedders"]}
+        if self.model not in specs:
+            raise InputError(f"repair: model '{self.model}' was not tested in {self.src.uri} (have: {', '.join(specs)})")
+        self.spec = specs[self.model]
+        if self.spec["kind"] != "sentence-transformers":
+            raise InputError(f"repair: model '{self.model}' is a {self.spec['kind']} embedder; "
+                             "only sentence-transformers models can be fine-tuned")
+        self.wide = triple_table(read_published(self.src, "triples.parquet"))
+        violations = read_published(self.src, "violations.parquet")
+        self.before = violations.filter(pc.equal(violations["model"], self.model))
+        self.violated, self.benign = split_triples(self.wide, self.before, self.cc.distance, self.cc.threshold)
+        if not self.violated:
+            raise InputError(f"repair: model '{self.model}' has no violation under "
+                             f"{self.cc.distance}/{self.cc.threshold} to repair")
+        # The re-test scores with the costello run's seed (same classifier splits).
+        self.source_seed = meta["config"].get("seed", 0) if self.cc.seed is None else self.cc.seed
+        self.settings = RepairSettings.model_validate(
+            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold"}))
+
+    def stages(self):
+        rc, cc, model = self.conf, self.cc, self.model
+        fp: list[Any] = [rc, cc, model, self.src.uri, self.source_seed, len(self.violated), len(self.benign)]
+
+        def train(ctx: StageContext):
+            from actors.costello.repair import repair_in_actor
+
+            if "://" in ctx.run.uri:
+                raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
+            result = repair_in_actor(self.spec, self.violated, self.benign, self.settings, ctx.run.path("model"),
+                                     rc.backend)
+            hist = pa.Table.from_pylist([{**h, "loss_before": result["loss_before"], "loss_after": result["loss_after"],
+                                          "seconds": result["seconds"], "device": result["device"]}
+                                         for h in result["history"]])
+            return {"history": hist}
+
+        def retest(ctx: StageContext):
+            from actors.costello.embedders import EmbedderSpec, embed_all
+            from jobs.costello.validate import score_model, texts_to_embed
+
+            train_t = read_published(self.src, "train.parquet")
+            words = read_published(self.src, "dictionaries.parquet")
+            dictionary = words.filter(pc.equal(words["model"], model)).select(["word"])
+            texts = texts_to_embed(self.wide, train_t, dictionary)
+            repaired = EmbedderSpec(name=f"{model}-repaired", model=ctx.run.path("model"), pooling="model",
+                                    max_length=self.spec["max_length"], encode_batch_size=self.spec["encode_batch_size"])
+            vectors = embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]
+            viol, _, accs = score_model(model, dict(zip(texts, vectors)), self.wide, train_t, dictionary, cc,
+                                        self.source_seed)
+            return {"violations": viol, "classifiers": pa.table({"accuracy": pa.array(accs, pa.float64())})}
+
+        yield Stage("train", train, config=fp, version="1")
+        yield Stage("retest", retest, inputs=("train",), config=fp, version="1")
+
+    def publish(self, runner: StageRunner) -> list[Section]:
+        run, cc, s = runner.run, self.cc, self.settings
+        after_v = runner.output("retest", "violations")
+        history = runner.output("train", "history")
+        acc_b = mean_accuracy(read_published(self.src, "classifiers.parquet"), self.model)
+        acc_a_col = runner.output("retest", "classifiers").column("accuracy").to_pylist()
+        acc_a = float(np.mean(acc_a_col)) if acc_a_col else None
+        rows = table3(counts(self.before, cc.distance, cc.threshold), counts(after_v, cc.distance, cc.threshold),
+                      acc_b, acc_a)
+        run.write_table("violations.parquet", after_v)
+        run.write_table("history.parquet", history)
+        run.write_table("fixing.parquet", pa.Table.from_pylist([{k: (None if v is None else str(v)) for k, v in r.items()}
+                                                                for r in rows]))
+        h = history.to_pylist()
+        summary = (f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples; {s.epochs} "
+                   f"epochs of SGD (lr {s.learning_rate}, alpha {s.alpha}); triplet loss on the violated triples "
+                   f"probed {h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {run.path('model')}.")
+        return [Section(f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
+                        [table_html(rows), table_html(h)], summary)]
+
+    def subtitle(self) -> str:
+        return self.src.uri
+
+
+def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -> tuple[RunDir, list[Section]]:
+    result = run_job(RepairJob(cfg, violations_dir=violations_dir, model=model), out)
+    return result.run, result.sections
 
 
 def repair_command(

@@ -1,6 +1,7 @@
-"""Scoring one embedding model on a COSTELLO suite: distances, thresholds, verdicts and
-the downstream-classifier ground truth. Shared by the ``costello`` job and the re-test
-of ``checkray repair``."""
+"""Scoring one embedding model on a COSTELLO suite: the texts to embed, distances,
+thresholds, verdicts and the downstream-classifier ground truth. Shared by the
+``costello`` job and the re-test of ``checkray repair`` (which imports this module, never
+the job's, so the two jobs do not import each other)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,22 @@ VIOLATION_SCHEMA = pa.schema([
     ("verdict", pa.bool_()), ("gt_a", pa.bool_()), ("gt_b", pa.bool_()), ("p_greater", pa.float64()),
     ("p_less", pa.float64()),
 ])
+
+
+def texts_to_embed(wide: pa.Table, train: pa.Table, *dictionaries: pa.Table) -> list[str]:
+    """Every distinct text a model is scored on, once: the triples' sentences, the
+    classifier training sentences and the threshold dictionary words (first-seen order)."""
+    texts: dict[str, None] = {}
+    for col in ("seed", "positive", "negative", "seed_pair", "positive_pair", "negative_pair"):
+        for t in wide.column(col).to_pylist():
+            if t is not None:
+                texts.setdefault(t)
+    for t in train.column("text").to_pylist():
+        texts.setdefault(t)
+    for dictionary in dictionaries:
+        for t in dictionary.column("word").to_pylist():
+            texts.setdefault(t)
+    return list(texts)
 
 
 def triple_vectors(lookup: Mapping[str, np.ndarray], wide: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -6,9 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from engine.config import (
-    JobSection,
-)
+from engine.config import NOT_FINGERPRINTED, JobSection
 from engine.llm import GenerationParams
 
 
@@ -39,4 +37,6 @@ class MFTConfig(JobSection):
     generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=320, repetition_penalty=1.15)
     paraphrase_generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=160, repetition_penalty=1.15)
     label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=40)
-    models: str | None = None  # registry or zoo recipe to evaluate on the suite (Table 7/8)
+    # Registry or zoo recipe to evaluate on the suite (Table 7/8). No stage reads it (the
+    # evaluation follows the stages), so naming models never re-asks the LLM.
+    models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from jobs.config import CheckrayConfig
 from engine.benchmark.registry import ModelSpec
 from engine.stages import RunDir
+from jobs.config import CheckrayConfig
 
 
 def _accuracy_by_version(results: pa.Table, group: Sequence[str]) -> pd.DataFrame:
@@ -38,8 +38,8 @@ def table7(results: pa.Table, specs: Sequence[ModelSpec]) -> list[dict]:
     acc = _accuracy_by_version(results, ["model", "suite"]).set_index(["model", "suite"])
     rows = []
     for spec in specs:
-        def get(suite: str):
-            return acc.loc[(spec.name, suite)] if (spec.name, suite) in acc.index else None
+        def get(suite: str, name: str = spec.name):
+            return acc.loc[(name, suite)] if (name, suite) in acc.index else None
 
         train = spec.meta.get("train_accuracy")
         rows.append({
@@ -66,11 +66,10 @@ def table8(results: pa.Table) -> list[dict]:
     return list(rows.values())
 
 
-def evaluate_mft(cfg: CheckrayConfig, suite: pa.Table, models: str, run: RunDir) -> dict:
-    """Benchmark ``models`` on the MFT suite (results under ``run/benchmark``)."""
-    from jobs.benchmark.job import resolve_models, run_benchmark
+def evaluate_mft(cfg: CheckrayConfig, suite: pa.Table, specs: Sequence[ModelSpec], run: RunDir) -> dict:
+    """Benchmark ``specs`` on the MFT suite (a benchmark run under ``run/benchmark``)."""
+    from jobs.benchmark.job import run_benchmark
 
-    specs = resolve_models(models)
     results, summary = run_benchmark(suite, specs, cfg, out=RunDir(run.path("benchmark")))
     return {"results": results, "summary": summary, "table7": table7(results, specs), "table8": table8(results),
             "specs": specs}

@@ -1,7 +1,7 @@
 """The ``mft`` job (Li et al.): topics-job output -> labeled, de-duplicated, paraphrased
 Minimum Functionality Tests in the common schema, second-level MFT topics, evaluation.
 
-    checkray mft --topics DIR --out DIR2   ->  DIR2/suite.parquet, DIR2/report.html
+    checkray mft --topics DIR --out DIR2   ->  DIR2/suite.parquet, report.html, manifest.json
 
 Per split (train/test of the topics corpus, the zoo's split) and per version (seed):
 representatives (MMR, stratified) -> one few-shot example per label -> ~4 MFTs per
@@ -14,43 +14,59 @@ plus their paraphrases), ``meta.version`` = the version number.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
-from pydantic import Field
 
-from engine.config import RepresentationConfig, RepresentativesConfig, Section
-from jobs.config import CheckrayConfig, load_config
+from actors.llm.chat import chat_name, chat_session
+from engine.benchmark.registry import ModelSpec
+from engine.config import RepresentationConfig, RepresentativesConfig
 from engine.errors import InputError
-from engine.llm import GenerationParams, LLMConfig
+from engine.llm import LLMConfig
 from engine.mft.suite import GateLog, dedupe_cases, few_shot_examples, generate_mfts, label_gate, paraphrase_cases
 from engine.prompts import load_prompt
-from engine.report import render
+from engine.report import Section
 from engine.schema import case_id, make_cases
 from engine.splits import split_ids
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
+from jobs.base import Job, run_job
+from jobs.zoo.resolve import select_models
+from jobs.config import CheckrayConfig, load_config
+from jobs.console import console
 from jobs.mft.config import MFTConfig
-from jobs.console import console, stage_printer
+from jobs.mft.embedder import open_embedder
+from jobs.mft.report import mft_sections
+
+SUITE_FILE = "suite.parquet"
+TOPICS_FILES = ("stages/corpus/data.parquet", "assignments.parquet", "clusters.parquet")
+
+
+def check_topics_run(topics_dir: str) -> None:
+    """A one-line error unless ``topics_dir`` is a finished topics run."""
+    run = RunDir(topics_dir)
+    for rel in TOPICS_FILES:
+        if not run.exists(rel):
+            raise InputError(f"{topics_dir}: not a finished topics run (missing {rel}); run `checkray topics` first")
 
 
 def load_topics_run(topics_dir: str) -> tuple[pa.Table, pa.Table]:
-    """(corpus, assignments) of a finished topics run; one-line error if it is not one."""
+    """(corpus, assignments) of a finished topics run."""
+    check_topics_run(topics_dir)
     run = RunDir(topics_dir)
-    for rel in ("stages/corpus/data.parquet", "assignments.parquet", "clusters.parquet"):
-        if not run.exists(rel):
-            raise InputError(f"{topics_dir}: not a finished topics run (missing {rel}); run `checkray topics` first")
     corpus = run.read_table("stages/corpus/data.parquet")
     assignments = run.read_table("assignments.parquet", columns=["id", "cluster"])
     return corpus, assignments
 
 
-def representatives_stage(cfg: CheckrayConfig, topics_dir: str) -> Stage:
-    m: MFTConfig = cfg.section("mft")
+def representatives_stage(m: MFTConfig, topics_dir: str, seed: int) -> Stage:
+    m = m.view("test_fraction", "split_seed", "splits", "representatives_per_cluster", "diversity", "label_words")
 
     def run(ctx: StageContext):
         corpus, assignments = load_topics_run(topics_dir)
@@ -63,7 +79,7 @@ def representatives_stage(cfg: CheckrayConfig, topics_dir: str) -> Stage:
             clusters = np.array([cluster_of[i] for i in sub.column("id").to_pylist()])
             _, reps = describe_clusters(sub, clusters, RepresentationConfig(),
                                         RepresentativesConfig(top_k=m.representatives_per_cluster, diversity=m.diversity),
-                                        seed=cfg.seed)
+                                        seed=seed)
             parts.append(reps.append_column("split", pa.array([name] * reps.num_rows)))
         reps = pa.concat_tables(parts)
         labels = set(reps.column("label").to_pylist()) - {None}
@@ -75,8 +91,7 @@ def representatives_stage(cfg: CheckrayConfig, topics_dir: str) -> Stage:
         docs = corpus.append_column("split", pa.array([split[i] for i in corpus.column("id").to_pylist()]))
         return {"data": reps, "corpus": docs.select(["id", "text", "label", "split"])}
 
-    return Stage("representatives", run, config=[m.splits, m.test_fraction, m.split_seed, m.representatives_per_cluster,
-                                                  m.diversity, cfg.seed], external=(topics_fingerprint(topics_dir),))
+    return Stage("representatives", run, config=[m, seed], external=(topics_fingerprint(topics_dir),))
 
 
 def topics_fingerprint(topics_dir: str) -> str:
@@ -89,18 +104,19 @@ def topics_fingerprint(topics_dir: str) -> str:
     return ":".join(parts)
 
 
-def generation_stage(cfg: CheckrayConfig, chat, embed, split: str, version: int) -> Stage:
+def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, split: str, version: int) -> Stage:
     """Few-shot examples, generation, de-duplication, paraphrases and the label gate for
     one split x version. One stage per pair: LLM calls are the expensive part, so a crash
-    or a timeout loses at most one pair's work."""
-    m: MFTConfig = cfg.section("mft")
-    llm: LLMConfig = cfg.section("llm")
+    or a timeout loses at most one pair's work. The stage sees only the fields it reads, so
+    adding versions or changing the evaluation reuses every finished pair."""
+    m = m.view("generation", "constrained", "near_duplicate_cosine", "paraphrase_limit", "paraphrases",
+               "paraphrase_generation", "label_words", "label_check", "label_generation", "embedder")
 
     def run(ctx: StageContext):
         reps = [r for r in ctx.input("representatives").to_pylist() if r["split"] == split]
         docs = [d for d in ctx.input("representatives", "corpus").to_pylist() if d["split"] == split]
         log = GateLog(on_add=_print_gate)
-        seed = cfg.seed + version
+        seed = base_seed + version
         rng = np.random.default_rng(seed)
         examples = few_shot_examples(docs, chat, m.generation.model_copy(update={"seed": seed}), rng, log,
                                      constrained="examples" in m.constrained)
@@ -135,13 +151,12 @@ def generation_stage(cfg: CheckrayConfig, chat, embed, split: str, version: int)
     prompts = [(load_prompt(n).sections, load_prompt(n).grammar) for n in
                ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
     return Stage(f"generate-{split}-v{version}", run, inputs=("representatives",),
-                 config=[m.model_dump(exclude={"models", "mft_topics", "embedder", "splits", "versions"}), llm,
-                         cfg.seed, prompts], version="7")
+                 config=[m, llm, base_seed, prompts], version="7")
 
 
-def collect_stage(parts: list[Stage]) -> Stage:
+def collect_stage(names: Sequence[str]) -> Stage:
     """All split x version outputs in one table each; an error if nothing survived."""
-    names = tuple(p.name for p in parts)
+    names = tuple(names)
 
     def run(ctx: StageContext):
         data = pa.concat_tables([ctx.input(n) for n in names])
@@ -183,9 +198,8 @@ def _flat(r: dict) -> dict:
     return {k: r.get(k) for k in keep}
 
 
-def mft_topics_stage(cfg: CheckrayConfig, embed) -> Stage:
+def mft_topics_stage(m: MFTConfig, embed, seed: int) -> Stage:
     """Second-level clustering of the kept MFT texts (§2.4.3)."""
-    m: MFTConfig = cfg.section("mft")
 
     def run(ctx: StageContext):
         from engine.config import ClustererConfig, ReducerConfig
@@ -198,14 +212,14 @@ def mft_topics_stage(cfg: CheckrayConfig, embed) -> Stage:
         X = embed(texts)
         if len(texts) > k + 2:
             reducer = make_reducer(ReducerConfig(n_neighbors=max(2, min(15, len(texts) - 1)), n_components=5),
-                                   "cpu", cfg.seed)
+                                   "cpu", seed)
             X = to_numpy(reducer.fit_transform(X))
-        clusters = to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", cfg.seed).fit(X).predict(X))
+        clusters = to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", seed).fit(X).predict(X))
         model = fit_class_tfidf(texts, clusters, min_df=1)
         names = {int(c): topic_name(int(c), [w for w, _ in kw], 4) for c, kw in zip(model.classes, model.keywords(4))}
         return {"data": cases.append_column("mft_topic", pa.array([names[int(c)] for c in clusters]))}
 
-    return Stage("mft_topics", run, inputs=("generate",), config=[m.mft_topics, m.embedder, cfg.seed])
+    return Stage("mft_topics", run, inputs=("generate",), config=[m, seed])
 
 
 def to_suite(cases: pa.Table, generator: str) -> pa.Table:
@@ -231,59 +245,56 @@ def to_suite(cases: pa.Table, generator: str) -> pa.Table:
     return make_cases(unique.values())
 
 
-class LazyChat:
-    """Starts the generator on first use and frees its actors on ``close``."""
+class MFTJob(Job[MFTConfig]):
+    """representatives -> generate (one stage per split x version, the LLM) -> collect ->
+    MFT topics; publishes suite.parquet and, with models, evaluates them on it."""
 
-    def __init__(self, start):
-        self._start, self._chat = start, None
+    name, title, section = "mft", "checkray · MFTs (Li et al.)", MFTConfig
+    published = (SUITE_FILE,)
 
-    def __call__(self, messages_list, params):
-        if self._chat is None:
-            self._chat = self._start()
-        return self._chat(messages_list, params)
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *, topics_dir: str,
+                 chat=None, embed=None):
+        super().__init__(cfg, models)
+        self.topics_dir = topics_dir
+        self.chat, self.embed = chat, embed  # None: the llm: backend, the mft.embedder model
 
-    def close(self) -> None:
-        if self._chat is not None:
-            self._chat.close()
-            self._chat = None
+    def check(self) -> None:
+        check_topics_run(self.topics_dir)
+
+    def subtitle(self) -> str:
+        return f"topics run {self.topics_dir}"
+
+    @cached_property
+    def specs(self) -> list[ModelSpec] | None:
+        return select_models(self.models, self.conf.models)
+
+    def stages(self):
+        m, llm = self.conf, self.cfg.section(LLMConfig)
+        embed = self.embed or open_embedder(m.embedder)
+        yield representatives_stage(m, self.topics_dir, self.seed)
+        with chat_session(self.chat, llm) as chat:  # the LLM actors end with the generation
+            parts = [generation_stage(m, llm, self.seed, chat, embed, split, version)
+                     for split in m.splits for version in range(1, m.versions + 1)]
+            yield from parts
+        yield collect_stage([p.name for p in parts])
+        yield mft_topics_stage(m, embed, self.seed)
+
+    def publish(self, runner: StageRunner) -> list[Section]:
+        suite = to_suite(runner.output("mft_topics"), generator=chat_name(self.chat, self.cfg.section(LLMConfig)))
+        runner.run.write_table(SUITE_FILE, suite)
+        evaluation = None
+        if self.specs:
+            from jobs.mft.evaluate import evaluate_mft
+
+            evaluation = evaluate_mft(self.cfg, suite, self.specs, runner.run)
+        return mft_sections(runner, suite, evaluation)
 
 
-def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> tuple[RunDir, list]:
+def run_mft(cfg: CheckrayConfig, topics_dir: str, out: str, chat=None, embed=None) -> tuple[RunDir, list[Section]]:
     """Run the job; ``chat``/``embed`` default to the configured LLM actor pool and embedder.
     Returns the run directory and the report sections."""
-    from jobs.mft.report import mft_sections
-    from jobs.mft.runtime import open_chat, open_embedder
-
-    m: MFTConfig = cfg.section("mft")
-    embed = embed or open_embedder(m.embedder)
-    run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer("mft"))
-    runner.run_stage(representatives_stage(cfg, topics_dir))
-    owned = chat is None
-    if owned:
-        # The LLM actors start only when generation must run (not on a cached rerun).
-        chat = LazyChat(lambda: open_chat(cfg))
-    parts = [generation_stage(cfg, chat, embed, split, version)
-             for split in m.splits for version in range(1, m.versions + 1)]
-    try:
-        for stage in parts:
-            runner.run_stage(stage)
-    finally:
-        if owned:
-            chat.close()
-    runner.run_stage(collect_stage(parts))
-    runner.run_stage(mft_topics_stage(cfg, embed))
-    generator = cfg.section("llm").model if owned else getattr(chat, "name", "llm")
-    suite = to_suite(runner.output("mft_topics"), generator=generator)
-    run.write_table("suite.parquet", suite)
-    evaluation = None
-    if m.models:
-        from jobs.mft.evaluate import evaluate_mft
-
-        evaluation = evaluate_mft(cfg, suite, m.models, run)
-    sections = mft_sections(runner, suite, evaluation)
-    run.write_text("report.html", render("checkray · MFTs (Li et al.)", sections, subtitle=f"topics run {topics_dir}"))
-    return run, sections
+    result = run_job(MFTJob(cfg, topics_dir=topics_dir, chat=chat, embed=embed), out)
+    return result.run, result.sections
 
 
 def mft_command(

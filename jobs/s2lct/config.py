@@ -1,4 +1,6 @@
-"""Config section(s) of the job: ReferenceSource, FillerConfig, CoverageConfig, ExplainConfig, S2lctConfig."""
+"""Config section(s) of the job: ReferenceSource, FillerConfig, CoverageConfig, ExplainConfig, S2lctConfig;
+and the filler's resolved backend and name (read by the job and by its report, so they live
+here, below both)."""
 
 from __future__ import annotations
 
@@ -6,13 +8,8 @@ from typing import ClassVar, Literal, Optional
 
 from pydantic import Field
 
-from engine.config import (
-    JobSection,
-    Section,
-)
-from engine.s2lct.grammar import (
-    CONTENT_TAGS,
-)
+from engine.config import NOT_FINGERPRINTED, JobSection, Section
+from engine.s2lct.grammar import CONTENT_TAGS
 
 
 class ReferenceSource(Section):
@@ -69,8 +66,10 @@ class S2lctConfig(JobSection):
     fillable_tags: list[str] = Field(default_factory=lambda: list(CONTENT_TAGS))  # Penn tags a mask may take
     parser: Literal["auto", "benepar", "spacy-dep2const"] = "auto"
     pipeline: str = "builtin:sm"  # spaCy pipeline of the parser actors
-    pool_size: Optional[int] = Field(default=None, ge=1)  # None: one actor per CPU (spaCy is single-threaded)
-    batch_size: int = Field(default=128, ge=1)
+    # Speed only (stage fingerprints leave them out): parser/expansion actors (None: one per
+    # CPU, spaCy is single-threaded) and rows per Ray Data batch.
+    pool_size: Optional[int] = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)
+    batch_size: int = Field(default=128, ge=1, json_schema_extra=NOT_FINGERPRINTED)
     suite: str = "s2lct"  # suites are named <suite>-<capability id>
     seed: Optional[int] = None  # None: the top-level seed
     models: Optional[str] = None  # model registry (zoo.yaml): benchmark the suite
@@ -78,3 +77,12 @@ class S2lctConfig(JobSection):
     filler: FillerConfig = FillerConfig()
     coverage: CoverageConfig = CoverageConfig()
     explain: ExplainConfig = ExplainConfig()
+
+
+def filler_backend(f: FillerConfig) -> str:
+    return f.backend if f.backend != "auto" else ("hf" if f.hf_model else "offline")
+
+
+def filler_name(f: FillerConfig) -> str:
+    """The mask filler as named in the suite's provenance and the report."""
+    return f"hf:{f.hf_model}" if filler_backend(f) == "hf" else f"bigram-lm+vectors:{f.pipeline}"

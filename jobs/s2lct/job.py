@@ -16,65 +16,42 @@ under DIR/stages/, so a rerun resumes.
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional, Sequence
 
-import numpy as np
 import pyarrow as pa
 import typer
-from pydantic import Field
 
-from engine.s2lct.grammar import CONTENT_TAGS, count_productions, grammar_table, reference_index
-from engine.config import CorpusConfig, Section
-from jobs.config import CheckrayConfig, load_config
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import InputError, user_error
-from engine.s2lct.mask_fill import build_vocabulary, count_ngrams
 from engine.benchmark.registry import ModelSpec
+from engine.config import CorpusConfig
+from engine.corpus import corpus_fingerprint, read_corpus
+from engine.errors import InputError
 from engine.report import Section as ReportSection
-from engine.report import render
-from engine.runtime import cluster_resources, init_ray, plan_actor_pool
+from engine.runtime import cluster_resources, plan_actor_pool
+from engine.s2lct.grammar import count_productions, grammar_table, reference_index
+from engine.s2lct.mask_fill import build_vocabulary, count_ngrams
 from engine.s2lct.search import METHOD, build_seeds
 from engine.s2lct.spec import CapabilitySpec, capability_files, load_capabilities
 from engine.s2lct.suite import suite_table
 from engine.schema import case_id
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
-from jobs.s2lct.config import ReferenceSource, FillerConfig, CoverageConfig, ExplainConfig, S2lctConfig
-from jobs.console import stage_printer
+from jobs.base import Job, run_job
+from jobs.zoo.resolve import select_models
+from jobs.config import CheckrayConfig, load_config
+from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 
 SUITE_FILE, GRAMMAR_FILE, REPORT_FILE = "suite.parquet", "grammar.parquet", "report.html"
 
 
-def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None,
-            keep_arg: str = "keep") -> pa.Table:
-    """``table`` through a pool of ``actor``s with Ray Data (sharded: several blocks, one
-    actor per CPU by default); one output row per input row, in input order."""
-    import ray.data
+def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None) -> pa.Table:
+    """``table`` through a pool of ``actor``s (one per CPU by default: spaCy is
+    single-threaded); one output row per input row, in input order."""
+    from actors.pool import map_with_actors
 
     resources = cluster_resources()
     plan = plan_actor_pool(resources, "cpu", s.pool_size or max(1, int(resources.get("CPU", 1))))
-    batch = batch_size or s.batch_size
-    table = table.append_column("_pos", pa.array(np.arange(table.num_rows), pa.int64()))
-    kwargs = {**kwargs, keep_arg: tuple(kwargs.get(keep_arg, ())) + ("_pos",)}
-    # Blocks cut here (no all-to-all repartition): a single block would feed one actor only.
-    blocks = max(plan.pool_size * 2, math.ceil(table.num_rows / batch))
-    size = max(1, math.ceil(table.num_rows / blocks))
-    shards = [table.slice(i, size) for i in range(0, table.num_rows, size)]
-    ds = ray.data.from_arrow(shards).map_batches(
-        actor, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **plan.ray_options())
-    try:
-        parts = [t for t in ray.get(list(ds.to_arrow_refs())) if t.num_rows]
-    except Exception as exc:  # a user error inside an actor (missing model ...) stays one line
-        cause = user_error(exc)
-        if cause is None:
-            raise
-        raise cause from None
-    if not parts:
-        raise InputError("no rows came back from the actor pool")
-    return pa.concat_tables(parts, promote_options="default").sort_by("_pos").drop_columns(["_pos"])
+    return map_with_actors(table, actor, kwargs, plan, batch_size=batch_size or s.batch_size)
 
 
 def preflight(s: S2lctConfig) -> None:
@@ -114,6 +91,11 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
     """One Ray Data pass of parser actors over the searched corpus (parse + search rules)
     and the reference texts (parse only)."""
     corpus_cfg = search_corpus_config(cfg, s, seed)
+    spec_digest = [file_digest(str(f)) for f in capability_files(s.capabilities or None)]
+    # Parsing is the slow step: it sees (and fingerprints) only the fields it reads, so a
+    # change of expansion or evaluation settings reuses it.
+    s = s.view("pipeline", "parser", "neutral_proxy", "neutral_label", "grammar_file", "reference", "capabilities",
+               "pool_size", "batch_size")
 
     def run(ctx: StageContext):
         from actors.s2lct.parser import ParserActor
@@ -137,10 +119,7 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
         return {"search": parsed.slice(0, n), "reference": parsed.slice(n).select(["tokens", "tree"]),
                 "info": pa.table({"neutral_proxy": [proxy], "reference_documents": [len(reference)]})}
 
-    spec_digest = [file_digest(str(f)) for f in capability_files(s.capabilities or None)]
-    return Stage("parse", run, config=[corpus_cfg, s.reference, bool(s.grammar_file), s.parser, s.pipeline, s.neutral_proxy,
-                                       s.neutral_label, seed],
-                 external=(corpus_fingerprint(corpus_cfg), *spec_digest))
+    return Stage("parse", run, config=[s, corpus_cfg, seed], external=(corpus_fingerprint(corpus_cfg), *spec_digest))
 
 
 def grammar_stage(s: S2lctConfig) -> Stage:
@@ -167,8 +146,7 @@ def grammar_stage(s: S2lctConfig) -> Stage:
                                      "count": pa.array(list(bi.values()), pa.int64())}),
                 "sources": pa.table({"trees": [len(trees)]})}
 
-    return Stage("grammar", run, inputs=("parse",),
-                 config=[s.reference_includes_corpus, s.filler.vocabulary_per_tag, s.filler.vocabulary_min_count],
+    return Stage("grammar", run, inputs=("parse",), config=[s],
                  external=(file_digest(s.grammar_file),) if s.grammar_file else ())
 
 
@@ -221,16 +199,7 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
             raise InputError("s2lct: no sentence of the corpus matches any capability's search rules")
         return {"data": pa.Table.from_pylist(rows)}
 
-    return Stage("seeds", run, inputs=("parse",), config=[s.max_seeds, s.suite, seed, s.neutral_label,
-                                                          [sp.model_dump(mode="json") for sp in specs]])
-
-
-def filler_backend(f: FillerConfig) -> str:
-    return f.backend if f.backend != "auto" else ("hf" if f.hf_model else "offline")
-
-
-def filler_name(f: FillerConfig) -> str:
-    return f"hf:{f.hf_model}" if filler_backend(f) == "hf" else f"bigram-lm+vectors:{f.pipeline}"
+    return Stage("seeds", run, inputs=("parse",), config=[s, seed, list(specs)])
 
 
 def expand_stage(s: S2lctConfig, seed: int) -> Stage:
@@ -254,46 +223,51 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
                       hf_model=f.hf_model, k=s.k, max_masks=s.max_masks, candidates=f.candidates, keep=f.keep,
                       window=f.window, vector_weight=f.vector_weight, min_score=f.min_score,
                       fillable=tuple(s.fillable_tags), seed=seed, keep_columns=("case_id",))
-        out = ray_map(seeds.select(["case_id", "text", "rule"]), ExpansionActor, kwargs, s, batch_size=16,
-                      keep_arg="keep_columns")
+        out = ray_map(seeds.select(["case_id", "text", "rule"]), ExpansionActor, kwargs, s, batch_size=16)
         return {"data": out}
 
-    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s.k, s.max_masks, s.fillable_tags, s.grammar_min_count, s.filler,
-                                                                    s.parser, s.pipeline, seed])
+    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])
 
 
-def run_s2lct(cfg: CheckrayConfig, out: str, specs: list[ModelSpec] | None = None) -> tuple[RunDir, list[ReportSection]]:
+class S2lctJob(Job[S2lctConfig]):
+    """parse -> grammar -> seeds -> expand; publishes the suite and the reference grammar.
+    With models (given, or ``s2lct.models``) ``publish`` also runs the evaluation."""
+
+    name, title, section = "s2lct", "checkray · S²LCT", S2lctConfig
+    published = (SUITE_FILE, GRAMMAR_FILE)
+
+    def check(self) -> None:
+        s = self.conf
+        self.capabilities = load_capabilities(s.capabilities or None)
+        self.models = select_models(self.models, s.models, s.only_models, what="s2lct.only_models")
+        preflight(s)
+
+    def stages(self):
+        s, seed = self.conf, self.seed
+        yield parse_stage(self.cfg, s, self.capabilities, seed)
+        yield grammar_stage(s)
+        yield seeds_stage(self.capabilities, s, seed)
+        yield expand_stage(s, seed)
+
+    def publish(self, runner: StageRunner) -> list[ReportSection]:
+        from jobs.s2lct.evaluate import evaluate_suite
+        from jobs.s2lct.report import s2lct_sections
+
+        s, run = self.conf, runner.run
+        suite = suite_table(runner.output("seeds"), runner.output("expand"), filler_name(s.filler), self.seed)
+        grammar = runner.output("grammar")
+        run.write_table(SUITE_FILE, suite)
+        run.write_table(GRAMMAR_FILE, grammar)
+        evaluation = evaluate_suite(self.cfg, s, suite, self.models, run) if self.models else None
+        return s2lct_sections(runner, suite, grammar, self.capabilities, s, evaluation)
+
+
+def run_s2lct(cfg: CheckrayConfig, out: str,
+              specs: Sequence[ModelSpec] | None = None) -> tuple[RunDir, list[ReportSection]]:
     """Run the job into ``out``; with model ``specs`` (or ``s2lct.models``) also the
     benchmark, Table 3, coverage and explanations. Returns the run dir and report sections."""
-    from jobs.s2lct.evaluate import evaluate_suite
-    from jobs.s2lct.report import s2lct_sections
-
-    s: S2lctConfig = cfg.section("s2lct")
-    seed = cfg.seed if s.seed is None else s.seed
-    capabilities = load_capabilities(s.capabilities or None)
-    if specs is None and s.models:
-        from jobs.benchmark.job import resolve_models
-
-        specs = resolve_models(s.models)
-    if specs and s.only_models:
-        unknown = sorted(set(s.only_models) - {sp.name for sp in specs})
-        if unknown:
-            raise InputError(f"s2lct.only_models: no model named {', '.join(unknown)} among the models given")
-        specs = [sp for sp in specs if sp.name in s.only_models]
-    preflight(s)
-    init_ray(cfg.runtime)
-    run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer("s2lct"))
-    runner.run_all([parse_stage(cfg, s, capabilities, seed), grammar_stage(s), seeds_stage(capabilities, s, seed),
-                    expand_stage(s, seed)])
-    suite = suite_table(runner.output("seeds"), runner.output("expand"), filler_name(s.filler), seed)
-    grammar = runner.output("grammar")
-    run.write_table(SUITE_FILE, suite)
-    run.write_table(GRAMMAR_FILE, grammar)
-    evaluation = evaluate_suite(cfg, s, suite, list(specs or []), run) if specs else None
-    sections = s2lct_sections(runner, suite, grammar, capabilities, s, evaluation)
-    run.write_text(REPORT_FILE, render("checkray · S²LCT", sections, subtitle=cfg.corpus.path))
-    return run, sections
+    result = run_job(S2lctJob(cfg, specs), out)
+    return result.run, result.sections
 
 
 def s2lct_command(
@@ -314,7 +288,5 @@ def s2lct_command(
         "s2lct.models": models, "s2lct.capabilities": capabilities or None, "s2lct.search_sample": sample,
         "s2lct.max_seeds": max_seeds, "s2lct.k": k, "out": out,
     })
-    if not cfg.out:
-        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
-    run, _ = run_s2lct(cfg, cfg.out)
+    run = run_job(S2lctJob(cfg)).run
     typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REPORT_FILE}")

@@ -11,6 +11,7 @@ import pyarrow as pa
 from engine.report import Section, figure_html, table_html
 from engine.s2lct.spec import CapabilitySpec
 from engine.stages import StageRunner
+from jobs.s2lct.config import filler_name
 
 
 def _counts(suite: pa.Table) -> dict[str, Counter]:
@@ -21,8 +22,6 @@ def _counts(suite: pa.Table) -> dict[str, Counter]:
 
 
 def generation_section(runner: StageRunner, suite: pa.Table, capabilities: Sequence[CapabilitySpec], s) -> Section:
-    from jobs.s2lct.job import filler_name
-
     seeds = runner.output("seeds").to_pylist()
     expanded = {r["case_id"]: r for r in runner.output("expand").to_pylist()}
     masked_per: Counter = Counter()

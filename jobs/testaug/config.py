@@ -6,10 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from engine.config import (
-    JobSection,
-    Section,
-)
+from engine.config import NOT_FINGERPRINTED, JobSection, Section
 from engine.llm import GenerationParams
 from engine.testaug.validity import ValidityBackend
 from engine.training import FineTuneConfig
@@ -48,7 +45,9 @@ class TestAugConfig(JobSection):
     spacy: str = "builtin:sm"
     baseline_nsamples: int = Field(default=100, ge=1)  # template-only suite, cases per template
     diversity_per_description: int = Field(default=100, ge=2)  # Table 5 sample (the paper: 100)
-    models: str | None = None  # registry / zoo recipe for failure rates and Table 3
+    # Registry / zoo recipe for failure rates and Table 3. The stages that use models
+    # fingerprint the resolved models themselves, so naming them never re-asks the LLM.
+    models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)
     patch: PatchConfig = PatchConfig()
 
     @field_validator("label_map", mode="before")

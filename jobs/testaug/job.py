@@ -6,38 +6,55 @@ filter, template expansion, and the paper's diversity and bug-finding metrics.
            DIR/baseline.parquet  the template-only (CheckList) suite of the same spec
            DIR/annotate.jsonl    each description's first sample, for people to annotate
            DIR/report.html       Tables 3/4/5 shapes, validity decisions, failure rates
+           DIR/manifest.json     what the run published (``jobs/base.py``)
 
-Stages (checkpointed under DIR/stages/): generate (LLM) -> validity (two-phase rule,
-§4.2) -> expand (spaCy) -> diversity; with models: the benchmark (DIR/benchmark/) and
-patch (Table 3). Descriptions, seeds and prompts: ``engine/testaug/prompt.py``.
+Stages (checkpointed under DIR/stages/): generate (LLM) -> parse -> validity (two-phase
+rule, §4.2) -> expand (spaCy) -> diversity; with models: patch (Table 3), then the
+benchmark (DIR/benchmark/). Descriptions, seeds and prompts: ``engine/testaug/prompt.py``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import typer
-from pydantic import Field, field_validator
 
-from engine.config import Section
-from jobs.config import CheckrayConfig, load_config
-from engine.errors import InputError
-from engine.llm import GenerationParams, count_finish_reasons, make_generation
+from actors.llm.chat import chat_name, chat_session
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
+from engine.llm import LLMConfig, count_finish_reasons, make_generation
 from engine.prompts import load_prompt
-from engine.report import Section as ReportSection, render
+from engine.report import Section as ReportSection
 from engine.schema import make_cases
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
 from engine.templates.expand import expand, read_spec
-from engine.testaug.prompt import (Description, ParseCount, SeedCase, dedupe, describe_templates,
-                                   parse_pair_cases, parse_single_cases, prompt_examples, sample_seeds, seed_keys)
-from jobs.testaug.config import PatchConfig, TestAugConfig
-from jobs.console import console, stage_printer
+from engine.testaug.prompt import (
+    Description,
+    ParseCount,
+    SeedCase,
+    dedupe,
+    describe_templates,
+    parse_pair_cases,
+    parse_single_cases,
+    prompt_examples,
+    sample_seeds,
+    seed_keys,
+)
+from jobs.base import Job, run_job
+from jobs.zoo.resolve import select_models
+from jobs.config import CheckrayConfig, load_config
+from jobs.console import console
+from jobs.testaug.config import TestAugConfig
+from jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
+from jobs.testaug.report import testaug_sections
 
+SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
 METHOD = "testaug"
 VERSION = "2"  # generate stage: raw answers
 EXPAND_VERSION = "3"  # numbered slots ({noun2})
@@ -56,19 +73,22 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
     return descs[: t.max_descriptions] if t.max_descriptions else descs
 
 
-def generation_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage:
-    """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM."""
-    t: TestAugConfig = cfg.section("testaug")
+def generation_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int) -> Stage:
+    """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM. The
+    stage sees only what shapes the prompts and the descriptions they come from, so a
+    change of the validity, expansion or evaluation settings reuses the answers."""
+    t = t.view("prompts_per_description", "demonstrations", "cases_per_prompt", "generation", "spec", "label_map",
+               "seeds_per_template", "descriptions", "max_descriptions")
 
     def run(ctx: StageContext):
         rows = []
         for p in range(t.prompts_per_description):  # one batch per round: every description at once
-            shown = [sample_seeds(d, t.demonstrations, np.random.default_rng([cfg.seed, p, i]))
+            shown = [sample_seeds(d, t.demonstrations, np.random.default_rng([seed, p, i]))
                      for i, d in enumerate(descs)]
             messages = [load_prompt("testaug_generate_pair" if d.is_pair else "testaug_generate").render(
                 description=d.description, examples=prompt_examples(s), n=t.cases_per_prompt)
                 for d, s in zip(descs, shown)]
-            answers = chat(messages, t.generation.model_copy(update={"seed": cfg.seed + p}))
+            answers = chat(messages, t.generation.model_copy(update={"seed": seed + p}))
             rows += [{"key": d.key, "prompt": p, "answer": a.text, "finish_reason": a.finish_reason,
                       "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s])}
                      for d, s, a in zip(descs, shown, answers)]
@@ -77,11 +97,7 @@ def generation_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Sta
              ("seeds", pa.string())]))}
 
     prompts = [load_prompt(n).sections for n in ("testaug_generate", "testaug_generate_pair")]
-    return Stage("generate", run, config=[t.model_dump(include={"label_map", "descriptions", "max_descriptions",
-                                                                 "seeds_per_template", "demonstrations",
-                                                                 "prompts_per_description", "cases_per_prompt",
-                                                                 "generation"}),
-                                          cfg.section("llm"), cfg.seed, prompts, getattr(chat, "name", "llm")],
+    return Stage("generate", run, config=[t, llm, seed, prompts, getattr(chat, "name", "llm")],
                  external=(file_digest(t.spec),), version=VERSION)
 
 
@@ -113,9 +129,7 @@ def parse_stage(descs: list[Description]) -> Stage:
     return Stage("parse", run, inputs=("generate",), version=PARSER_VERSION)
 
 
-def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
-    t: TestAugConfig = cfg.section("testaug")
-
+def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage:
     def run(ctx: StageContext):
         from actors.spacy_nlp import load_spacy
         from engine.testaug.expand import case_template, expand_new_template, seed_candidates
@@ -137,7 +151,7 @@ def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
                 made.append(new.texts)
                 try:
                     template, drawn = expand_new_template(new, d.capability, d.label, d.description,
-                                                          t.expansion_per_template, cfg.seed, f"{d.key}: {r['text']}")
+                                                          t.expansion_per_template, seed, f"{d.key}: {r['text']}")
                 except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
                     continue
                 fresh, _ = dedupe([{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f}
@@ -156,9 +170,7 @@ def expand_stage(cfg: CheckrayConfig, descs: list[Description]) -> Stage:
                     [("key", pa.string()), ("template", pa.string()), ("slots", pa.list_(pa.string())),
                      ("template_id", pa.string()), ("source", pa.string()), ("cases", pa.int64())]))}
 
-    return Stage("expand", run, inputs=("validity",),
-                 config=[t.expansion_match, t.expansion_per_template, t.max_expansion_per_description, t.spacy,
-                         cfg.seed], version=EXPAND_VERSION)
+    return Stage("expand", run, inputs=("validity",), config=[t, seed], version=EXPAND_VERSION)
 
 
 def shown_seed(entry: str) -> SeedCase:
@@ -199,57 +211,6 @@ def _case(suite: str, d: Description, text: str, pair: str | None, template_id: 
             "meta": {"description": d.description, "description_key": d.key, **meta}}
 
 
-def resolve_specs(t: TestAugConfig, specs: Sequence[ModelSpec] | None) -> list[ModelSpec] | None:
-    if specs is not None:
-        return list(specs)
-    if t.models:
-        from jobs.benchmark.job import resolve_models
-
-        return resolve_models(t.models)
-    return None
-
-
-def run_testaug(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] | None = None, chat=None,
-                ) -> tuple[RunDir, list[ReportSection]]:
-    """Run the job; ``specs`` (else ``testaug.models``) get failure rates and Table 3;
-    ``chat`` defaults to the configured LLM actor pool. Returns the run dir and report sections."""
-    from jobs.mft.job import LazyChat
-    from jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
-    from jobs.testaug.report import testaug_sections
-
-    t: TestAugConfig = cfg.section("testaug")
-    descs = load_descriptions(t, cfg.seed)
-    specs = resolve_specs(t, specs)
-    run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer("testaug"))
-    owned = chat is None
-    if owned:
-        from jobs.mft.runtime import open_chat
-
-        chat = LazyChat(lambda: open_chat(cfg))
-        chat.name = cfg.section("llm").model
-    try:
-        runner.run_stage(generation_stage(cfg, descs, chat))
-        runner.run_stage(parse_stage(descs))
-        runner.run_stage(validity_stage(cfg, descs, chat))
-    finally:
-        if owned:
-            chat.close()
-    runner.run_stage(expand_stage(cfg, descs))
-    suite, baseline = build_suites(t, descs, runner.output("validity"), runner.output("expand"),
-                                   getattr(chat, "name", "llm"), cfg.seed)
-    run.write_table("suite.parquet", suite)
-    run.write_table("baseline.parquet", baseline)
-    run.write_text("annotate.jsonl", "".join(json.dumps(r) + "\n" for r in annotation_sheet(runner.output("validity"), descs)))
-    runner.run_stage(diversity_stage(cfg, descs, suite, baseline))
-    summary = benchmark_step(cfg, run, suite, baseline, specs) if specs else None
-    if specs and t.patch.enabled:
-        runner.run_stage(patch_stage(cfg, suite, baseline, specs))
-    sections = testaug_sections(runner, t, descs, suite, baseline, summary, specs, getattr(chat, "name", "llm"))
-    run.write_text("report.html", render("checkray · TestAug", sections, subtitle=f"spec {t.spec}"))
-    return run, sections
-
-
 def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
     """Each description's phase-1 sample; ``validity`` is people's label when known, else
     null for an annotator to fill (the LLM's verdict is shown as ``llm_validity``)."""
@@ -258,6 +219,66 @@ def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
              "label": by_key[r["key"]].label, "text": r["text"], "text_pair": r["text_pair"],
              "validity": r["valid_people"], "llm_validity": r["valid_llm"]}
             for r in valid.to_pylist() if r["first_sample"]]
+
+
+class TestAugJob(Job[TestAugConfig]):
+    """generate (LLM) -> parse -> validity (LLM labeler) -> expand -> diversity [-> patch];
+    publishes the suite, the template-only baseline and the annotation sheet, and with
+    models their failure rates (a benchmark run under DIR/benchmark)."""
+
+    name, title, section = "testaug", "checkray · TestAug", TestAugConfig
+    published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE)
+    __test__ = False  # not a pytest test class, whatever its name
+
+    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, chat=None):
+        super().__init__(cfg, models)
+        self.chat = chat  # None: the llm: backend
+
+    def check(self) -> None:
+        self.descs = load_descriptions(self.conf, self.seed)  # a missing or bad spec fails before Ray starts
+
+    def subtitle(self) -> str:
+        return f"spec {self.conf.spec}"
+
+    @cached_property
+    def specs(self) -> list[ModelSpec] | None:
+        return select_models(self.models, self.conf.models)
+
+    @property
+    def generator(self) -> str:
+        return chat_name(self.chat, self.cfg.section(LLMConfig))
+
+    def stages(self):
+        t, llm = self.conf, self.cfg.section(LLMConfig)
+        with chat_session(self.chat, llm) as chat:  # the LLM actors end with the validity filter
+            yield generation_stage(t, llm, self.descs, chat, self.seed)
+            yield parse_stage(self.descs)
+            yield validity_stage(t, llm, self.descs, chat)
+        yield expand_stage(t, self.descs, self.seed)
+        # The suites are what the later stages measure; publish writes them.
+        self.suite, self.baseline = build_suites(t, self.descs, self.runner.output("validity"),
+                                                 self.runner.output("expand"), self.generator, self.seed)
+        yield diversity_stage(t, self.descs, self.suite, self.baseline)
+        if self.specs and t.patch.enabled:
+            yield patch_stage(self.cfg, self.suite, self.baseline, self.specs)
+
+    def publish(self, runner: StageRunner) -> list[ReportSection]:
+        run = runner.run
+        run.write_table(SUITE_FILE, self.suite)
+        run.write_table(BASELINE_FILE, self.baseline)
+        sheet = annotation_sheet(runner.output("validity"), self.descs)
+        run.write_text(ANNOTATE_FILE, "".join(json.dumps(r) + "\n" for r in sheet))
+        summary = benchmark_step(self.cfg, run, self.suite, self.baseline, self.specs) if self.specs else None
+        return testaug_sections(runner, self.conf, self.descs, self.suite, self.baseline, summary, self.specs,
+                                self.generator)
+
+
+def run_testaug(cfg: CheckrayConfig, out: str | None, specs: Sequence[ModelSpec] | None = None, chat=None,
+                ) -> tuple[RunDir, list[ReportSection]]:
+    """Run the job; ``specs`` (else ``testaug.models``) get failure rates and Table 3;
+    ``chat`` defaults to the configured LLM actor pool. Returns the run dir and report sections."""
+    result = run_job(TestAugJob(cfg, specs, chat=chat), out)
+    return result.run, result.sections
 
 
 def testaug_command(
@@ -272,10 +293,8 @@ def testaug_command(
     """Generate capability tests with an LLM (TestAug): filter, expand, measure diversity and bugs found."""
     cfg = load_config(config, {"testaug.spec": spec, "testaug.validity": validity, "testaug.annotations": annotations,
                                "testaug.models": models, "llm.backend": backend, "out": out})
-    if not cfg.out:
-        raise InputError("no output directory: pass --out DIR or set 'out' in the config")
     run, _ = run_testaug(cfg, cfg.out)
-    suite = run.read_table("suite.parquet", columns=["suite"]).column("suite").to_pylist()
+    suite = run.read_table(SUITE_FILE, columns=["suite"]).column("suite").to_pylist()
     counts = ", ".join(f"{s} {suite.count(s)}" for s in sorted(set(suite)))
     console.print(f"testaug: {len(suite)} cases ({counts or 'none'})")
     typer.echo(f"wrote {run.path('suite.parquet')} and report.html")

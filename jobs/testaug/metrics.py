@@ -4,15 +4,22 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from jobs.config import CheckrayConfig
 from engine.benchmark.registry import ModelSpec
-from engine.stages import RunDir, Stage, StageContext, fingerprint
+from engine.llm import LLMConfig
+from engine.prompts import load_prompt
+from engine.stages import RunDir, Stage, StageContext, file_digest, fingerprint
 from engine.testaug.prompt import Description, ParseCount, normalize
 from engine.testaug.validity import classifier_input, phase_decision, read_annotations, threshold_for
+from jobs.benchmark.config import BenchmarkConfig
+from jobs.config import CheckrayConfig
+from jobs.testaug.config import TestAugConfig
 
 VALIDITY_SCHEMA = pa.schema([
     ("key", pa.string()), ("prompt", pa.int64()), ("text", pa.string()), ("text_pair", pa.string()),
@@ -25,10 +32,9 @@ def _flag(value) -> int | None:
     return None if value is None else int(bool(value))
 
 
-def validity_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage:
+def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat) -> Stage:
     """Phase 1 on each description's first sample (people > LLM labeler > classifier),
     phase 2 (people > classifier > LLM labeler) where the valid share is under threshold."""
-    t = cfg.section("testaug")
 
     def run(ctx: StageContext):
         from actors.testaug.validity import ValidityClassifier, llm_label
@@ -103,22 +109,14 @@ def validity_stage(cfg: CheckrayConfig, descs: list[Description], chat) -> Stage
                                              schema=VALIDITY_SCHEMA),
                 "decisions": pa.Table.from_pylist(rows), "labeler": pa.Table.from_pylist([log])}
 
-    digest = None
-    if t.annotations:
-        from engine.stages import file_digest
-
-        digest = file_digest(t.annotations)
+    digest = file_digest(t.annotations) if t.annotations else None
     clf_meta = None
     if t.validity:
-        from pathlib import Path
-
         meta = Path(t.validity) / "metadata.json"
         clf_meta = meta.read_text(encoding="utf-8") if meta.is_file() else "missing"
-    from engine.prompts import load_prompt
-
     return Stage("validity", run, inputs=("parse",),
-                 config=[t.task, t.threshold, t.first_sample, t.llm_labeler, t.label_generation, digest, clf_meta,
-                         load_prompt("testaug_validity").sections, cfg.section("llm")], version="1")
+                 config=[t, llm, load_prompt("testaug_validity").sections], external=(str(digest), str(clf_meta)),
+                 version="1")
 
 
 def _agreement(rows: list[dict]) -> float | None:
@@ -134,12 +132,9 @@ def _groups(table: pa.Table) -> dict[str, list[str]]:
     return out
 
 
-def diversity_stage(cfg: CheckrayConfig, descs: list[Description], suite: pa.Table, baseline: pa.Table) -> Stage:
+def diversity_stage(t: TestAugConfig, descs: list[Description], suite: pa.Table, baseline: pa.Table) -> Stage:
     """Table 5 (Self-BLEU-4, unique dependency paths; same sample size per description) and
     Table 4 (unique seed vs new sentences, seed vs new templates)."""
-    import pyarrow.compute as pc
-
-    t = cfg.section("testaug")
 
     def run(ctx: StageContext):
         from actors.spacy_nlp import load_spacy
@@ -159,7 +154,7 @@ def diversity_stage(cfg: CheckrayConfig, descs: list[Description], suite: pa.Tab
                    "new templates": len(set(templates))}]
         return {"table5": pa.Table.from_pylist(table5), "table4": pa.Table.from_pylist(table4)}
 
-    return Stage("diversity", run, inputs=("expand",), config=[t.spacy, t.diversity_per_description],
+    return Stage("diversity", run, inputs=("expand",), config=t,
                  external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
                  version="1")
 
@@ -174,9 +169,11 @@ def benchmark_step(cfg: CheckrayConfig, run: RunDir, suite: pa.Table, baseline: 
 
 
 def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]) -> Stage:
-    import pyarrow.compute as pc
+    """Table 3: each trainable model refitted per seed and suite (``jobs/testaug/patch.py``)."""
+    from jobs.benchmark.job import _spec_fingerprint  # a spec plus its weights' time stamp
 
-    t = cfg.section("testaug")
+    t = cfg.section(TestAugConfig)
+    settings = cfg.section(BenchmarkConfig).settings()
 
     def run(ctx: StageContext):
         from jobs.testaug.patch import patched_failure_rates
@@ -190,11 +187,6 @@ def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs:
         return {"data": pa.Table.from_pylist(rows) if rows else pa.table({"model": pa.array([], pa.string())}),
                 "skipped": pa.Table.from_pylist(skipped) if skipped else pa.table({"model": pa.array([], pa.string())})}
 
-    from dataclasses import asdict
-
-    from jobs.benchmark.job import _spec_fingerprint  # registers the benchmark section too
-
-    settings = cfg.section("benchmark").settings()
-    return Stage("patch", run, config=[t.patch, [_spec_fingerprint(s) for s in specs], t.suite, asdict(settings)],
+    return Stage("patch", run, config=[t, [_spec_fingerprint(s) for s in specs], asdict(settings)],
                  external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
                  version="1")

@@ -17,8 +17,8 @@ tested with CheckList's neutral band rule, as in the benchmark.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa

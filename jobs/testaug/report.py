@@ -5,7 +5,7 @@ failure rate)."""
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 

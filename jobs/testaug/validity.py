@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional
 
 import typer
 
-from engine.config import Section
-from jobs.config import load_config
-from engine.training import FineTuneConfig
 from engine.testaug.validity import read_annotations
-from jobs.testaug.config import ValidityConfig
+from jobs.config import load_config
 from jobs.console import console
-
+from jobs.testaug.config import ValidityConfig
 
 app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args_is_help=True)
 
@@ -39,7 +36,7 @@ def train_command(
     from actors.testaug.validity import score_validity, train_validity
 
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
-    v: ValidityConfig = cfg.section("validity")
+    v = cfg.section(ValidityConfig)
     rows = read_annotations(annotations)
     clf = train_validity(rows, v.backend, v.encoder, v.seed, v.finetune)
     clf.meta["annotations"] = str(annotations)

@@ -17,6 +17,7 @@ from actors.models import load_model
 from engine.benchmark.registry import read_registry
 from engine.training import accuracy, stratified_split
 from tests.fakes.tiny_hf import build_tiny_bert
+from tests.fakes.cli import run_cli
 
 TINY_MODELS = [
     {"name": "tfidf_lr", "kind": "tfidf", "head": "logreg", "params": {"C": 4.0}, "tiny": True},
@@ -28,19 +29,6 @@ TINY_MODELS = [
 ]
 
 
-def run_cli(*args: str) -> int:
-    """The real entry point in-process (the Ray session fixture is already up)."""
-    from jobs.cli import main
-
-    old = sys.argv
-    sys.argv = ["checkray", *args]
-    try:
-        main()
-        return 0
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    finally:
-        sys.argv = old
 
 
 @pytest.fixture(scope="module")

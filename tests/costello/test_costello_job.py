@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
-from engine.errors import InputError
 from engine.costello.mutations import normalize, read_inversions
+from tests.fakes.cli import run_cli
 
 HERE = Path(__file__).resolve().parent
 INVERSIONS = HERE.parents[1] / "configs" / "costello" / "inversions.jsonl"
+
+
 
 
 def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
@@ -39,9 +39,8 @@ def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
 
 @pytest.mark.ray
 @pytest.mark.timeout(600)
-def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path):
+def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, capsys):
     from engine.schema import validate_cases
-    from jobs.cli import app
 
     corpus = _corpus(rt_corpus, tmp_path / "seeds.csv")
     embedders = tmp_path / "emb.yaml"
@@ -50,9 +49,12 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path):
     config.write_text("costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
                       "  dictionary_size: 60\n  batch_size: 32\n")
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["costello", "--corpus", str(corpus), "--embedders", str(embedders),
-                                   "--config", str(config), "--out", str(out)])
-    assert res.exit_code == 0, (res.output, res.exception)
+    code = run_cli("costello", "--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config),
+                   "--out", str(out))
+    output = capsys.readouterr()
+    assert code == 0, output
+    assert output.out.startswith("costello: CR1 ") and output.out.rstrip().endswith(
+        f"triples -> {out}/triples.parquet, violations.parquet, report.html")
 
     cases = validate_cases(pq.read_table(out / "triples.parquet"))
     assert set(cases.column("method").to_pylist()) == {"costello"}
@@ -72,9 +74,11 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path):
 
     # test -> repair -> retest
     rep = tmp_path / "repair"
-    res = CliRunner().invoke(app, ["repair", "--violations", str(out), "--model", "minilm", "--out", str(rep),
-                                   "--epochs", "1", "--lr", "0.001", "--threshold", "zero"])
-    assert res.exit_code == 0, (res.output, res.exception)
+    code = run_cli("repair", "--violations", str(out), "--model", "minilm", "--out", str(rep),
+                   "--epochs", "1", "--lr", "0.001", "--threshold", "zero")
+    output = capsys.readouterr()
+    assert code == 0, output
+    assert output.out.startswith("repair: minilm: ") and f"-> {rep}/fixing.parquet" in output.out
     assert (rep / "model" / "modules.json").is_file()
     fixing = pq.read_table(rep / "fixing.parquet").to_pylist()
     assert [r["metric"] for r in fixing] == ["N_V", "GT_A", "GT_B", "downstream accuracy"]
@@ -85,6 +89,11 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path):
     assert history[0]["epoch"] == 1 and history[0]["loss_after"] != history[0]["loss_before"]
     meta = json.loads((out / "costello.json").read_text())
     assert meta["embedders"][0]["name"] == "minilm"
+    # The repair read only what costello published (its manifest lists them).
+    published = json.loads((out / "manifest.json").read_text())["published"]
+    assert {"triples.parquet", "violations.parquet", "train.parquet", "dictionaries.parquet",
+            "classifiers.parquet", "costello.json"} <= set(published)
+    assert json.loads((rep / "manifest.json").read_text())["job"] == "repair"
 
 
 def test_missing_embedder_path_is_one_line(tmp_path):
@@ -99,10 +108,10 @@ def test_missing_embedder_path_is_one_line(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_zoo_reference_without_a_zoo_is_an_error(tmp_path):
-    from jobs.cli import app
-
+def test_zoo_reference_without_a_zoo_is_an_error(tmp_path, capsys):
     embedders = tmp_path / "emb.yaml"
     embedders.write_text("embedders:\n  - {name: ft, model: 'zoo:minilm_ft', pooling: mean}\n")
-    res = CliRunner().invoke(app, ["costello", "--embedders", str(embedders), "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, InputError) and "zoo:minilm_ft" in str(res.exception)
+    assert run_cli("costello", "--embedders", str(embedders), "--out", str(tmp_path / "o")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "zoo:minilm_ft" in err and "\n" not in err
+    assert not (tmp_path / "o").exists()

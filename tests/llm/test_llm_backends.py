@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from actors.llm.http_openai import HTTPGenerator, RateLimiter
-from actors.llm.packaged import join_parts, qwen_gguf_path, resolve_llm
+from actors.assets import assemble
+from actors.llm.packaged import resolve_llm
 from actors.models.llm_zero_shot import LLMZeroShotClassifier
 from jobs.config import load_config
 from engine.errors import ConfigError, InputError
@@ -82,7 +83,7 @@ def test_generation_normalization_and_counts():
     assert [o.ok for o in outs] == [True, False, False, True, False]
 
 
-def test_join_parts_checks_sha256(tmp_path):
+def test_assemble_checks_sha256(tmp_path):
     import hashlib
 
     parts = []
@@ -91,9 +92,9 @@ def test_join_parts_checks_sha256(tmp_path):
         parts[-1].write_bytes(data)
     good = hashlib.sha256(b"abcdef").hexdigest()[:12]
     with pytest.raises(InputError, match="corrupt"):
-        join_parts(parts, tmp_path / "bad.gguf", "000000000000")
+        assemble(parts, tmp_path / "bad.gguf", sha256_prefix="000000000000")
     assert not (tmp_path / "bad.gguf").exists() and len(list(tmp_path.iterdir())) == 2  # no leftovers
-    assert join_parts(parts, tmp_path / "ok.gguf", good).read_bytes() == b"abcdef"
+    assert assemble(parts, tmp_path / "ok.gguf", sha256_prefix=good).read_bytes() == b"abcdef"
 
 
 def test_missing_wheels_are_a_clear_error(tmp_path, monkeypatch):
@@ -170,7 +171,7 @@ def test_http_sends_grammar_in_the_servers_dialect(style, expected):
 
 @pytest.fixture(scope="module")
 def qwen_path() -> str:
-    return qwen_gguf_path()
+    return resolve_llm("builtin:qwen2.5-0.5b-instruct")
 
 
 @pytest.fixture(scope="module")

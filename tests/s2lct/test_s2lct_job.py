@@ -9,6 +9,7 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
+from tests.fakes.cli import run_cli
 
 HANDMADE = [
     ("This is a wonderful film.", "positive"), ("The acting is great.", "positive"),
@@ -42,20 +43,21 @@ def write_config(path, **s2lct):
     return path
 
 
-@pytest.mark.timeout(300)
-def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path):
-    from typer.testing import CliRunner
 
+
+@pytest.mark.timeout(300)
+def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     from engine.schema import validate_cases
-    from jobs.cli import app
 
     registry = tmp_path / "models.yaml"
     registry.write_text(json.dumps({"models": [{"name": "keyword", "family": "callable",
                                                 "path": "tests.fakes.models:keyword_sentiment"}]}), encoding="utf-8")
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["s2lct", "--corpus", str(corpus_csv), "--out", str(out), "--models",
-                                      str(registry), "--config", str(write_config(tmp_path / "cfg.json"))])
-    assert result.exit_code == 0, result.output
+    code = run_cli("s2lct", "--corpus", str(corpus_csv), "--out", str(out), "--models", str(registry),
+                   "--config", str(write_config(tmp_path / "cfg.json")))
+    output = capsys.readouterr()
+    assert code == 0, output
+    assert output.out.strip() == f"wrote {out}/suite.parquet, grammar.parquet, report.html"
     suite = validate_cases(pq.read_table(out / "suite.parquet"))
     rows = suite.to_pylist()
     meta = {r["case_id"]: json.loads(r["meta"]) for r in rows}
@@ -91,6 +93,8 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path):
     assert lc2["seeds"] >= 2 and lc2["seed_fail_pct"] is not None
     assert (out / "benchmark" / "results.parquet").exists()
     assert not list(out.glob("*.tmp-*"))
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["job"] == "s2lct" and manifest["published"] == ["suite.parquet", "grammar.parquet", "report.html"]
 
 
 def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, corpus_csv):

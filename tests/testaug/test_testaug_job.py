@@ -7,16 +7,15 @@ import json
 import re
 
 import joblib
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.config import load_config
+from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
 from engine.llm import make_generation
-from engine.benchmark.registry import ModelSpec
 from engine.schema import validate_cases
+from jobs.config import load_config
 from jobs.testaug.job import run_testaug
 
 SPEC = [
@@ -137,15 +136,19 @@ def test_missing_spec_is_one_line(tmp_path):
         run_testaug(load_config(None, {"testaug.spec": str(tmp_path / "x.jsonl")}), str(tmp_path), chat=RuleBasedAugChat())
 
 
-def test_cli_without_spec_is_one_line(tmp_path):
-    from typer.testing import CliRunner
+def test_cli_without_spec_is_one_line(tmp_path, capsys):
+    from jobs.cli import main
 
-    from jobs.cli import app
+    def run(*args):
+        with pytest.raises(SystemExit) as exc:
+            main(["testaug", *args])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+        return err
 
-    res = CliRunner().invoke(app, ["testaug", "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, InputError) and "no spec" in str(res.exception)
-    res = CliRunner().invoke(app, ["testaug", "--spec", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, InputError) and "spec file not found" in str(res.exception)
+    assert "no spec" in run("--out", str(tmp_path / "o"))
+    assert "spec file not found" in run("--spec", str(tmp_path / "absent.jsonl"), "--out", str(tmp_path / "o"))
+    assert "no output directory" in run("--spec", str(tmp_path / "absent.jsonl"))
 
 
 @pytest.mark.timeout(300)

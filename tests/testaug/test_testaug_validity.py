@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from actors.testaug.validity import ValidityClassifier, score_validity, train_validity
 from engine.errors import InputError
-from engine.training import FineTuneConfig
 from engine.testaug.validity import read_annotations
+from engine.training import FineTuneConfig
 
 VALID = ["No one enjoys that flight.", "Nobody likes the food on this plane.", "I don't love the cabin crew.",
          "No one admires this airline.", "I never liked the pilot.", "Nobody appreciates that seat.",
@@ -32,36 +31,41 @@ def annotations(tmp_path):
     return _write(tmp_path / "ann.jsonl", rows)
 
 
-def _cli(*args):
-    from jobs.cli import app
+def _cli(capsys, *args) -> tuple[int, str, str]:
+    """The real entry point in-process: (exit code, stdout, stderr)."""
+    from tests.fakes.cli import run_cli
 
-    return CliRunner().invoke(app, list(args))
+    code = run_cli(*args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 @pytest.mark.timeout(180)
-def test_validity_train_and_score_cli(tmp_path, annotations):
+def test_validity_train_and_score_cli(tmp_path, annotations, capsys):
     out = tmp_path / "clf"
-    res = _cli("validity", "train", "--annotations", str(annotations), "--out", str(out))
-    assert res.exit_code == 0, res.output
+    code, stdout, stderr = _cli(capsys, "validity", "train", "--annotations", str(annotations), "--out", str(out))
+    assert code == 0, stderr
+    assert stdout.rstrip().endswith(f"wrote {out}/metadata.json")
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["backend"] == "embedding_lr" and meta["n_train"] == 14 and meta["n_valid"] == 8
     held = _write(tmp_path / "held.jsonl", [{"text": "No one enjoys the crew.", "validity": 1},
                                             {"text": "Nobody likes this plane.", "validity": 1},
                                             {"text": "I love that airline!", "validity": 0},
                                             {"text": "The food is wonderful.", "validity": 0}])
-    res = _cli("validity", "score", "--model", str(out), "--annotations", str(held))
-    assert res.exit_code == 0, res.output
-    line = json.loads(res.output.strip().splitlines()[-1])
+    code, stdout, stderr = _cli(capsys, "validity", "score", "--model", str(out), "--annotations", str(held))
+    assert code == 0, stderr
+    line = json.loads(stdout.strip().splitlines()[-1])
     assert line["n"] == 4 and line["accuracy"] >= 0.75  # negated vs plain praise is easy for MiniLM
-    assert f"accuracy {line['accuracy']:.4f} on 4 cases" in res.output
+    assert f"accuracy {line['accuracy']:.4f} on 4 cases" in stdout
 
 
-def test_annotations_without_validity_column_is_one_line(tmp_path):
+def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
     bad = _write(tmp_path / "bad.jsonl", [{"text": "No one enjoys that flight.", "label": 0}])
     with pytest.raises(InputError, match=r"bad.jsonl:1: missing 'validity' column \(have: label, text\)"):
         read_annotations(bad)
-    res = _cli("validity", "train", "--annotations", str(bad), "--out", str(tmp_path / "o"))
-    assert isinstance(res.exception, InputError) and "\n" not in str(res.exception)
+    code, _, stderr = _cli(capsys, "validity", "train", "--annotations", str(bad), "--out", str(tmp_path / "o"))
+    assert code == 2 and stderr.startswith("error: ") and "missing 'validity' column" in stderr
+    assert stderr.count("\n") == 1
     with pytest.raises(InputError, match="not found"):
         read_annotations(tmp_path / "absent.jsonl")
     with pytest.raises(InputError, match="not a validity classifier directory"):

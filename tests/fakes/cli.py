@@ -1,0 +1,14 @@
+"""The real console entry point, called in-process (the Ray session fixture is already up)."""
+
+from __future__ import annotations
+
+
+def run_cli(*args: str) -> int:
+    """``checkray ARGS`` through ``jobs.cli.main``; returns the exit code."""
+    from jobs.cli import main
+
+    try:
+        main(list(args))
+        return 0
+    except SystemExit as exc:
+        return int(exc.code or 0)
