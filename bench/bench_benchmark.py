@@ -49,20 +49,43 @@ def _text_models():
     return [
         ("tfidf_lr", make_pipeline(TfidfVectorizer(), LogisticRegression(max_iter=1000))),
         ("bigram_lr", make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2), LogisticRegression(max_iter=1000))),
-        ("charwb_lr", make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2),
-                                    LogisticRegression(max_iter=1000))),
+        (
+            "charwb_lr",
+            make_pipeline(
+                TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2), LogisticRegression(max_iter=1000)
+            ),
+        ),
         ("vader", None),
         ("bigram_nb", make_pipeline(CountVectorizer(ngram_range=(1, 2)), MultinomialNB())),
         ("count_cnb", make_pipeline(CountVectorizer(), ComplementNB())),
-        ("tfidf_sgd", make_pipeline(TfidfVectorizer(sublinear_tf=True), SGDClassifier(loss="log_loss", random_state=0))),
-        ("hashing_sgd", make_pipeline(HashingVectorizer(n_features=2**18, alternate_sign=False),
-                                      SGDClassifier(loss="modified_huber", random_state=0))),
-        ("trigram_lr", make_pipeline(TfidfVectorizer(ngram_range=(1, 3), min_df=2), LogisticRegression(C=10, max_iter=1000))),
-        ("char_lr", make_pipeline(TfidfVectorizer(analyzer="char", ngram_range=(3, 5), min_df=3),
-                                  LogisticRegression(max_iter=1000))),
+        (
+            "tfidf_sgd",
+            make_pipeline(TfidfVectorizer(sublinear_tf=True), SGDClassifier(loss="log_loss", random_state=0)),
+        ),
+        (
+            "hashing_sgd",
+            make_pipeline(
+                HashingVectorizer(n_features=2**18, alternate_sign=False),
+                SGDClassifier(loss="modified_huber", random_state=0),
+            ),
+        ),
+        (
+            "trigram_lr",
+            make_pipeline(TfidfVectorizer(ngram_range=(1, 3), min_df=2), LogisticRegression(C=10, max_iter=1000)),
+        ),
+        (
+            "char_lr",
+            make_pipeline(
+                TfidfVectorizer(analyzer="char", ngram_range=(3, 5), min_df=3), LogisticRegression(max_iter=1000)
+            ),
+        ),
         ("bigram_svc", make_pipeline(TfidfVectorizer(ngram_range=(1, 2)), CalibratedClassifierCV(LinearSVC(), cv=3))),
-        ("svd_lr", make_pipeline(TfidfVectorizer(min_df=2), TruncatedSVD(100, random_state=0),
-                                 LogisticRegression(max_iter=1000))),
+        (
+            "svd_lr",
+            make_pipeline(
+                TfidfVectorizer(min_df=2), TruncatedSVD(100, random_state=0), LogisticRegression(max_iter=1000)
+            ),
+        ),
     ]
 
 
@@ -101,7 +124,7 @@ def __getattr__(name: str):
         if name not in _LOADED:
             import joblib
 
-            key = name[len("model_"):]
+            key = name[len("model_") :]
             _LOADED[name] = VaderModel() if key == "vader" else joblib.load(MODELS_DIR / f"{key}.joblib")
         return _LOADED[name].predict_proba(list(texts))
 
@@ -117,15 +140,15 @@ def build_models(n: int, n_heads: int):
     import joblib
 
     from actors.embedder import load_sentence_transformer
+    from engine.benchmark.registry import ModelSpec
     from engine.config import CorpusConfig
     from engine.corpus import read_corpus
-    from engine.benchmark.registry import ModelSpec
 
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     corpus = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
     texts, labels = corpus.column("text").to_pylist(), corpus.column("label").to_pylist()
     order = np.random.default_rng(0).permutation(len(texts))
-    train, held = order[: int(0.8 * len(order))], order[int(0.8 * len(order)):][:1000]
+    train, held = order[: int(0.8 * len(order))], order[int(0.8 * len(order)) :][:1000]
     train_texts, train_labels = [texts[j] for j in train], [labels[j] for j in train]
     held_texts, held_labels = [texts[j] for j in held], [labels[j] for j in held]
     specs = []
@@ -134,22 +157,38 @@ def build_models(n: int, n_heads: int):
         if pipe is not None and not path.exists():
             joblib.dump(pipe.fit(train_texts, train_labels), path)
         model = VaderModel() if pipe is None else joblib.load(path)
-        specs.append(ModelSpec(name=name, family="callable", path=f"bench_benchmark:model_{name}",
-                               accuracy=_accuracy(model.predict_proba(held_texts), held_labels)))
+        specs.append(
+            ModelSpec(
+                name=name,
+                family="callable",
+                path=f"bench_benchmark:model_{name}",
+                accuracy=_accuracy(model.predict_proba(held_texts), held_labels),
+            )
+        )
     heads = _heads()[:n_heads]
     if heads:
         cache = MODELS_DIR / "minilm_embeddings.npz"
         if not cache.exists():  # heads train on 3,000 sentences' embeddings; accuracy on 1,000 held out
             encoder = load_sentence_transformer("builtin:minilm")
-            encode = lambda t: encoder.encode(t, normalize_embeddings=True, batch_size=64)
+
+            def encode(t):
+                return encoder.encode(t, normalize_embeddings=True, batch_size=64)
+
             np.savez(cache, train=encode(train_texts[:3000]), held=encode(held_texts))
         emb = np.load(cache)
         for name, head in heads:
             path = MODELS_DIR / f"{name}.joblib"
             if not path.exists():
                 joblib.dump(head.fit(emb["train"], train_labels[:3000]), path)
-            specs.append(ModelSpec(name=name, family="st_head", path=str(path), options={"encoder": "builtin:minilm"},
-                                   accuracy=_accuracy(joblib.load(path).predict_proba(emb["held"]), held_labels)))
+            specs.append(
+                ModelSpec(
+                    name=name,
+                    family="st_head",
+                    path=str(path),
+                    options={"encoder": "builtin:minilm"},
+                    accuracy=_accuracy(joblib.load(path).predict_proba(emb["held"]), held_labels),
+                )
+            )
     return specs
 
 
@@ -165,25 +204,52 @@ def build_suites(n_cases: int):
 
     def typo(text: str) -> str:
         i = int(rng.integers(0, max(len(text) - 1, 1)))
-        return text[:i] + text[i + 1: i + 2] + text[i] + text[i + 2:] if len(text) > 2 else text + "."
+        return text[:i] + text[i + 1 : i + 2] + text[i] + text[i + 2 :] if len(text) > 2 else text + "."
 
     def mft(i, suite, version):
-        return {"case_id": f"{suite}-o{i}", "suite": suite, "method": "corpus", "capability": "Vocabulary",
-                "text": texts[i], "expected_label": labels[i], "meta": {"version": version}}
+        return {
+            "case_id": f"{suite}-o{i}",
+            "suite": suite,
+            "method": "corpus",
+            "capability": "Vocabulary",
+            "text": texts[i],
+            "expected_label": labels[i],
+            "meta": {"version": version},
+        }
 
     mft_suite = [mft(i, "sentiment_mft", f"v{i % 2}") for i in range(n_mft)]
     inv, dirs = [], []
     for k in range(n_pair):
         i = k
-        inv += [mft(i, "typos_inv", "v0") | {"capability": "Robustness"},
-                {"case_id": f"typos_inv-p{i}", "suite": "typos_inv", "method": "typo", "capability": "Robustness",
-                 "text": typo(texts[i]), "test_type": "INV", "perturbs": f"typos_inv-o{i}", "relation": "same"}]
+        inv += [
+            mft(i, "typos_inv", "v0") | {"capability": "Robustness"},
+            {
+                "case_id": f"typos_inv-p{i}",
+                "suite": "typos_inv",
+                "method": "typo",
+                "capability": "Robustness",
+                "text": typo(texts[i]),
+                "test_type": "INV",
+                "perturbs": f"typos_inv-o{i}",
+                "relation": "same",
+            },
+        ]
         j = n_pair + k
         phrase, relation = (" Really great.", "up") if labels[j] == "positive" else (" Truly awful.", "up")
-        dirs += [mft(j, "intensity_dir", "v0") | {"capability": "Intensifiers"},
-                 {"case_id": f"intensity_dir-p{j}", "suite": "intensity_dir", "method": "append",
-                  "capability": "Intensifiers", "text": texts[j] + phrase, "test_type": "DIR",
-                  "perturbs": f"intensity_dir-o{j}", "relation": relation, "expected_label": labels[j]}]
+        dirs += [
+            mft(j, "intensity_dir", "v0") | {"capability": "Intensifiers"},
+            {
+                "case_id": f"intensity_dir-p{j}",
+                "suite": "intensity_dir",
+                "method": "append",
+                "capability": "Intensifiers",
+                "text": texts[j] + phrase,
+                "test_type": "DIR",
+                "perturbs": f"intensity_dir-o{j}",
+                "relation": relation,
+                "expected_label": labels[j],
+            },
+        ]
     return [make_cases(mft_suite), make_cases(inv), make_cases(dirs)]
 
 
@@ -201,7 +267,9 @@ def sequential(parts, specs, batch_size: int = 32):
         outcome = []
         for part in parts:
             texts = part.column("text").to_pylist()
-            probs = np.concatenate([model.predict_proba(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)])
+            probs = np.concatenate(
+                [model.predict_proba(texts[i : i + batch_size]) for i in range(0, len(texts), batch_size)]
+            )
             outcome += evaluate_cases(part, probs, model.labels, settings).passed.tolist()
         per_model[spec.name] = time.perf_counter() - start
         passed[spec.name] = outcome
@@ -273,11 +341,14 @@ def main() -> None:
         eng_total, (eng_models, eng_passed) = timed(engine, parts, specs, **options)
         abl_total = float("nan")
         if not args.no_ablation:
-            abl_total, _ = timed(engine, parts, specs, batch_size=32, dedup_texts=False, share_encoders=False,
-                                 **options)
-        print(f"round {round_ + 1}: sequential {seq_total:.1f}s · engine {eng_total:.1f}s "
-              f"({seq_total / eng_total:.2f}x) · engine batch 32, no dedup, no shared encoder {abl_total:.1f}s "
-              f"({seq_total / abl_total:.2f}x)")
+            abl_total, _ = timed(
+                engine, parts, specs, batch_size=32, dedup_texts=False, share_encoders=False, **options
+            )
+        print(
+            f"round {round_ + 1}: sequential {seq_total:.1f}s · engine {eng_total:.1f}s "
+            f"({seq_total / eng_total:.2f}x) · engine batch 32, no dedup, no shared encoder {abl_total:.1f}s "
+            f"({seq_total / abl_total:.2f}x)"
+        )
         if seq_total < best["sequential"]:
             best_seq_times = seq_times
         best["sequential"] = min(best["sequential"], seq_total)
@@ -292,20 +363,32 @@ def main() -> None:
     for s in specs:
         m = best_models[s.name]
         busy = m["ready_seconds"] + m["predict_seconds"]
-        print(f"{s.name:<10} {n_cases / best_seq_times[s.name]:>11.0f} {n_cases / busy:>9.0f} "
-              f"{m['ready_seconds']:>12.2f} {m['predict_seconds']:>11.2f} "
-              f"{s.accuracy if s.accuracy is not None else float('nan'):>9.3f}"
-              + (f"  FAILED {m['error']}" if m["error"] else ""))
-    print("(engine cases/s per model: cases / (actor ready + predicting); models run concurrently, so they share the cores)")
+        print(
+            f"{s.name:<10} {n_cases / best_seq_times[s.name]:>11.0f} {n_cases / busy:>9.0f} "
+            f"{m['ready_seconds']:>12.2f} {m['predict_seconds']:>11.2f} "
+            f"{s.accuracy if s.accuracy is not None else float('nan'):>9.3f}"
+            + (f"  FAILED {m['error']}" if m["error"] else "")
+        )
+    print(
+        "(engine cases/s per model: cases / (actor ready + predicting); models run concurrently, so they share the cores)"
+    )
     total = len(specs) * n_cases
     print(f"\nbest of {args.repeat} · load average at start {load:.1f} on {os.cpu_count()} cores")
-    print(f"sequential (batch 32, one model at a time): {best['sequential']:.1f}s ({total / best['sequential']:.0f} model-cases/s)")
-    print(f"engine (actor per model, batch 256, dedup, shared encoder): {best['engine']:.1f}s ({total / best['engine']:.0f} model-cases/s)")
+    print(
+        f"sequential (batch 32, one model at a time): {best['sequential']:.1f}s ({total / best['sequential']:.0f} model-cases/s)"
+    )
+    print(
+        f"engine (actor per model, batch 256, dedup, shared encoder): {best['engine']:.1f}s ({total / best['engine']:.0f} model-cases/s)"
+    )
     if not args.no_ablation:
-        print(f"engine, batch 32, no dedup, no shared encoder (concurrency only): {best['ablation']:.1f}s "
-              f"({best['sequential'] / best['ablation']:.2f}x)")
-    print(f"speed-up engine vs sequential: {best['sequential'] / best['engine']:.2f}x (goal >= 1.3x) · "
-          f"identical pass/fail: {same}")
+        print(
+            f"engine, batch 32, no dedup, no shared encoder (concurrency only): {best['ablation']:.1f}s "
+            f"({best['sequential'] / best['ablation']:.2f}x)"
+        )
+    print(
+        f"speed-up engine vs sequential: {best['sequential'] / best['engine']:.2f}x (goal >= 1.3x) · "
+        f"identical pass/fail: {same}"
+    )
 
 
 if __name__ == "__main__":

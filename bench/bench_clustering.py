@@ -33,10 +33,16 @@ def write_embed_stage(run_uri: str, n: int) -> None:
 
     corpus = rt_table(n)
     model = load_sentence_transformer("builtin:minilm", device="cpu")
-    vectors = model.encode(corpus.column("text").to_pylist(), batch_size=64, normalize_embeddings=True,
-                           convert_to_numpy=True, show_progress_bar=False)
-    table = pa.table({"id": corpus.column("id"), "pos": pa.array(range(n), pa.int64()),
-                      "embedding": embeddings_column(vectors)})
+    vectors = model.encode(
+        corpus.column("text").to_pylist(),
+        batch_size=64,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    table = pa.table(
+        {"id": corpus.column("id"), "pos": pa.array(range(n), pa.int64()), "embedding": embeddings_column(vectors)}
+    )
     run = RunDir(run_uri)
     run.fs.create_dir(run.path("stages", "embed", "embeddings"), recursive=True)
     # Several files, as Ray Data writes them.
@@ -102,12 +108,19 @@ def main() -> None:
         engine = run_child(Path(__file__), ["engine", "--run", run])
     ratio = engine["seconds"] / direct["seconds"]
     ari = adjusted_rand_score(direct["labels"], engine["labels"])
-    report("clustering", [
-        ("documents", f"{n}"),
-        ("direct umap-learn + sklearn", f"{direct['seconds']:.1f}s (fresh process, incl. imports + numba compile)"),
-        ("engine fit_layout", f"{engine['seconds']:.1f}s (fresh process, incl. imports + numba compile)"),
-        ("cluster agreement (ARI)", f"{ari:.3f} (1.0 = identical partitions)"),
-    ], ratio, "<= 1.1x", ratio <= 1.1, extra={"n": n, "ari": ari})
+    report(
+        "clustering",
+        [
+            ("documents", f"{n}"),
+            ("direct umap-learn + sklearn", f"{direct['seconds']:.1f}s (fresh process, incl. imports + numba compile)"),
+            ("engine fit_layout", f"{engine['seconds']:.1f}s (fresh process, incl. imports + numba compile)"),
+            ("cluster agreement (ARI)", f"{ari:.3f} (1.0 = identical partitions)"),
+        ],
+        ratio,
+        "<= 1.1x",
+        ratio <= 1.1,
+        extra={"n": n, "ari": ari},
+    )
 
 
 if __name__ == "__main__":

@@ -45,9 +45,9 @@ def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
         triples = [tuple(t[:3]) for rows in data.values() for t in rows]
         rng = np.random.default_rng(0)
         return [triples[i] for i in rng.permutation(len(triples))[:n]]
-    from jobs.config import load_config
     from engine.costello.triples import triple_table
     from engine.stages import RunDir, StageRunner
+    from jobs.config import load_config
     from jobs.costello.job import mutate_stage, seeds_stage, triples_stage
 
     cfg = load_config(None, {"costello.seeds": max(50, n * 2)})
@@ -115,18 +115,42 @@ def bench_scoring(triples, spec) -> None:
     base_seconds = time.perf_counter() - start
     loop_score = best_of(lambda: score_loop(bS, bP, bN, theta))
 
-    agree = np.mean([np.mean(np.asarray(loop_verdicts[m][t]) == engine_verdicts[m][t])
-                     for m in engine_verdicts for t in THRESHOLD_NAMES])
+    agree = np.mean(
+        [
+            np.mean(np.asarray(loop_verdicts[m][t]) == engine_verdicts[m][t])
+            for m in engine_verdicts
+            for t in THRESHOLD_NAMES
+        ]
+    )
     ratio = base_seconds / engine_seconds
-    report("costello_scoring", [
-        ("triples", f"{n} ({len(texts)} unique texts, {3 * n} in the loop)"),
-        ("engine (embed_all + vectorised)", f"{n / engine_seconds:8.1f} triples/s ({engine_seconds:.1f}s incl. actor start + load)"),
-        ("baseline (encode per triple)", f"{n / base_seconds:8.1f} triples/s ({base_seconds:.1f}s incl. model load)"),
-        ("scoring only: vectorised", f"{n / max(engine_score, 1e-9):10.0f} triples/s ({engine_score * 1000:.2f} ms, 3 distances x 4 thresholds, best of 5)"),
-        ("scoring only: per-triple loop", f"{n / max(loop_score, 1e-9):10.0f} triples/s ({loop_score * 1000:.2f} ms; "
-                                          f"{loop_score / max(engine_score, 1e-9):.0f}x slower)"),
-        ("verdict agreement", f"{agree:.4f} (same model; batch padding moves embeddings by float noise)"),
-    ], ratio, ">= 2x", ratio >= 2.0, extra={"n": n})
+    report(
+        "costello_scoring",
+        [
+            ("triples", f"{n} ({len(texts)} unique texts, {3 * n} in the loop)"),
+            (
+                "engine (embed_all + vectorised)",
+                f"{n / engine_seconds:8.1f} triples/s ({engine_seconds:.1f}s incl. actor start + load)",
+            ),
+            (
+                "baseline (encode per triple)",
+                f"{n / base_seconds:8.1f} triples/s ({base_seconds:.1f}s incl. model load)",
+            ),
+            (
+                "scoring only: vectorised",
+                f"{n / max(engine_score, 1e-9):10.0f} triples/s ({engine_score * 1000:.2f} ms, 3 distances x 4 thresholds, best of 5)",
+            ),
+            (
+                "scoring only: per-triple loop",
+                f"{n / max(loop_score, 1e-9):10.0f} triples/s ({loop_score * 1000:.2f} ms; "
+                f"{loop_score / max(engine_score, 1e-9):.0f}x slower)",
+            ),
+            ("verdict agreement", f"{agree:.4f} (same model; batch padding moves embeddings by float noise)"),
+        ],
+        ratio,
+        ">= 2x",
+        ratio >= 2.0,
+        extra={"n": n},
+    )
 
 
 def bench_fanout(texts, specs) -> None:
@@ -141,12 +165,19 @@ def bench_fanout(texts, specs) -> None:
     seq_seconds = time.perf_counter() - start
     same = all(np.allclose(par[s.name], seq[s.name], atol=1e-4) for s in specs)
     ratio = seq_seconds / par_seconds
-    report("costello_fanout", [
-        ("texts x models", f"{len(texts)} x {len(specs)} ({', '.join(s.name for s in specs)})"),
-        ("parallel (one actor per model)", f"{par_seconds:.1f}s"),
-        ("sequential (one model after another)", f"{seq_seconds:.1f}s"),
-        ("same embeddings", str(same)),
-    ], ratio, ">= 1.0x", ratio >= 1.0, extra={"n": len(texts)})
+    report(
+        "costello_fanout",
+        [
+            ("texts x models", f"{len(texts)} x {len(specs)} ({', '.join(s.name for s in specs)})"),
+            ("parallel (one actor per model)", f"{par_seconds:.1f}s"),
+            ("sequential (one model after another)", f"{seq_seconds:.1f}s"),
+            ("same embeddings", str(same)),
+        ],
+        ratio,
+        ">= 1.0x",
+        ratio >= 1.0,
+        extra={"n": len(texts)},
+    )
 
 
 def main() -> None:
@@ -164,8 +195,11 @@ def main() -> None:
     minilm = EmbedderSpec(name="minilm_mean", model="builtin:minilm", pooling="mean", max_length=128)
     bench_scoring(triples, minilm)
     texts = list(dict.fromkeys(t for tr in triples for t in tr))
-    specs = [minilm, EmbedderSpec(name="minilm_cls", model="builtin:minilm", pooling="cls", max_length=128),
-             EmbedderSpec(name="spacy_md", kind="spacy", model="builtin:md")]
+    specs = [
+        minilm,
+        EmbedderSpec(name="minilm_cls", model="builtin:minilm", pooling="cls", max_length=128),
+        EmbedderSpec(name="spacy_md", kind="spacy", model="builtin:md"),
+    ]
     bench_fanout(texts, specs)
 
 

@@ -104,14 +104,24 @@ def main() -> None:
     for engine, r in results.items():
         if "convert_s" in r:
             lines.append((f"{engine} one-time GGUF->safetensors", f"{r['convert_s']:.1f} s"))
-        lines += [(f"{engine} load", f"{r['load_s']:.2f} s"),
-                  (f"{engine} rounds tok/s", ", ".join(f"{x['tok_s']:.1f}" for x in runs[engine])),
-                  (f"{engine} decode", f"{r['tok_s']:.1f} tok/s ({r['completion_tokens']} tokens in {r['gen_s']:.1f} s, "
-                                       f"finish {r['finish']})"),
-                  (f"{engine} sample", repr(r["sample"]))]
+        lines += [
+            (f"{engine} load", f"{r['load_s']:.2f} s"),
+            (f"{engine} rounds tok/s", ", ".join(f"{x['tok_s']:.1f}" for x in runs[engine])),
+            (
+                f"{engine} decode",
+                f"{r['tok_s']:.1f} tok/s ({r['completion_tokens']} tokens in {r['gen_s']:.1f} s, finish {r['finish']})",
+            ),
+            (f"{engine} sample", repr(r["sample"])),
+        ]
     ratio = results["llamacpp"]["tok_s"] / results["transformers"]["tok_s"]
-    report("llm_backends", lines, ratio, "llama.cpp >= 1x transformers tok/s (default engine)", ratio >= 1.0,
-           extra={"results": results, "rounds": runs})
+    report(
+        "llm_backends",
+        lines,
+        ratio,
+        "llama.cpp >= 1x transformers tok/s (default engine)",
+        ratio >= 1.0,
+        extra={"results": results, "rounds": runs},
+    )
 
 
 if __name__ == "__main__":

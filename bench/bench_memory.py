@@ -18,8 +18,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (RT_SIZE, TreeRssSampler, base_parser, emit_child_result, mib, report,  # noqa: E402
-                    resolve_n, rt_table, run_child, setup_env)
+from common import (  # noqa: E402
+    RT_SIZE,
+    TreeRssSampler,
+    base_parser,
+    emit_child_result,
+    mib,
+    report,
+    resolve_n,
+    rt_table,
+    run_child,
+    setup_env,
+)
 
 SCALE = 10
 
@@ -44,16 +54,25 @@ def child(args: argparse.Namespace) -> None:
     from jobs.config import load_config
     from jobs.topics.job import run_topics
 
-    cfg = load_config(None, {"corpus.path": args.corpus, "corpus.text_column": "text",
-                             "corpus.label_column": "label", "out": args.out})
+    cfg = load_config(
+        None,
+        {"corpus.path": args.corpus, "corpus.text_column": "text", "corpus.label_column": "label", "out": args.out},
+    )
     start = time.perf_counter()
     with TreeRssSampler() as sampler:
         run = run_topics(cfg, args.out)
     seconds = time.perf_counter() - start
     rows = run.read_table("assignments.parquet", columns=["id"]).num_rows
-    emit_child_result({"peak_total": sampler.peak_total, "peak_driver": sampler.peak_driver,
-                       "peak_workers": sampler.peak_workers, "samples": sampler.samples,
-                       "seconds": seconds, "rows": rows})
+    emit_child_result(
+        {
+            "peak_total": sampler.peak_total,
+            "peak_driver": sampler.peak_driver,
+            "peak_workers": sampler.peak_workers,
+            "samples": sampler.samples,
+            "seconds": seconds,
+            "rows": rows,
+        }
+    )
 
 
 def main() -> None:
@@ -82,16 +101,25 @@ def main() -> None:
     ratio = ten["peak_total"] / one["peak_total"]
 
     def line(r: dict) -> str:
-        return (f"{mib(r['peak_total']):7.0f} MiB peak (driver {mib(r['peak_driver']):.0f}, Ray processes "
-                f"{mib(r['peak_workers']):.0f}; {r['seconds']:.0f}s, {r['samples']} samples)")
+        return (
+            f"{mib(r['peak_total']):7.0f} MiB peak (driver {mib(r['peak_driver']):.0f}, Ray processes "
+            f"{mib(r['peak_workers']):.0f}; {r['seconds']:.0f}s, {r['samples']} samples)"
+        )
 
-    report("memory", [
-        ("documents 1x / 10x", f"{one['rows']} / {ten['rows']}"),
-        ("1x", line(one)),
-        (f"{SCALE}x", line(ten)),
-        ("driver growth", f"{ten['peak_driver'] / one['peak_driver']:.3f}x"),
-        ("Ray processes growth", f"{ten['peak_workers'] / one['peak_workers']:.3f}x"),
-    ], ratio, "<= 1.5x", ratio <= 1.5, extra={"n": n, "results": results})
+    report(
+        "memory",
+        [
+            ("documents 1x / 10x", f"{one['rows']} / {ten['rows']}"),
+            ("1x", line(one)),
+            (f"{SCALE}x", line(ten)),
+            ("driver growth", f"{ten['peak_driver'] / one['peak_driver']:.3f}x"),
+            ("Ray processes growth", f"{ten['peak_workers'] / one['peak_workers']:.3f}x"),
+        ],
+        ratio,
+        "<= 1.5x",
+        ratio <= 1.5,
+        extra={"n": n, "results": results},
+    )
 
 
 if __name__ == "__main__":

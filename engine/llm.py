@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import Field, field_validator
 
@@ -91,8 +92,9 @@ class Generator(Protocol):
     def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]: ...
 
 
-def make_generation(text: str | None, reason: str | None, prompt_tokens: int = 0,
-                    completion_tokens: int = 0) -> Generation:
+def make_generation(
+    text: str | None, reason: str | None, prompt_tokens: int = 0, completion_tokens: int = 0
+) -> Generation:
     """Normalize a backend's raw answer: blank text is ``empty``; unknown reasons become
     ``stop`` (every backend names "end of sequence or stop string" differently)."""
     if text is None or not text.strip():
@@ -124,16 +126,22 @@ class LLMConfig(JobSection):
     model: str = "builtin:qwen2.5-0.5b-instruct"
     local_engine: Literal["auto", "llamacpp", "transformers"] = "auto"
     n_ctx: int = Field(default=2048, ge=128)  # context window for the local engines
-    threads: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # None: what the actor plan gives
+    threads: int | None = Field(
+        default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED
+    )  # None: what the actor plan gives
     batch_size: int = Field(default=8, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # prompts per actor call
-    pool_size: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # generator actors; None: planned
+    pool_size: int | None = Field(
+        default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED
+    )  # generator actors; None: planned
     gpu_fraction: float = Field(default=1.0, gt=0.0, le=1.0, json_schema_extra=NOT_FINGERPRINTED)  # per vLLM actor
     # http: an OpenAI-compatible server (``/v1/completions``, ``/v1/chat/completions``)
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's NAME; its value is never logged
     requests_per_second: float = Field(default=4.0, gt=0.0, json_schema_extra=NOT_FINGERPRINTED)
     concurrency: int = Field(default=4, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # requests in flight per generator
-    max_retries: int = Field(default=4, ge=0, json_schema_extra=NOT_FINGERPRINTED)  # on 429, 5xx, connection errors, timeouts
+    max_retries: int = Field(
+        default=4, ge=0, json_schema_extra=NOT_FINGERPRINTED
+    )  # on 429, 5xx, connection errors, timeouts
     backoff_s: float = Field(default=0.5, ge=0.0, json_schema_extra=NOT_FINGERPRINTED)  # first wait; doubles each retry
     # How a server receives GenerationParams.grammar / repetition_penalty (non-standard
     # OpenAI fields): "llamacpp" (llama.cpp server: grammar, repeat_penalty), "vllm"
@@ -156,8 +164,7 @@ def llamacpp_importable() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def choose_backend(cfg: LLMConfig, resources: Mapping[str, float],
-                   vllm_available: bool | None = None) -> BackendName:
+def choose_backend(cfg: LLMConfig, resources: Mapping[str, float], vllm_available: bool | None = None) -> BackendName:
     """The backend to run (pure given ``vllm_available``; tested with plain dicts).
 
     ``auto`` picks vLLM only when Ray reports a GPU AND vLLM is installed, else the local

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from engine.errors import ConfigError
@@ -52,7 +52,7 @@ def parse_prompt(name: str, text: str) -> PromptTemplate:
     return PromptTemplate(name, sections, grammars[0] + "\n" if grammars else None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str, directory: str | None = None) -> PromptTemplate:
     """``load_prompt("mft_generate")`` reads ``jobs/prompts/mft_generate.txt``."""
     path = Path(directory or PROMPT_DIR) / f"{name}.txt"

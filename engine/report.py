@@ -7,9 +7,10 @@ one report. plotly.js is inlined once per page so the report needs no network.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import jinja2
 
@@ -40,9 +41,7 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
         return html.escape("" if v is None else str(v))
 
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows[:max_rows]
-    )
+    body = "".join("<tr>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows[:max_rows])
     more = f"<p><em>{len(rows) - max_rows} more rows not shown</em></p>" if len(rows) > max_rows else ""
     return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
 
@@ -59,6 +58,6 @@ def render(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
         title=title,
         subtitle=subtitle,
         sections=sections,
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         plotlyjs=get_plotlyjs(),
     )

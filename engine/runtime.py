@@ -12,8 +12,8 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from engine.config import Backend, Device, RuntimeConfig
 from engine.errors import ResourceError
@@ -55,9 +55,15 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
     )
 
 
-def await_resources(resource: str, wanted: float, poll: Callable[[], Mapping[str, float]], timeout_s: float,
-                    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                    interval_s: float = 5.0) -> float:
+def await_resources(
+    resource: str,
+    wanted: float,
+    poll: Callable[[], Mapping[str, float]],
+    timeout_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    interval_s: float = 5.0,
+) -> float:
     """Poll ``poll()`` until it reports ``wanted`` of ``resource`` or ``timeout_s`` passes;
     return the amount last seen (pure given its callables; tested with fakes)."""
     deadline = clock() + timeout_s
@@ -85,7 +91,9 @@ def scale_up_gpus(count: int, wait_s: float) -> float:
     atexit.register(lambda: ray.is_initialized() and request_resources(num_cpus=0))
     have = await_resources("GPU", count, lambda: ray.cluster_resources(), wait_s)
     if have < count:
-        log.warning("asked the autoscaler for %d GPUs, %g arrived within %.0f s: planning with those", count, have, wait_s)
+        log.warning(
+            "asked the autoscaler for %d GPUs, %g arrived within %.0f s: planning with those", count, have, wait_s
+        )
     return have
 
 
@@ -132,8 +140,7 @@ def plan_actor_pool(
     if gpus > 0 and backend != "cpu":
         per_gpu = max(1, int(round(1 / gpu_fraction)))
         size = pool_size or max(1, int(gpus) * per_gpu)
-        return ActorPlan("gpu", size, num_cpus=1.0 if cpus >= size + 1 else 0.5,
-                         num_gpus=gpu_fraction, threads=1)
+        return ActorPlan("gpu", size, num_cpus=1.0 if cpus >= size + 1 else 0.5, num_gpus=gpu_fraction, threads=1)
     usable = max(cpus - DATA_TASK_RESERVE, 0.5)
     size = pool_size or 1  # on few CPUs, one actor with every thread beats many small ones
     per_actor = usable / size

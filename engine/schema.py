@@ -7,13 +7,13 @@ shape, and the benchmark job reads any of them. See ``docs/schema.md``.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
 import hashlib
 import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -115,9 +115,7 @@ def make_cases(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
             rec["relation"] = rec["relation"].value
         rec["meta"] = _meta_json(rec["meta"])
         if rec.get("case_id") is None:
-            rec["case_id"] = case_id(
-                rec.get("suite"), rec.get("text"), rec["text_pair"], rec["expected_label"]
-            )
+            rec["case_id"] = case_id(rec.get("suite"), rec.get("text"), rec["text_pair"], rec["expected_label"])
         records.append(rec)
     table = pa.Table.from_pylist(records, schema=TEST_CASE_SCHEMA)
     validate_cases(table)
@@ -137,9 +135,7 @@ def validate_cases(table: pa.Table) -> pa.Table:
     ids = table.column("case_id")
     if len(ids) != len(pa.compute.unique(ids)):
         raise InputError("test-case table: case_id values are not unique")
-    for row_type, perturbs in zip(
-        table.column("test_type").to_pylist(), table.column("perturbs").to_pylist()
-    ):
+    for row_type, perturbs in zip(table.column("test_type").to_pylist(), table.column("perturbs").to_pylist()):
         if row_type != TestType.MFT.value and perturbs is None:
             raise InputError(f"test-case table: a {row_type} case has no 'perturbs' id")
     return table

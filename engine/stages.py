@@ -20,8 +20,9 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -100,8 +101,11 @@ class RunDir:
 def _fingerprinted_fields(model: BaseModel) -> set[str]:
     """Fields that change what a stage computes: all but those marked NOT_FINGERPRINTED
     (``engine.config``), which only change how fast it runs."""
-    return {name for name, info in type(model).model_fields.items()
-            if not (isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("fingerprint") is False)}
+    return {
+        name
+        for name, info in type(model).model_fields.items()
+        if not (isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("fingerprint") is False)
+    }
 
 
 def _jsonable(value: Any) -> Any:
@@ -146,7 +150,7 @@ class Stage:
     (used by Ray Data stages that write shards in parallel)."""
 
     name: str
-    fn: Callable[["StageContext"], Mapping[str, pa.Table] | None]
+    fn: Callable[[StageContext], Mapping[str, pa.Table] | None]
     inputs: tuple[str, ...] = ()
     config: Any = None
     version: str = "1"
@@ -157,7 +161,7 @@ class Stage:
 class StageContext:
     run: RunDir
     stage: Stage
-    done: dict[str, "StageRecord"]
+    done: dict[str, StageRecord]
 
     @property
     def stage_path(self) -> str:
@@ -202,7 +206,10 @@ class StageRunner:
         if missing:
             raise RuntimeError(f"stage '{stage.name}' runs before its inputs {missing}")
         fp = fingerprint(
-            stage.name, stage.version, stage.config, list(stage.external),
+            stage.name,
+            stage.version,
+            stage.config,
+            list(stage.external),
             [self.done[i].fingerprint for i in stage.inputs],
         )
         marker = self._committed(stage.name)

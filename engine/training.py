@@ -64,7 +64,7 @@ class ZooModel(Section):
         return v
 
     @model_validator(mode="after")
-    def _head_fits_kind(self) -> "ZooModel":
+    def _head_fits_kind(self) -> ZooModel:
         if self.kind in ("tfidf", "embedding") and self.head is None:
             raise ValueError(f"model '{self.name}': kind {self.kind} needs a head ({', '.join(Head.__args__)})")
         if self.kind not in ("tfidf", "embedding") and (self.head is not None or self.params):
@@ -107,7 +107,7 @@ class ZooConfig(JobSection):
     models: list[ZooModel] = Field(default_factory=_default_models)
 
     @model_validator(mode="after")
-    def _unique(self) -> "ZooConfig":
+    def _unique(self) -> ZooConfig:
         names = [m.name for m in self.models]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -132,7 +132,9 @@ def stratified_split(labels: np.ndarray, held_out: float, seed: int) -> np.ndarr
     if len(values) < 2:
         raise ConfigError(f"corpus has {len(values)} label value(s); a classifier zoo needs at least 2")
     if counts.min() < 2:
-        raise ConfigError(f"label '{values[counts.argmin()]}' has {counts.min()} example(s); each needs at least 2 to split")
+        raise ConfigError(
+            f"label '{values[counts.argmin()]}' has {counts.min()} example(s); each needs at least 2 to split"
+        )
     idx = np.arange(len(labels))
     n_test = max(int(round(held_out * len(labels))), len(values))
     _, test_idx = train_test_split(idx, test_size=n_test, stratify=labels, random_state=seed)
@@ -150,8 +152,9 @@ def make_head(head: str, params: dict[str, Any], seed: int, threads: int = 1):
     elif head == "lightgbm":
         from lightgbm import LGBMClassifier
 
-        est = LGBMClassifier(n_estimators=300, learning_rate=0.1, num_leaves=31, random_state=seed,
-                             n_jobs=threads, verbose=-1)
+        est = LGBMClassifier(
+            n_estimators=300, learning_rate=0.1, num_leaves=31, random_state=seed, n_jobs=threads, verbose=-1
+        )
     elif head == "naive_bayes":
         from sklearn.naive_bayes import MultinomialNB
 
@@ -173,9 +176,14 @@ def make_text_pipeline(head: str, params: dict[str, Any], tfidf: TfidfConfig, se
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.pipeline import Pipeline
 
-    vectorizer = TfidfVectorizer(ngram_range=(1, tfidf.ngram_max), min_df=tfidf.min_df,
-                                 max_features=tfidf.max_features, sublinear_tf=tfidf.sublinear_tf,
-                                 lowercase=tfidf.lowercase, dtype=np.float32)
+    vectorizer = TfidfVectorizer(
+        ngram_range=(1, tfidf.ngram_max),
+        min_df=tfidf.min_df,
+        max_features=tfidf.max_features,
+        sublinear_tf=tfidf.sublinear_tf,
+        lowercase=tfidf.lowercase,
+        dtype=np.float32,
+    )
     return Pipeline([("tfidf", vectorizer), ("clf", make_head(head, params, seed, threads))])
 
 

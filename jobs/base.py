@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Iterable, Sequence, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from engine.benchmark.registry import ModelSpec
 from engine.config import JobSection
@@ -53,7 +54,7 @@ class JobResult:
     """What a finished job hands back: its run directory, report sections, stage records
     and the job object itself (for job-specific results, e.g. ``job.specs``)."""
 
-    job: "Job"
+    job: Job
     run: RunDir
     sections: list[ReportSection]
     stages: dict[str, StageRecord] = field(default_factory=dict)
@@ -139,10 +140,20 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
     if job.report_file:
         run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
     published = list(job.published) + ([job.report_file] if job.report_file else [])
-    run.write_text(MANIFEST, json.dumps({
-        "job": job.name, "published": published, "config": job.cfg.model_dump(mode="json"),
-        "stages": {name: rec.fingerprint for name, rec in runner.done.items()}, **job.manifest(),
-    }, indent=1, default=str))
+    run.write_text(
+        MANIFEST,
+        json.dumps(
+            {
+                "job": job.name,
+                "published": published,
+                "config": job.cfg.model_dump(mode="json"),
+                "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
+                **job.manifest(),
+            },
+            indent=1,
+            default=str,
+        ),
+    )
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
 
 

@@ -97,12 +97,20 @@ def _show_version(value: bool) -> None:
 def make_app() -> typer.Typer:
     """The typer application (``typer.testing.CliRunner`` takes it); its group is
     ``JobCommands``, so the subcommands come from the job table."""
-    app = typer.Typer(cls=JobCommands, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                      help="Generate behavioral test suites for NLP models and run them against many models at once.")
+    app = typer.Typer(
+        cls=JobCommands,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        help="Generate behavioral test suites for NLP models and run them against many models at once.",
+    )
 
     @app.callback()
-    def root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
-                                          help="Show the version and exit.")) -> None:
+    def root(
+        version: bool = typer.Option(
+            False, "--version", is_eager=True, callback=_show_version, help="Show the version and exit."
+        ),
+    ) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""
 
     return app
@@ -137,8 +145,8 @@ def main(argv: list[str] | None = None) -> None:
     import typer.exceptions
 
     homes = [m.exceptions for m in clicks] + [typer.exceptions]
-    aborts = tuple({getattr(h, "Abort") for h in homes if hasattr(h, "Abort")})
-    exits = tuple({getattr(h, "Exit") for h in homes if hasattr(h, "Exit")})
+    aborts = tuple({h.Abort for h in homes if hasattr(h, "Abort")})
+    exits = tuple({h.Exit for h in homes if hasattr(h, "Exit")})
     try:
         build_cli().main(args=argv, prog_name="checkray", standalone_mode=False)
     except CheckrayError as exc:

@@ -8,8 +8,9 @@ class only when the file uses it, so ``load_config("configs/demo.yaml")`` needs 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ConfigDict, model_validator
 
@@ -33,7 +34,7 @@ class CheckrayConfig(Section):
     corpus: CorpusConfig = CorpusConfig()
 
     @model_validator(mode="after")
-    def _known_sections(self) -> "CheckrayConfig":
+    def _known_sections(self) -> CheckrayConfig:
         for key in self.model_extra or {}:
             if key not in SECTIONS:
                 raise ValueError(f"{key}: unknown section (have: {', '.join(SECTIONS.names())})")
@@ -49,7 +50,7 @@ class CheckrayConfig(Section):
         raw = (self.model_extra or {}).get(name) or {}
         return raw if isinstance(raw, model) else validate_section(model, raw, prefix=name)
 
-    def with_section(self, section: JobSection) -> "CheckrayConfig":
+    def with_section(self, section: JobSection) -> CheckrayConfig:
         """A copy with one section replaced (``section.key`` says which)."""
         data = self.model_dump(mode="python")
         data[section.key] = section.model_dump(mode="python")

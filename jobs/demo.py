@@ -13,9 +13,10 @@ resumes where it stopped), each built from what the earlier ones produced:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,8 +79,7 @@ def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
         return result.sections
     try:
         model = rc.model if rc.model != "most-violated" else most_violated(result.run, rc)
-        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model),
-                           result.run.path("repair"))
+        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model), result.run.path("repair"))
         return result.sections + repaired.sections
     except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
         return result.sections + [Section("COSTELLO repair", [], f"repair skipped: {exc}")]
@@ -92,8 +92,11 @@ def _benchmark_done(state: DemoState, result: JobResult) -> list[Section]:
     results = result.job.results
     mft = results.filter(pc.starts_with(results.column("suite"), "mft-"))
     if mft.num_rows:
-        sections.append(Section("MFT evaluation: Table 7 layout (accuracy; ± std over versions)",
-                                [table_html(table7(mft, state.specs))]))
+        sections.append(
+            Section(
+                "MFT evaluation: Table 7 layout (accuracy; ± std over versions)", [table_html(table7(mft, state.specs))]
+            )
+        )
         sections.append(Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)", [table_html(table8(mft))]))
     return sections
 

@@ -50,7 +50,9 @@ COMMANDS: dict[str, Command] = {}
 JOBS: LazyRegistry[Any] = LazyRegistry("command")
 for _cmd in [
     Command("demo", "jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
-    Command("topics", "jobs.topics.job:topics_command", "Cluster a corpus into topics and pick representative documents."),
+    Command(
+        "topics", "jobs.topics.job:topics_command", "Cluster a corpus into topics and pick representative documents."
+    ),
     Command("templates", "jobs.templates.job:templates_command", "Expand CheckList-style templates into an MFT suite."),
     Command("zoo", "jobs.zoo.job:zoo_command", "Build and cache a zoo of sentiment models (DIR/zoo.yaml)."),
     Command("benchmark", "jobs.benchmark.job:benchmark_command", "Run test suites against many models at once."),

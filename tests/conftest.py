@@ -56,8 +56,9 @@ def topics_run_2000(ray_session, tmp_path_factory):
     from jobs.topics.job import run_topics
 
     out = tmp_path_factory.mktemp("topics")
-    cfg = load_config(None, {"corpus.sample": TOPICS_DOCS, "topics.clusterer.n_clusters": 4,
-                             "topics.representatives.top_k": 6})
+    cfg = load_config(
+        None, {"corpus.sample": TOPICS_DOCS, "topics.clusterer.n_clusters": 4, "topics.representatives.top_k": 6}
+    )
     run_topics(cfg, str(out))
     return cfg, out
 

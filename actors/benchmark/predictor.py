@@ -13,8 +13,8 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +29,6 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     name = type(exc).__name__
     line = f"{name}: {text}" if text and not text.startswith(name) else (text or name)
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
 
 
 class ModelPredictor:
@@ -96,8 +95,13 @@ class ModelRun:
     predict_seconds: float = 0.0  # model loaded -> last batch back
 
 
-def plan_predictors(resources: Mapping[str, float], backend: Backend, n_models: int,
-                    max_concurrent: int | None = None, gpu_fraction: float | None = None) -> ActorPlan:
+def plan_predictors(
+    resources: Mapping[str, float],
+    backend: Backend,
+    n_models: int,
+    max_concurrent: int | None = None,
+    gpu_fraction: float | None = None,
+) -> ActorPlan:
     """Resources per model actor so that ``pool_size`` actors run at the same time.
 
     CPU: the actors share the CPUs (fractional ``num_cpus``, one thread each when they
@@ -125,9 +129,17 @@ def batch_order(rows: Sequence[int], pairs: Sequence[str | None] | None) -> list
     return sorted(rows, key=lambda i: pairs[i] is not None)
 
 
-def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequence[str | None] | None,
-                plan: ActorPlan, batch_size: int, in_flight: int = 2, on_event: Event | None = None,
-                needed: Mapping[str, Sequence[int]] | None = None, share_encoders: bool = True) -> dict[str, ModelRun]:
+def predict_all(
+    specs: Sequence[ModelSpec],
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None,
+    plan: ActorPlan,
+    batch_size: int,
+    in_flight: int = 2,
+    on_event: Event | None = None,
+    needed: Mapping[str, Sequence[int]] | None = None,
+    share_encoders: bool = True,
+) -> dict[str, ModelRun]:
     """Run every model on ``texts`` (and ``pairs``) in concurrent actors.
 
     ``needed[model]`` limits a model to some rows (the others stay NaN): no time is spent
@@ -138,15 +150,15 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
 
     on_event = on_event or (lambda *a: None)
     n = len(texts)
-    rows_of = {s.name: batch_order(needed[s.name] if needed and s.name in needed else range(n), pairs)
-               for s in specs}
+    rows_of = {s.name: batch_order(needed[s.name] if needed and s.name in needed else range(n), pairs) for s in specs}
     known = set(families())
     runs: dict[str, ModelRun] = {}
     pending = []
     for spec in specs:
         if spec.family not in known:  # no actor for a typo
-            runs[spec.name] = ModelRun(spec.name, list(spec.labels), None,
-                                       f"unknown family '{spec.family}' (have: {', '.join(sorted(known))})")
+            runs[spec.name] = ModelRun(
+                spec.name, list(spec.labels), None, f"unknown family '{spec.family}' (have: {', '.join(sorted(known))})"
+            )
             on_event(spec.name, "failed", 0, len(rows_of[spec.name]))
         else:
             pending.append(spec)
@@ -160,8 +172,7 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
 
         # The encoder does most of the group's work: give it the cores a model would get alone.
         threads = max(1, min(8, int(ray.cluster_resources().get("CPU", 1))))
-        feeds, encoders = start_shared_encoders(pending, rows_of, texts, pairs, batch_size, plan, threads,
-                                                import_paths)
+        feeds, encoders = start_shared_encoders(pending, rows_of, texts, pairs, batch_size, plan, threads, import_paths)
     active: dict[str, dict] = {}  # model -> actor, its batch refs and its probabilities
     waiting: dict = {}  # ObjectRef -> (model, kind, batch start)
 
@@ -175,7 +186,7 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
         state = active[name]
         rows = rows_of[name]
         while state["next"] < len(rows) and sum(1 for v in waiting.values() if v[0] == name) < in_flight:
-            batch = rows[state["next"]: state["next"] + batch_size]
+            batch = rows[state["next"] : state["next"] + batch_size]
             batch_pairs = None if pairs is None else [pairs[i] for i in batch]
             if batch_pairs is not None and all(p is None for p in batch_pairs):
                 batch_pairs = None
@@ -231,7 +242,7 @@ def predict_all(specs: Sequence[ModelSpec], texts: Sequence[str], pairs: Sequenc
                 continue
         else:
             rows = rows_of[name]
-            state["out"][rows[lo:lo + len(value)]] = value
+            state["out"][rows[lo : lo + len(value)]] = value
             state["done"] += len(value)
             on_event(name, "batch", state["done"], len(rows))
             if state["done"] == len(rows):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -24,8 +24,9 @@ SHARED_FAMILY = "st_head"
 class SharedEncoder:
     """A sentence-transformers encoder computing embeddings for a group of heads."""
 
-    def __init__(self, encoder: str, normalize: bool, encode_batch_size: int, threads: int,
-                 import_paths: Sequence[str] = ()):
+    def __init__(
+        self, encoder: str, normalize: bool, encode_batch_size: int, threads: int, import_paths: Sequence[str] = ()
+    ):
         for path in import_paths:
             if path not in sys.path and os.path.isdir(path):
                 sys.path.append(path)
@@ -35,18 +36,30 @@ class SharedEncoder:
         self.normalize, self.encode_batch_size = normalize, encode_batch_size
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self.model.encode(texts, batch_size=self.encode_batch_size, convert_to_numpy=True,
-                                            normalize_embeddings=self.normalize, show_progress_bar=False),
-                          dtype=np.float32)
+        return np.asarray(
+            self.model.encode(
+                texts,
+                batch_size=self.encode_batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=self.normalize,
+                show_progress_bar=False,
+            ),
+            dtype=np.float32,
+        )
 
 
 def encoder_key(spec: ModelSpec) -> tuple[str, bool, int]:
     o = spec.options
-    return (str(o.get("encoder", "builtin:minilm")), bool(o.get("normalize", True)), int(o.get("encode_batch_size", 64)))
+    return (
+        str(o.get("encoder", "builtin:minilm")),
+        bool(o.get("normalize", True)),
+        int(o.get("encode_batch_size", 64)),
+    )
 
 
-def encoder_groups(specs: Sequence[ModelSpec], rows_of: dict[str, list[int]],
-                   pairs: Sequence[str | None] | None) -> dict[tuple, list[str]]:
+def encoder_groups(
+    specs: Sequence[ModelSpec], rows_of: dict[str, list[int]], pairs: Sequence[str | None] | None
+) -> dict[tuple, list[str]]:
     """Groups of two or more ``st_head`` models with one encoder and the same single-text inputs."""
     groups: dict[tuple, list[str]] = {}
     for spec in specs:
@@ -59,9 +72,16 @@ def encoder_groups(specs: Sequence[ModelSpec], rows_of: dict[str, list[int]],
     return {key: names for key, names in groups.items() if len(names) > 1}
 
 
-def start_shared_encoders(specs: Sequence[ModelSpec], rows_of: dict[str, list[int]], texts: Sequence[str],
-                          pairs: Sequence[str | None] | None, batch_size: int, plan: ActorPlan, threads: int,
-                          import_paths: Sequence[str]) -> tuple[dict[str, list], dict[str, object]]:
+def start_shared_encoders(
+    specs: Sequence[ModelSpec],
+    rows_of: dict[str, list[int]],
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None,
+    batch_size: int,
+    plan: ActorPlan,
+    threads: int,
+    import_paths: Sequence[str],
+) -> tuple[dict[str, list], dict[str, object]]:
     """Start one encoder actor per group and queue every batch on it.
 
     Returns ``feeds`` (model -> embedding refs, one per batch of its rows) and
@@ -74,7 +94,9 @@ def start_shared_encoders(specs: Sequence[ModelSpec], rows_of: dict[str, list[in
     encoders: dict[str, object] = {}
     for ((name, normalize, encode_batch_size), rows), members in encoder_groups(specs, rows_of, pairs).items():
         actor = encoder_cls.remote(name, normalize, encode_batch_size, threads, list(import_paths))
-        refs = [actor.embed.remote([texts[i] for i in rows[lo:lo + batch_size]]) for lo in range(0, len(rows), batch_size)]
+        refs = [
+            actor.embed.remote([texts[i] for i in rows[lo : lo + batch_size]]) for lo in range(0, len(rows), batch_size)
+        ]
         for member in members:
             feeds[member], encoders[member] = refs, actor
     return feeds, encoders

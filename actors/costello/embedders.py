@@ -18,8 +18,9 @@ time, each actor holding a share of the CPUs (or of a GPU when Ray reports one).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -75,10 +76,14 @@ def load_encoder(spec: EmbedderSpec, device: str | None = None, threads: int | N
         encoder = Transformer(path, max_seq_length=spec.max_length)
     except (OSError, ValueError) as exc:
         raise InputError(f"embedder '{spec.name}': cannot load {spec.model}: {str(exc).splitlines()[0]}") from None
-    dim = (encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension")
-           else encoder.get_word_embedding_dimension())
-    return SentenceTransformer(modules=[encoder, Pooling(dim, pooling_mode=spec.pooling)],
-                               device=device or torch_device())
+    dim = (
+        encoder.get_embedding_dimension()
+        if hasattr(encoder, "get_embedding_dimension")
+        else encoder.get_word_embedding_dimension()
+    )
+    return SentenceTransformer(
+        modules=[encoder, Pooling(dim, pooling_mode=spec.pooling)], device=device or torch_device()
+    )
 
 
 class ContrastEmbedder:
@@ -98,8 +103,13 @@ class ContrastEmbedder:
         if self.model is None:  # static vectors: the tokenizer alone gives them
             docs = self.nlp.pipe(texts, disable=list(self.nlp.pipe_names))
             return np.stack([doc.vector for doc in docs]).astype(np.float32)
-        return self.model.encode(list(texts), batch_size=self.spec.encode_batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=False, show_progress_bar=False).astype(np.float32)
+        return self.model.encode(
+            list(texts),
+            batch_size=self.spec.encode_batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=False,
+            show_progress_bar=False,
+        ).astype(np.float32)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         from actors.embedder import embeddings_column
@@ -108,8 +118,13 @@ class ContrastEmbedder:
         return pa.table({"embedding": embeddings_column(vectors)})
 
 
-def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str = "auto",
-              batch_size: int = 128, parallel: bool = True) -> dict[str, np.ndarray]:
+def embed_all(
+    texts: Sequence[str],
+    specs: Sequence[EmbedderSpec],
+    backend: str = "auto",
+    batch_size: int = 128,
+    parallel: bool = True,
+) -> dict[str, np.ndarray]:
     """Embed ``texts`` with every model; returns name -> (len(texts), dim) float32.
 
     Parallel: one actor per model at once, the CPUs left after Ray Data's reserve split
@@ -131,8 +146,13 @@ def embed_all(texts: Sequence[str], specs: Sequence[EmbedderSpec], backend: str 
         # Each model's pool is ONE actor holding 1/share of the CPUs (threads to match); on
         # GPUs the models share them (a fraction each) instead of queueing for a whole one.
         plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
-        out = map_with_actors(table, ContrastEmbedder, dict(spec=spec.model_dump(), threads=plan.threads),
-                              dataclasses.replace(plan, pool_size=1), batch_size=batch_size)
+        out = map_with_actors(
+            table,
+            ContrastEmbedder,
+            dict(spec=spec.model_dump(), threads=plan.threads),
+            dataclasses.replace(plan, pool_size=1),
+            batch_size=batch_size,
+        )
         vectors = column_to_numpy(out.column("embedding"))
         unsorted = np.empty_like(vectors)
         unsorted[order] = vectors

@@ -15,18 +15,33 @@ from dataclasses import asdict
 import pyarrow as pa
 
 from actors.pool import ROW
-from engine.costello.mutations import (Variant, gender_swap, inversion, read_inversions, shared_substitutions,
-                                       substitutions, tokens_from_doc)
+from engine.costello.mutations import (
+    Variant,
+    gender_swap,
+    inversion,
+    read_inversions,
+    shared_substitutions,
+    substitutions,
+    tokens_from_doc,
+)
 
-VARIANT_SCHEMA = pa.schema([
-    ("seed_id", pa.string()), ("op", pa.string()), ("text", pa.string()), ("text_pair", pa.string()),
-    ("index", pa.int64()), ("word", pa.string()), ("replacement", pa.string()),
-])
+VARIANT_SCHEMA = pa.schema(
+    [
+        ("seed_id", pa.string()),
+        ("op", pa.string()),
+        ("text", pa.string()),
+        ("text_pair", pa.string()),
+        ("index", pa.int64()),
+        ("word", pa.string()),
+        ("replacement", pa.string()),
+    ]
+)
 ACTOR_SCHEMA = VARIANT_SCHEMA.append(pa.field(ROW, pa.int64()))  # what an actor returns
 
 
-def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool,
-               per_word: int) -> list[Variant]:
+def mutate_one(
+    doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool, per_word: int
+) -> list[Variant]:
     """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given)."""
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
@@ -42,8 +57,9 @@ def mutate_one(doc, pair_doc, text: str, inversions: dict[str, str] | None, guar
 class MutationActor:
     """Callable class for ``map_with_actors``: seeds in, variants out (ACTOR_SCHEMA)."""
 
-    def __init__(self, pipeline: str = "builtin:sm", inversions: str | None = None, guard: bool = True,
-                 per_word: int = 1):
+    def __init__(
+        self, pipeline: str = "builtin:sm", inversions: str | None = None, guard: bool = True, per_word: int = 1
+    ):
         from actors.spacy_nlp import load_spacy
         from engine.lang.wordnet import wordnet
 
@@ -58,7 +74,9 @@ class MutationActor:
         texts = batch.column("text").to_pylist()
         pairs = batch.column("text_pair").to_pylist() if "text_pair" in batch.column_names else [None] * len(ids)
         docs = list(self.nlp.pipe(texts))
-        pair_docs = {i: d for i, d in zip([i for i, p in enumerate(pairs) if p], self.nlp.pipe([p for p in pairs if p]))}
+        pair_docs = {
+            i: d for i, d in zip([i for i, p in enumerate(pairs) if p], self.nlp.pipe([p for p in pairs if p]))
+        }
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
             for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.guard, self.per_word):
@@ -66,14 +84,26 @@ class MutationActor:
         return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 
 
-def mutate_corpus(seeds: pa.Table, pipeline: str, inversions: str | None, guard: bool, per_word: int,
-                  backend: str = "cpu", batch_size: int = 64) -> pa.Table:
+def mutate_corpus(
+    seeds: pa.Table,
+    pipeline: str,
+    inversions: str | None,
+    guard: bool,
+    per_word: int,
+    backend: str = "cpu",
+    batch_size: int = 64,
+) -> pa.Table:
     """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
     variants in seed order (VARIANT_SCHEMA)."""
     from actors.pool import map_with_actors
     from engine.runtime import cluster_resources, plan_actor_pool
 
     plan = plan_actor_pool(cluster_resources(), "cpu" if backend == "auto" else backend)
-    return map_with_actors(seeds, MutationActor, dict(pipeline=pipeline, inversions=inversions, guard=guard,
-                                                      per_word=per_word),
-                           plan, batch_size=batch_size, schema=VARIANT_SCHEMA)
+    return map_with_actors(
+        seeds,
+        MutationActor,
+        dict(pipeline=pipeline, inversions=inversions, guard=guard, per_word=per_word),
+        plan,
+        batch_size=batch_size,
+        schema=VARIANT_SCHEMA,
+    )

@@ -17,8 +17,8 @@ actor otherwise.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from pydantic import Field
@@ -38,8 +38,9 @@ class RepairSettings(Section):
     seed: int = 0
 
 
-def epoch_plan(n_violated: int, n_benign: int, batch_size: int, rng: np.random.Generator,
-               max_triples: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def epoch_plan(
+    n_violated: int, n_benign: int, batch_size: int, rng: np.random.Generator, max_triples: int | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Index batches for one epoch, each half violated, half benign triples: the smaller
     side is completed by random resampling to the larger one's count (the paper completes
     the violated side), and ``max_triples`` caps that count (a short demo epoch)."""
@@ -56,7 +57,7 @@ def epoch_plan(n_violated: int, n_benign: int, batch_size: int, rng: np.random.G
         return np.concatenate([order, extra])[:count]
 
     violated, benign = side(n_violated), side(n_benign)
-    return [(violated[i:i + half], benign[i:i + half]) for i in range(0, count, half)]
+    return [(violated[i : i + half], benign[i : i + half]) for i in range(0, count, half)]
 
 
 def embed_train(model, texts: Sequence[str]):
@@ -88,7 +89,7 @@ def mean_triplet_loss(model, triples: Sequence[Triple], margin: float = 1.0, bat
     total = 0.0
     with torch.no_grad():
         for i in range(0, len(triples), batch):
-            chunk = triples[i:i + batch]
+            chunk = triples[i : i + batch]
             total += float(triplet_loss(model, chunk, margin)) * len(chunk)
     model.train(was_training)
     return total / len(triples)
@@ -103,8 +104,13 @@ class RepairResult:
     device: str
 
 
-def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], settings: RepairSettings,
-                 old_embeddings: dict[str, np.ndarray] | None = None) -> RepairResult:
+def train_repair(
+    model,
+    violated: Sequence[Triple],
+    benign: Sequence[Triple],
+    settings: RepairSettings,
+    old_embeddings: dict[str, np.ndarray] | None = None,
+) -> RepairResult:
     """Fine-tune ``model`` (a SentenceTransformer) in place."""
     import torch
 
@@ -113,8 +119,10 @@ def train_repair(model, violated: Sequence[Triple], benign: Sequence[Triple], se
     rng = np.random.default_rng(settings.seed)
     # Every epoch's batches are drawn first, so the original model embeds only the benign
     # texts that are used (a capped epoch touches few of them).
-    plans = [epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_triples)
-             for _ in range(settings.epochs)]
+    plans = [
+        epoch_plan(len(violated), len(benign), settings.batch_size, rng, settings.max_triples)
+        for _ in range(settings.epochs)
+    ]
     used = sorted({t for plan in plans for _, b_idx in plan for i in b_idx for t in benign[i]})
     if old_embeddings is None and used:
         old = model.encode(used, convert_to_numpy=True, show_progress_bar=False, batch_size=64)
@@ -164,8 +172,14 @@ class RepairActor:
         return result.__dict__
 
 
-def repair_in_actor(spec: dict, violated: list[Triple], benign: list[Triple], settings: RepairSettings,
-                    out_dir: str, backend: str = "auto") -> dict:
+def repair_in_actor(
+    spec: dict,
+    violated: list[Triple],
+    benign: list[Triple],
+    settings: RepairSettings,
+    out_dir: str,
+    backend: str = "auto",
+) -> dict:
     import ray
 
     from engine.runtime import cluster_resources, plan_actor_pool

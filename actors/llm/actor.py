@@ -11,11 +11,20 @@ want the futures call ``actor.generate.remote(prompts, params)`` on ``.actors``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from engine.errors import CheckrayError, user_error
-from engine.llm import (BackendName, Generation, GenerationParams, Generator, LLMConfig, Message,
-                        choose_backend, choose_local_engine)
+from engine.llm import (
+    BackendName,
+    Generation,
+    GenerationParams,
+    Generator,
+    LLMConfig,
+    Message,
+    choose_backend,
+    choose_local_engine,
+)
 from engine.runtime import ActorPlan, plan_actor_pool
 
 HTTP_ACTOR_CPUS = 0.1  # an http actor mostly waits on sockets
@@ -91,7 +100,7 @@ class ActorGenerator:
         futures = []
         for i, start in enumerate(range(0, len(items), self.batch_size)):
             actor = self.actors[i % len(self.actors)]
-            futures.append(getattr(actor, method).remote(list(items[start:start + self.batch_size]), payload))
+            futures.append(getattr(actor, method).remote(list(items[start : start + self.batch_size]), payload))
         return [g for batch in ray.get(futures) for g in batch]
 
     def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]:
@@ -126,8 +135,10 @@ def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None
         resolve_llm(cfg.model)
     plan = plan_generators(cfg, backend, resources)
     remote_cls = ray.remote(GeneratorActor)
-    actors = [remote_cls.options(**plan.ray_options()).remote(cfg.model_dump(), backend, plan.threads)
-              for _ in range(plan.pool_size)]
+    actors = [
+        remote_cls.options(**plan.ray_options()).remote(cfg.model_dump(), backend, plan.threads)
+        for _ in range(plan.pool_size)
+    ]
     try:
         names = ray.get([a.ready.remote() for a in actors])
     except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:

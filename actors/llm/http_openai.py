@@ -21,13 +21,13 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import httpx
 
-from engine.llm import (Generation, GenerationParams, LLMConfig, LLMError, Message, failed_generation,
-                        make_generation)
+from engine.llm import Generation, GenerationParams, LLMConfig, LLMError, Message, failed_generation, make_generation
 
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -37,8 +37,12 @@ MAX_RETRY_AFTER_S = 30.0
 class RateLimiter:
     """Spaces request starts at least ``1 / per_second`` apart (thread-safe)."""
 
-    def __init__(self, per_second: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        per_second: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.interval = 1.0 / per_second
         self.clock, self.sleep = clock, sleep
         self._next = 0.0
@@ -60,18 +64,31 @@ class _Unreachable(Exception):
 class HTTPGenerator:
     """``Generator`` over an OpenAI-compatible server."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str | None = None,
-                 requests_per_second: float = 4.0, concurrency: int = 4, max_retries: int = 4,
-                 backoff_s: float = 0.5, timeout_s: float = 60.0, transport: httpx.BaseTransport | None = None,
-                 grammar_style: str = "none"):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        requests_per_second: float = 4.0,
+        concurrency: int = 4,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        timeout_s: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+        grammar_style: str = "none",
+    ):
         self.grammar_style = grammar_style
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) if api_key_env else None
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
-                                    timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)))
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            transport=transport,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+        )
         self.limiter = RateLimiter(requests_per_second)
         self.concurrency = concurrency
         self.max_retries = max_retries
@@ -79,10 +96,19 @@ class HTTPGenerator:
         self.name = f"http:{model}@{self.base_url}"
 
     @classmethod
-    def from_config(cls, cfg: LLMConfig, transport: httpx.BaseTransport | None = None) -> "HTTPGenerator":
-        return cls(cfg.base_url, cfg.model, cfg.api_key_env, cfg.requests_per_second, cfg.concurrency,
-                   cfg.max_retries, cfg.backoff_s, cfg.timeout_s, transport=transport,
-                   grammar_style=cfg.grammar_style)
+    def from_config(cls, cfg: LLMConfig, transport: httpx.BaseTransport | None = None) -> HTTPGenerator:
+        return cls(
+            cfg.base_url,
+            cfg.model,
+            cfg.api_key_env,
+            cfg.requests_per_second,
+            cfg.concurrency,
+            cfg.max_retries,
+            cfg.backoff_s,
+            cfg.timeout_s,
+            transport=transport,
+            grammar_style=cfg.grammar_style,
+        )
 
     def __repr__(self) -> str:  # never the key, only where it comes from
         return f"HTTPGenerator(base_url={self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r})"
@@ -95,7 +121,7 @@ class HTTPGenerator:
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _wait(self, attempt: int, response: httpx.Response | None) -> None:
-        delay = self.backoff_s * (2 ** attempt)
+        delay = self.backoff_s * (2**attempt)
         retry_after = response.headers.get("retry-after") if response is not None else None
         if retry_after:
             try:
@@ -113,8 +139,10 @@ class HTTPGenerator:
                 resp = self._client.post(path, json=payload)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if last:
-                    raise LLMError(f"cannot reach the LLM endpoint {self.base_url} "
-                                   f"after {attempt + 1} attempts: {self._redact(exc)}") from None
+                    raise LLMError(
+                        f"cannot reach the LLM endpoint {self.base_url} "
+                        f"after {attempt + 1} attempts: {self._redact(exc)}"
+                    ) from None
                 self._wait(attempt, None)
                 continue
             except httpx.TransportError as exc:  # read timeout, reset connection, protocol error
@@ -123,7 +151,9 @@ class HTTPGenerator:
                 self._wait(attempt, None)
                 continue
             if resp.status_code in (401, 403):
-                where = f"set the environment variable {self.api_key_env}" if self.api_key_env else "set llm.api_key_env"
+                where = (
+                    f"set the environment variable {self.api_key_env}" if self.api_key_env else "set llm.api_key_env"
+                )
                 state = "rejected" if self._api_key else "missing"
                 raise LLMError(f"LLM endpoint {self.base_url}: API key {state} (HTTP {resp.status_code}); {where}")
             if resp.status_code in RETRY_STATUS and not last:
@@ -153,12 +183,21 @@ class HTTPGenerator:
         except (RuntimeError, KeyError, IndexError, TypeError, AttributeError) as exc:
             return failed_generation(exc if isinstance(exc, RuntimeError) else f"malformed response: {exc!r}")
         usage = body.get("usage") or {}
-        return make_generation(text, choice.get("finish_reason"), int(usage.get("prompt_tokens") or 0),
-                               int(usage.get("completion_tokens") or 0))
+        return make_generation(
+            text,
+            choice.get("finish_reason"),
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
 
     def _sampling(self, params: GenerationParams) -> dict[str, Any]:
-        out: dict[str, Any] = dict(model=self.model, max_tokens=params.max_tokens, temperature=params.temperature,
-                                   top_p=params.top_p, seed=params.seed)
+        out: dict[str, Any] = dict(
+            model=self.model,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            seed=params.seed,
+        )
         if params.stop:
             out["stop"] = list(params.stop)
         # Non-standard fields, in the dialect of the server (hosted APIs reject them).
@@ -186,5 +225,6 @@ class HTTPGenerator:
 
     def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]:
         base = self._sampling(params)
-        return self._run("/chat/completions", [{**base, "messages": [dict(m) for m in ms]} for ms in messages_list],
-                         chat=True)
+        return self._run(
+            "/chat/completions", [{**base, "messages": [dict(m) for m in ms]} for ms in messages_list], chat=True
+        )

@@ -12,7 +12,8 @@ build segfaults during decode on the CI machine's CPU.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from actors.llm.packaged import resolve_llm
 from engine.errors import InputError
@@ -20,17 +21,24 @@ from engine.llm import Generation, GenerationParams, LLMError, Message, failed_g
 
 
 def _sampling(params: GenerationParams, grammar: Any = None) -> dict[str, Any]:
-    return dict(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p,
-                stop=list(params.stop) or None, seed=params.seed, repeat_penalty=params.repetition_penalty,
-                grammar=grammar)
+    return dict(
+        max_tokens=params.max_tokens,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        stop=list(params.stop) or None,
+        seed=params.seed,
+        repeat_penalty=params.repetition_penalty,
+        grammar=grammar,
+    )
 
 
 def _from_response(resp: dict[str, Any], chat: bool) -> Generation:
     usage = resp.get("usage") or {}
     choice = (resp.get("choices") or [{}])[0]
     text = (choice.get("message") or {}).get("content") if chat else choice.get("text")
-    return make_generation(text, choice.get("finish_reason"), int(usage.get("prompt_tokens", 0)),
-                           int(usage.get("completion_tokens", 0)))
+    return make_generation(
+        text, choice.get("finish_reason"), int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    )
 
 
 class LlamaCppGenerator:
@@ -41,14 +49,14 @@ class LlamaCppGenerator:
         try:
             from llama_cpp import Llama
         except ImportError:
-            raise LLMError("the llama.cpp backend needs llama-cpp-python (`make setup` builds it; "
-                           "see docs/llm.md)") from None
+            raise LLMError(
+                "the llama.cpp backend needs llama-cpp-python (`make setup` builds it; see docs/llm.md)"
+            ) from None
         path = resolve_llm(model)
         if not path.endswith(".gguf") or not os.path.isfile(path):
             raise InputError(f"{model}: the llama.cpp backend needs a .gguf file, got {path}")
         try:
-            self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 1,
-                             verbose=False)
+            self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 1, verbose=False)
         except ValueError as exc:  # llama-cpp-python's "Failed to load model from file"
             raise LLMError(f"{model}: llama.cpp cannot load {path}: {exc}") from None
         self.name = f"llamacpp:{model}"
@@ -88,7 +96,9 @@ class LlamaCppGenerator:
         for prompt in prompts:
             self._fresh()
             try:
-                out.append(_from_response(self.llm.create_completion(str(prompt), **_sampling(params, grammar)), chat=False))
+                out.append(
+                    _from_response(self.llm.create_completion(str(prompt), **_sampling(params, grammar)), chat=False)
+                )
             except (ValueError, RuntimeError) as exc:  # e.g. "Requested tokens exceed context window"
                 out.append(failed_generation(exc))
         return out

@@ -20,8 +20,8 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from actors.llm.packaged import resolve_llm
 from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
@@ -101,9 +101,13 @@ class TransformersGenerator:
 
         ids = torch.tensor([prompt_ids], device=self.device)
         sampling = params.temperature > 0
-        kwargs = dict(max_new_tokens=params.max_tokens, do_sample=sampling,
-                      pad_token_id=self.tokenizer.pad_token_id or next(iter(self.eos_ids), 0),
-                      eos_token_id=sorted(self.eos_ids) or None, repetition_penalty=params.repetition_penalty)
+        kwargs = dict(
+            max_new_tokens=params.max_tokens,
+            do_sample=sampling,
+            pad_token_id=self.tokenizer.pad_token_id or next(iter(self.eos_ids), 0),
+            eos_token_id=sorted(self.eos_ids) or None,
+            repetition_penalty=params.repetition_penalty,
+        )
         if sampling:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=0)
             torch.manual_seed(params.seed)
@@ -113,7 +117,7 @@ class TransformersGenerator:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
         with torch.inference_mode():
             out = self.model.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
-        new = out[0, len(prompt_ids):].tolist()
+        new = out[0, len(prompt_ids) :].tolist()
         hit_eos = bool(new) and new[-1] in self.eos_ids
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         stopped_by_string = False
@@ -134,8 +138,13 @@ class TransformersGenerator:
                 results.append(failed_generation("the prompt encodes to no tokens"))
             elif self.n_ctx and len(ids) + params.max_tokens > self.n_ctx:
                 # RoPE models run past their context without an error, into garbage: refuse, as llama.cpp does
-                results.append(failed_generation(f"prompt of {len(ids)} tokens + max_tokens {params.max_tokens} "
-                                                 f"exceeds the context of {self.n_ctx}", len(ids)))
+                results.append(
+                    failed_generation(
+                        f"prompt of {len(ids)} tokens + max_tokens {params.max_tokens} "
+                        f"exceeds the context of {self.n_ctx}",
+                        len(ids),
+                    )
+                )
             else:
                 try:
                     results.append(self._one(ids, params))
@@ -150,8 +159,9 @@ class TransformersGenerator:
         encoded: list[list[int] | Exception] = []
         for messages in messages_list:
             try:
-                text = self.tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False,
-                                                          add_generation_prompt=True)
+                text = self.tokenizer.apply_chat_template(
+                    [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+                )
                 encoded.append(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             except Exception as exc:  # a malformed conversation fails alone  # noqa: BLE001
                 encoded.append(exc)

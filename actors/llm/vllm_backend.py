@@ -10,23 +10,29 @@ node can read (no hub downloads).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from actors.llm.packaged import resolve_llm
 from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
 
 
 class VLLMGenerator:
-    def __init__(self, model: str, max_model_len: int | None = None, dtype: str = "auto",
-                 gpu_memory_utilization: float = 0.85):
+    def __init__(
+        self, model: str, max_model_len: int | None = None, dtype: str = "auto", gpu_memory_utilization: float = 0.85
+    ):
         try:
             import vllm
         except ImportError:
             raise LLMError("the vllm backend needs the vllm package (pip install 'checkray[gpu-llm]')") from None
         self._vllm = vllm
         try:
-            self.llm = vllm.LLM(model=resolve_llm(model), dtype=dtype, max_model_len=max_model_len,
-                                gpu_memory_utilization=gpu_memory_utilization)
+            self.llm = vllm.LLM(
+                model=resolve_llm(model),
+                dtype=dtype,
+                max_model_len=max_model_len,
+                gpu_memory_utilization=gpu_memory_utilization,
+            )
         except (RuntimeError, ValueError, OSError) as exc:
             raise LLMError(f"{model}: vLLM cannot load it: {str(exc).splitlines()[0] if str(exc) else exc!r}") from None
         self.name = f"vllm:{model}"
@@ -40,10 +46,15 @@ class VLLMGenerator:
             from vllm.sampling_params import StructuredOutputsParams
 
             structured = StructuredOutputsParams(grammar=params.grammar)
-        return self._vllm.SamplingParams(temperature=params.temperature, top_p=params.top_p,
-                                         max_tokens=params.max_tokens, stop=list(params.stop) or None,
-                                         seed=params.seed, repetition_penalty=params.repetition_penalty,
-                                         structured_outputs=structured)
+        return self._vllm.SamplingParams(
+            temperature=params.temperature,
+            top_p=params.top_p,
+            max_tokens=params.max_tokens,
+            stop=list(params.stop) or None,
+            seed=params.seed,
+            repetition_penalty=params.repetition_penalty,
+            structured_outputs=structured,
+        )
 
     @staticmethod
     def _convert(results: Sequence[Any]) -> list[Generation]:

@@ -7,12 +7,12 @@ an (n, len(labels)) array of probabilities.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.errors import InputError
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
 
 
 class CallableModel:
@@ -22,7 +22,9 @@ class CallableModel:
     def predict_proba(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> np.ndarray:
         probs = np.asarray(self.fn(list(texts), None if pairs is None else list(pairs)), dtype=np.float64)
         if probs.shape != (len(texts), len(self.labels)):
-            raise ValueError(f"model '{self.name}' returned shape {probs.shape}, expected {(len(texts), len(self.labels))}")
+            raise ValueError(
+                f"model '{self.name}' returned shape {probs.shape}, expected {(len(texts), len(self.labels))}"
+            )
         return probs
 
 

@@ -9,13 +9,13 @@ with a one-line error when the two cannot describe the same classes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
-from engine.errors import InputError
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
 
 
 def require_path(spec: ModelSpec, kind: str = "file", must_be_dir: bool = False) -> Path:

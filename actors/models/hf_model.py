@@ -10,13 +10,13 @@ by position. Options: ``max_length`` (128), ``batch_size`` (32), ``threads``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from actors.models.common import class_columns
-from engine.errors import InputError
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
 
 
 def _first_line(exc: BaseException) -> str:
@@ -45,10 +45,11 @@ class HFSequenceClassifier:
 
         out = []
         for start in range(0, len(texts), self.batch_size):
-            batch = texts[start:start + self.batch_size]
-            second = pairs[start:start + self.batch_size] if pairs is not None else None
-            enc = self.tokenizer(batch, second, truncation=True, max_length=self.max_length,
-                                 padding=True, return_tensors="pt").to(self.device)
+            batch = texts[start : start + self.batch_size]
+            second = pairs[start : start + self.batch_size] if pairs is not None else None
+            enc = self.tokenizer(
+                batch, second, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
+            ).to(self.device)
             with torch.inference_mode():
                 out.append(self.model(**enc).logits.float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, self.model.config.num_labels))
@@ -93,11 +94,15 @@ def load_hf(spec: ModelSpec) -> HFSequenceClassifier:
     except (OSError, ValueError) as exc:
         raise InputError(f"model '{spec.name}': cannot load HF config from {spec.path}: {_first_line(exc)}") from None
     if config.num_labels != len(spec.labels):
-        raise InputError(f"model '{spec.name}': label map has {len(spec.labels)} labels ({', '.join(spec.labels)}) "
-                         f"but the model's config has {config.num_labels} (id2label)")
+        raise InputError(
+            f"model '{spec.name}': label map has {len(spec.labels)} labels ({', '.join(spec.labels)}) "
+            f"but the model's config has {config.num_labels} (id2label)"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=remote)
         model = AutoModelForSequenceClassification.from_pretrained(source, trust_remote_code=remote)
     except (OSError, ValueError) as exc:
-        raise InputError(f"model '{spec.name}': cannot load HF classifier from {spec.path}: {_first_line(exc)}") from None
+        raise InputError(
+            f"model '{spec.name}': cannot load HF classifier from {spec.path}: {_first_line(exc)}"
+        ) from None
     return HFSequenceClassifier(spec, model, tokenizer)

@@ -10,13 +10,13 @@ has none, so its default is the same).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from actors.models.common import lexicon_probabilities, single_texts
-from engine.errors import InputError
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
 
 
 class LexiconModel:

@@ -23,23 +23,26 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from actors.models.common import single_texts
+from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
 from engine.llm import Generation, GenerationParams, Generator, LLMConfig, choose_backend
-from engine.benchmark.registry import ModelSpec
 
 DEFAULT_PROMPT = "zero_shot_sentiment.txt"
 
 
 def read_prompt(path: str | None) -> str:
-    text = Path(path).read_text(encoding="utf-8") if path else \
-        (resources.files("jobs") / "prompts" / DEFAULT_PROMPT).read_text(encoding="utf-8")
+    text = (
+        Path(path).read_text(encoding="utf-8")
+        if path
+        else (resources.files("jobs") / "prompts" / DEFAULT_PROMPT).read_text(encoding="utf-8")
+    )
     if "{text}" not in text or "{labels}" not in text:
         raise InputError(f"zero-shot prompt {path or DEFAULT_PROMPT} must contain {{text}} and {{labels}}")
     return text

@@ -11,13 +11,14 @@ unit-length embeddings) and ``encode_batch_size``.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from actors.models.common import class_columns, require_path, single_texts
-from engine.errors import InputError
 from engine.benchmark.registry import ModelSpec
+from engine.errors import InputError
 
 
 def load_estimator(spec: ModelSpec) -> Any:
@@ -25,14 +26,20 @@ def load_estimator(spec: ModelSpec) -> Any:
 
     path = require_path(spec, "joblib file")
     if path.is_dir():
-        raise InputError(f"model '{spec.name}' (family {spec.family}): expected a joblib file, got a directory: {spec.path}")
+        raise InputError(
+            f"model '{spec.name}' (family {spec.family}): expected a joblib file, got a directory: {spec.path}"
+        )
     try:
         estimator = joblib.load(path)
     except Exception as exc:  # unpickling raises anything (EOFError, UnpicklingError, ImportError...)
-        raise InputError(f"model '{spec.name}': cannot load joblib file {spec.path}: {type(exc).__name__}: {exc}") from None
+        raise InputError(
+            f"model '{spec.name}': cannot load joblib file {spec.path}: {type(exc).__name__}: {exc}"
+        ) from None
     if not hasattr(estimator, "predict_proba") or not hasattr(estimator, "classes_"):
-        raise InputError(f"model '{spec.name}': {spec.path} holds a {type(estimator).__name__}, "
-                         "not a fitted classifier with predict_proba")
+        raise InputError(
+            f"model '{spec.name}': {spec.path} holds a {type(estimator).__name__}, "
+            "not a fitted classifier with predict_proba"
+        )
     return estimator
 
 
@@ -62,8 +69,13 @@ class EncoderHeadModel:
         self.batch_size = int(spec.options.get("encode_batch_size", 64))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.encoder.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
-                                   convert_to_numpy=True, show_progress_bar=False)
+        return self.encoder.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
 
     def predict_embeddings(self, X: np.ndarray) -> np.ndarray:
         """Head probabilities for precomputed embeddings, in label-map order."""
@@ -94,6 +106,7 @@ def load_st_head(spec: ModelSpec) -> EncoderHeadModel:
     dim = encoder.get_embedding_dimension()
     expected = getattr(head, "n_features_in_", None)
     if expected is not None and dim is not None and int(expected) != int(dim):
-        raise InputError(f"model '{spec.name}': head expects {expected}-d embeddings but encoder "
-                         f"'{encoder_name}' gives {dim}-d")
+        raise InputError(
+            f"model '{spec.name}': head expects {expected}-d embeddings but encoder '{encoder_name}' gives {dim}-d"
+        )
     return EncoderHeadModel(spec, head, encoder)

@@ -26,8 +26,9 @@ import random
 import numpy as np
 import pyarrow as pa
 
-from engine.s2lct.grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
 from engine.errors import InputError
+from engine.lang.polarity import polarity_class
+from engine.s2lct.grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
 from engine.s2lct.mask_fill import (
     BigramLM,
     context_words,
@@ -38,7 +39,6 @@ from engine.s2lct.mask_fill import (
     pick_fills,
     validate_fill,
 )
-from engine.lang.polarity import polarity_class
 from engine.s2lct.spec import SearchRule
 
 # spaCy's CNN tok2vec sees 4 tokens on each side (depth 4, window 1), so a tag depends on
@@ -48,12 +48,29 @@ TAG_WINDOW = 8
 
 
 class ExpansionActor:
-    def __init__(self, reference: dict, vocabulary: dict, unigrams: dict | None = None, bigrams: list | None = None,
-                 parser_pipeline: str = "builtin:sm", parser: str = "auto", backend: str = "offline",
-                 pipeline: str = "builtin:md", hf_model: str | None = None, k: int = 4, max_masks: int = 1,
-                 candidates: int = 12, keep: int = 2, window: int = 3, vector_weight: float = 1.0,
-                 min_score: float | None = None, fillable: tuple[str, ...] | None = None, seed: int = 0,
-                 threads: int = 1, keep_columns: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        reference: dict,
+        vocabulary: dict,
+        unigrams: dict | None = None,
+        bigrams: list | None = None,
+        parser_pipeline: str = "builtin:sm",
+        parser: str = "auto",
+        backend: str = "offline",
+        pipeline: str = "builtin:md",
+        hf_model: str | None = None,
+        k: int = 4,
+        max_masks: int = 1,
+        candidates: int = 12,
+        keep: int = 2,
+        window: int = 3,
+        vector_weight: float = 1.0,
+        min_score: float | None = None,
+        fillable: tuple[str, ...] | None = None,
+        seed: int = 0,
+        threads: int = 1,
+        keep_columns: tuple[str, ...] = (),
+    ):
         import spacy
 
         from actors.s2lct.parser import ParserActor
@@ -107,16 +124,20 @@ class ExpansionActor:
         text = "".join((token if "mask" in it else it["t"]) + it["ws"] for it in items).strip()
         out = self.fill_mask(text, top_k=self.candidates)
         per_mask = [out] if len(tags) == 1 else out
-        per_mask = [[(float(c["score"]), c["token_str"].strip()) for c in cands if c["token_str"].strip().isalpha()]
-                    for cands in per_mask]
+        per_mask = [
+            [(float(c["score"]), c["token_str"].strip()) for c in cands if c["token_str"].strip().isalpha()]
+            for cands in per_mask
+        ]
         depth = min((len(c) for c in per_mask), default=0)
         return [(float(np.mean([c[i][0] for c in per_mask])), [c[i][1] for c in per_mask]) for i in range(depth)]
 
-    def trials(self, items: list[dict], tags: list[str], whole: bool) -> list[tuple[float, list[str], str, list[int], str, list[int]]]:
+    def trials(
+        self, items: list[dict], tags: list[str], whole: bool
+    ) -> list[tuple[float, list[str], str, list[int], str, list[int]]]:
         """(score, words, full text, offsets, text to tag, offsets in it) per ranked candidate."""
         ranked = self.rank_offline(items, tags) if self.backend == "offline" else self.rank_hf(items, tags)
         masks = [i for i, it in enumerate(items) if "mask" in it]
-        window = items if whole else items[max(0, masks[0] - TAG_WINDOW): masks[-1] + TAG_WINDOW + 1]
+        window = items if whole else items[max(0, masks[0] - TAG_WINDOW) : masks[-1] + TAG_WINDOW + 1]
         out = []
         for score, words in ranked:
             if not np.isfinite(score):
@@ -148,7 +169,7 @@ class ExpansionActor:
                         continue
                     jobs.append((r, m, trial))
         docs = self.nlp.pipe([t[4] for _, _, t in jobs], batch_size=256)
-        for (r, m, (score, words, text, _, _, tag_offsets)), doc in zip(jobs, docs):
+        for (_row, m, (score, words, text, _, _, tag_offsets)), doc in zip(jobs, docs):
             toks = [{"t": t.text, "tag": t.tag_, "pos": t.pos_, "lemma": t.lemma_, "idx": t.idx} for t in doc]
             check = validate_fill(toks, tag_offsets, words, m["tags"], m["rule"])
             if check.ok:
@@ -160,13 +181,19 @@ class ExpansionActor:
             records = []
             for m in masked_by_row.get(r, []):
                 fills = [f for _, _, f in pick_fills(m["fills"], self.keep)]
-                records.append({k: m[k] for k in ("masked", "tags", "production", "reference", "reference_count",
-                                                   "rejected")} | {"fills": fills})
+                records.append(
+                    {k: m[k] for k in ("masked", "tags", "production", "reference", "reference_count", "rejected")}
+                    | {"fills": fills}
+                )
             expansions.append(json.dumps(records, ensure_ascii=False))
         cols = {name: batch.column(name) for name in self.keep_columns}
-        cols.update(tokens=pa.array([json.dumps(t, ensure_ascii=False) for t in tokens], pa.string()),
-                    tree=pa.array(trees, pa.string()), parser=pa.array([self.parser.parser] * len(rows), pa.string()),
-                    masked_candidates=pa.array(found, pa.int64()), expansions=pa.array(expansions, pa.string()))
+        cols.update(
+            tokens=pa.array([json.dumps(t, ensure_ascii=False) for t in tokens], pa.string()),
+            tree=pa.array(trees, pa.string()),
+            parser=pa.array([self.parser.parser] * len(rows), pa.string()),
+            masked_candidates=pa.array(found, pa.int64()),
+            expansions=pa.array(expansions, pa.string()),
+        )
         return pa.table(cols)
 
 

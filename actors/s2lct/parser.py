@@ -13,7 +13,8 @@ in the cases' provenance (``benepar`` or ``spacy-dep2const``).
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,8 +25,28 @@ BENEPAR = "benepar"
 
 SUBJECTS = {"nsubj", "nsubjpass", "csubj", "csubjpass", "expl"}
 # Dependents that stay bare preterminals when they have no dependents of their own.
-BARE_RELATIONS = {"det", "predet", "amod", "compound", "nummod", "poss", "aux", "auxpass", "neg", "cc",
-                  "punct", "mark", "case", "preconj", "quantmod", "nn", "conj", "dep", "meta", "prt"}
+BARE_RELATIONS = {
+    "det",
+    "predet",
+    "amod",
+    "compound",
+    "nummod",
+    "poss",
+    "aux",
+    "auxpass",
+    "neg",
+    "cc",
+    "punct",
+    "mark",
+    "case",
+    "preconj",
+    "quantmod",
+    "nn",
+    "conj",
+    "dep",
+    "meta",
+    "prt",
+}
 NOMINAL_TAGS = {"NN", "NNS", "NNP", "NNPS", "PRP", "EX", "CD", "DT", "PDT", "WP", "WDT", "FW", "$", "PRP$", "WP$"}
 VERBAL_TAGS = {"VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD"}
 AUX_RELATIONS = {"aux", "auxpass"}
@@ -92,7 +113,10 @@ class _Converter:
             if post:  # (NP (NP the film) (PP about ...)), as the Treebank attaches post-modifiers
                 first = min(post)
                 base = [d for d in deps if d < first]
-                inner = (kind, [self.child(d, kind) for d in base if d < h] + [h] + [self.child(d, kind) for d in base if d > h])
+                inner = (
+                    kind,
+                    [self.child(d, kind) for d in base if d < h] + [h] + [self.child(d, kind) for d in base if d > h],
+                )
                 return (kind, [inner] + [self.child(d, kind) for d in deps if d >= first])
         return (kind, [self.child(d, kind) for d in deps if d < h] + [h] + [self.child(d, kind) for d in deps if d > h])
 
@@ -111,16 +135,28 @@ class _Converter:
                 break
         rest = [d for d in deps if d not in trailing]
         if not subjects:
-            vp = ("VP", [self.child(d, "VP") for d in rest if d < h] + [h] + [self.child(d, "VP") for d in rest if d > h])
+            vp = (
+                "VP",
+                [self.child(d, "VP") for d in rest if d < h] + [h] + [self.child(d, "VP") for d in rest if d > h],
+            )
             core = vp if not trailing and self.tokens[h]["dep"] != "ROOT" else ("S", [vp] + trailing)
         elif subjects[0] > h:
-            core = ("SINV", [self.child(d, "S") for d in rest if d < h] + [h] + [self.child(d, "S") for d in rest if d > h] + trailing)
+            core = (
+                "SINV",
+                [self.child(d, "S") for d in rest if d < h]
+                + [h]
+                + [self.child(d, "S") for d in rest if d > h]
+                + trailing,
+            )
         else:
             s = subjects[0]
             before = [d for d in rest if d < s]
             label = "SQ" if any(self.tokens[d]["dep"] in AUX_RELATIONS for d in before) else "S"
             vp_deps = [d for d in rest if d > s]
-            vp = ("VP", [self.child(d, "VP") for d in vp_deps if d < h] + [h] + [self.child(d, "VP") for d in vp_deps if d > h])
+            vp = (
+                "VP",
+                [self.child(d, "VP") for d in vp_deps if d < h] + [h] + [self.child(d, "VP") for d in vp_deps if d > h],
+            )
             # A subject is a phrase even when it is one word: (NP (PRP it)).
             core = (label, [self.child(d, label) for d in before] + [self.phrase(s), vp] + trailing)
         if marks:
@@ -202,8 +238,18 @@ def dep_to_const(tokens: Sequence[Mapping[str, Any]], sentences: Sequence[tuple[
 
 
 def token_dicts(doc) -> list[dict[str, Any]]:
-    return [{"t": t.text, "ws": t.whitespace_, "tag": t.tag_, "pos": t.pos_, "lemma": t.lemma_,
-             "dep": t.dep_, "head": t.head.i} for t in doc]
+    return [
+        {
+            "t": t.text,
+            "ws": t.whitespace_,
+            "tag": t.tag_,
+            "pos": t.pos_,
+            "lemma": t.lemma_,
+            "dep": t.dep_,
+            "head": t.head.i,
+        }
+        for t in doc
+    ]
 
 
 def load_benepar(nlp) -> bool:
@@ -228,9 +274,16 @@ class ParserActor:
     capability ``specs`` (dicts) it also runs their search rules on each sentence (with
     its ``label``) and adds ``matches``: JSON ``{capability id: [rule names]}``."""
 
-    def __init__(self, pipeline: str = "builtin:sm", parser: str = "auto", batch_size: int = 128,
-                 keep: tuple[str, ...] = (), specs: list[dict] | None = None, neutral_proxy: bool = False,
-                 neutral_label: str = "neutral"):
+    def __init__(
+        self,
+        pipeline: str = "builtin:sm",
+        parser: str = "auto",
+        batch_size: int = 128,
+        keep: tuple[str, ...] = (),
+        specs: list[dict] | None = None,
+        neutral_proxy: bool = False,
+        neutral_label: str = "neutral",
+    ):
         import spacy
 
         from actors.spacy_nlp import resolve_pipeline
@@ -278,6 +331,8 @@ class ParserActor:
         if self.specs:  # rows with a ``role`` other than "search" (reference texts) are not searched
             labels = batch.column("label").to_pylist()
             roles = batch.column("role").to_pylist() if "role" in batch.column_names else ["search"] * len(labels)
-            cols["matches"] = pa.array([self.matches(t, lab) if role == "search" else "{}"
-                                        for t, lab, role in zip(tokens, labels, roles)], pa.string())
+            cols["matches"] = pa.array(
+                [self.matches(t, lab) if role == "search" else "{}" for t, lab, role in zip(tokens, labels, roles)],
+                pa.string(),
+            )
         return pa.table(cols)

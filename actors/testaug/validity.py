@@ -18,9 +18,10 @@ import io
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,8 +30,8 @@ from engine.llm import GenerationParams
 from engine.prompts import load_prompt
 from engine.stages import RunDir
 from engine.testaug.prompt import ParseCount
-from engine.training import FineTuneConfig
 from engine.testaug.validity import classifier_input, parse_validity_answer
+from engine.training import FineTuneConfig
 
 BACKENDS: tuple[str, ...] = ("embedding_lr", "finetune")
 METADATA = "metadata.json"
@@ -41,8 +42,11 @@ LABELS = ["invalid", "valid"]
 class ValidityClassifier:
     backend: str
     encoder: str = "builtin:minilm"
-    finetune: FineTuneConfig = field(default_factory=lambda: FineTuneConfig(epochs=3, train_size=None, max_length=64,
-                                                                            batch_size=16, learning_rate=5e-5))
+    finetune: FineTuneConfig = field(
+        default_factory=lambda: FineTuneConfig(
+            epochs=3, train_size=None, max_length=64, batch_size=16, learning_rate=5e-5
+        )
+    )
     meta: dict[str, Any] = field(default_factory=dict)
     _head: Any = None
     _encoder: Any = None
@@ -54,11 +58,13 @@ class ValidityClassifier:
             raise InputError(f"unknown validity backend '{self.backend}' (have: {', '.join(BACKENDS)})")
 
     # ------------------------------------------------------------------ training
-    def fit(self, texts: Sequence[str], valid: Sequence[int], seed: int = 0) -> "ValidityClassifier":
+    def fit(self, texts: Sequence[str], valid: Sequence[int], seed: int = 0) -> ValidityClassifier:
         valid = [int(v) for v in valid]
         if len(set(valid)) < 2:
-            raise InputError(f"validity annotations need valid and invalid cases (got only "
-                             f"{'valid' if valid and valid[0] else 'invalid'} ones)")
+            raise InputError(
+                f"validity annotations need valid and invalid cases (got only "
+                f"{'valid' if valid and valid[0] else 'invalid'} ones)"
+            )
         start = time.perf_counter()
         if self.backend == "embedding_lr":
             from sklearn.linear_model import LogisticRegression
@@ -70,10 +76,12 @@ class ValidityClassifier:
             from actors.zoo.trainers import fine_tune
 
             self._model, self._tokenizer, details = fine_tune(
-                resolve_model(self.encoder), list(texts), [LABELS[v] for v in valid], LABELS, self.finetune, seed)
+                resolve_model(self.encoder), list(texts), [LABELS[v] for v in valid], LABELS, self.finetune, seed
+            )
             self.meta["finetune"] = {**self.finetune.model_dump(), **details}
-        self.meta.update(n_train=len(valid), n_valid=sum(valid), seed=seed,
-                         train_seconds=round(time.perf_counter() - start, 1))
+        self.meta.update(
+            n_train=len(valid), n_valid=sum(valid), seed=seed, train_seconds=round(time.perf_counter() - start, 1)
+        )
         return self
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -81,8 +89,9 @@ class ValidityClassifier:
             from actors.embedder import load_sentence_transformer
 
             self._encoder = load_sentence_transformer(self.encoder)
-        return self._encoder.encode(list(texts), batch_size=64, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
+        return self._encoder.encode(
+            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
 
     # ------------------------------------------------------------------ inference
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
@@ -98,8 +107,9 @@ class ValidityClassifier:
         max_length = int(self.meta.get("finetune", {}).get("max_length", self.finetune.max_length))
         with torch.no_grad():
             for i in range(0, len(texts), 32):
-                enc = self._tokenizer(list(texts[i:i + 32]), truncation=True, max_length=max_length,
-                                      padding=True, return_tensors="pt")
+                enc = self._tokenizer(
+                    list(texts[i : i + 32]), truncation=True, max_length=max_length, padding=True, return_tensors="pt"
+                )
                 out.append(torch.softmax(self._model(**enc).logits, dim=-1)[:, 1].numpy())
         return np.concatenate(out)
 
@@ -127,11 +137,12 @@ class ValidityClassifier:
         return run
 
     @classmethod
-    def load(cls, directory: str) -> "ValidityClassifier":
+    def load(cls, directory: str) -> ValidityClassifier:
         d = Path(directory)
         if not (d / METADATA).is_file():
-            raise InputError(f"{d}: not a validity classifier directory (no {METADATA}); "
-                             "make one with `checkray validity train`")
+            raise InputError(
+                f"{d}: not a validity classifier directory (no {METADATA}); make one with `checkray validity train`"
+            )
         meta = json.loads((d / METADATA).read_text(encoding="utf-8"))
         backend, encoder = meta.pop("backend", None), meta.pop("encoder", "builtin:minilm")
         meta.pop("labels", None)
@@ -152,8 +163,9 @@ def annotation_inputs(rows: Sequence[dict]) -> list[str]:
     return [classifier_input(r["text"], r.get("text_pair")) for r in rows]
 
 
-def train_validity(rows: Sequence[dict], backend: str, encoder: str, seed: int = 0,
-                   finetune: FineTuneConfig | None = None) -> ValidityClassifier:
+def train_validity(
+    rows: Sequence[dict], backend: str, encoder: str, seed: int = 0, finetune: FineTuneConfig | None = None
+) -> ValidityClassifier:
     """Fit a classifier on annotated rows (``engine.testaug.validity.read_annotations``)."""
     clf = ValidityClassifier(backend, encoder, **({"finetune": finetune} if finetune else {}))
     return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed)
@@ -165,8 +177,12 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, f
 
     gold = np.array([r["validity"] for r in rows], dtype=int)
     pred = clf.predict(annotation_inputs(rows)).astype(int)
-    return {"n": len(gold), "accuracy": float(accuracy_score(gold, pred)),
-            "f1_valid": float(f1_score(gold, pred, zero_division=0)), "valid_share": float(gold.mean())}
+    return {
+        "n": len(gold),
+        "accuracy": float(accuracy_score(gold, pred)),
+        "f1_valid": float(f1_score(gold, pred, zero_division=0)),
+        "valid_share": float(gold.mean()),
+    }
 
 
 def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: ParseCount) -> list[bool | None]:
@@ -175,9 +191,13 @@ def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: Pars
     if not cases:
         return []
     prompt = load_prompt("testaug_validity")
-    messages = [prompt.render(description=c["description"],
-                              case=c["text"] if not c.get("text_pair") else f"{c['text']} / {c['text_pair']}")
-                for c in cases]
+    messages = [
+        prompt.render(
+            description=c["description"],
+            case=c["text"] if not c.get("text_pair") else f"{c['text']} / {c['text_pair']}",
+        )
+        for c in cases
+    ]
     verdicts = []
     for out in chat(messages, params):
         count.outputs += 1

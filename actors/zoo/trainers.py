@@ -12,8 +12,9 @@ import io
 import math
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
@@ -66,8 +67,15 @@ def _upload_dir(run: RunDir, local: Path, rel: str) -> None:
             run.write_bytes(f"{rel}/{f.relative_to(local).as_posix()}", f.read_bytes())
 
 
-def fine_tune(base: str, texts: Sequence[str], labels: Sequence[str], label_names: list[str],
-              cfg: FineTuneConfig, seed: int, threads: int | None = None):
+def fine_tune(
+    base: str,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    label_names: list[str],
+    cfg: FineTuneConfig,
+    seed: int,
+    threads: int | None = None,
+):
     """Fine-tune a transformer encoder with a fresh classification head.
 
     Plain PyTorch loop (AdamW, linear warm-up/decay) over ``texts`` for ``cfg.epochs``;
@@ -82,8 +90,10 @@ def fine_tune(base: str, texts: Sequence[str], labels: Sequence[str], label_name
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(
-        base, num_labels=len(label_names),
-        id2label=dict(enumerate(label_names)), label2id={n: i for i, n in enumerate(label_names)},
+        base,
+        num_labels=len(label_names),
+        id2label=dict(enumerate(label_names)),
+        label2id={n: i for i, n in enumerate(label_names)},
     ).to(device)
     target = torch.tensor([label_names.index(lab) for lab in labels], dtype=torch.long)
     n = len(texts)
@@ -91,7 +101,10 @@ def fine_tune(base: str, texts: Sequence[str], labels: Sequence[str], label_name
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
     groups = [
-        {"params": [p for k, p in model.named_parameters() if not k.endswith(no_decay)], "weight_decay": cfg.weight_decay},
+        {
+            "params": [p for k, p in model.named_parameters() if not k.endswith(no_decay)],
+            "weight_decay": cfg.weight_decay,
+        },
         {"params": [p for k, p in model.named_parameters() if k.endswith(no_decay)], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
@@ -105,8 +118,9 @@ def fine_tune(base: str, texts: Sequence[str], labels: Sequence[str], label_name
         for batch in np.array_split(rng.permutation(n), steps_per_epoch):
             if step >= total:
                 break
-            enc = tokenizer([texts[i] for i in batch], truncation=True, max_length=cfg.max_length,
-                            padding=True, return_tensors="pt").to(device)
+            enc = tokenizer(
+                [texts[i] for i in batch], truncation=True, max_length=cfg.max_length, padding=True, return_tensors="pt"
+            ).to(device)
             loss = model(**enc, labels=target[batch].to(device)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -117,19 +131,24 @@ def fine_tune(base: str, texts: Sequence[str], labels: Sequence[str], label_name
             step += 1
     model.eval()
     tail = max(1, len(losses) // 10)
-    details = {"steps": step, "train_sentences": n, "device": device,
-               "loss_first": round(float(np.mean(losses[:tail])), 4),
-               "loss_last": round(float(np.mean(losses[-tail:])), 4),
-               "train_seconds": round(time.perf_counter() - start, 1)}
+    details = {
+        "steps": step,
+        "train_sentences": n,
+        "device": device,
+        "loss_first": round(float(np.mean(losses[:tail])), 4),
+        "loss_last": round(float(np.mean(losses[-tail:])), 4),
+        "train_seconds": round(time.perf_counter() - start, 1),
+    }
     return model, tokenizer, details
 
 
-def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[str],
-                    embed_stage: str | None, threads: int = 1) -> dict[str, Any]:
+def build_zoo_model(
+    run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[str], embed_stage: str | None, threads: int = 1
+) -> dict[str, Any]:
     """Fit, save and evaluate one model; returns its registry entry (path relative to the run)."""
+    from actors.models import load_model
     from actors.models.hf_model import HFSequenceClassifier
     from actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
-    from actors.models import load_model
 
     start = time.perf_counter()
     run = RunDir(run_uri)
@@ -138,7 +157,12 @@ def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[
     train_texts, train_gold = list(texts[~held]), list(gold[~held])
     test_texts, test_gold = list(texts[held]), list(gold[held])
     rel = model_dir(model.name)
-    meta: dict[str, Any] = {"kind": model.kind, "seed": seed, "n_train": len(train_texts), "n_held_out": len(test_texts)}
+    meta: dict[str, Any] = {
+        "kind": model.kind,
+        "seed": seed,
+        "n_train": len(train_texts),
+        "n_held_out": len(test_texts),
+    }
     options: dict[str, Any] = {}
 
     if model.kind == "tfidf":
@@ -148,8 +172,12 @@ def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[
         _dump_joblib(run, path, pipeline)
         spec = ModelSpec(name=model.name, family=family, path=path, labels=labels)
         probs = SklearnTextModel(spec, pipeline).predict_proba(test_texts)
-        meta.update(head=model.head, params=model.params, tfidf=zoo.tfidf.model_dump(),
-                    vocabulary=len(pipeline.named_steps["tfidf"].vocabulary_))
+        meta.update(
+            head=model.head,
+            params=model.params,
+            tfidf=zoo.tfidf.model_dump(),
+            vocabulary=len(pipeline.named_steps["tfidf"].vocabulary_),
+        )
     elif model.kind == "embedding":
         family, path = "st_head", f"{rel}/head.joblib"
         X = read_embeddings(run, embed_stage)
@@ -169,8 +197,15 @@ def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[
         take = np.arange(len(train_texts))
         if cfg.train_size and cfg.train_size < len(take):
             take = np.sort(rng.choice(take, size=cfg.train_size, replace=False))
-        hf_model, tokenizer, details = fine_tune(resolve_model(model.encoder), [train_texts[i] for i in take],
-                                                 [train_gold[i] for i in take], labels, cfg, seed, threads)
+        hf_model, tokenizer, details = fine_tune(
+            resolve_model(model.encoder),
+            [train_texts[i] for i in take],
+            [train_gold[i] for i in take],
+            labels,
+            cfg,
+            seed,
+            threads,
+        )
         with tempfile.TemporaryDirectory(prefix="zoo-ft-") as tmp:
             hf_model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
@@ -189,5 +224,12 @@ def build_zoo_model(run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[
         probs = load_model(spec).predict_proba(test_texts)
 
     meta["build_seconds"] = round(time.perf_counter() - start, 1)
-    return {"name": model.name, "family": family, "path": path, "labels": labels, "options": options,
-            "accuracy": round(accuracy(probs, labels, test_gold), 4), "meta": meta}
+    return {
+        "name": model.name,
+        "family": family,
+        "path": path,
+        "labels": labels,
+        "options": options,
+        "accuracy": round(accuracy(probs, labels, test_gold), 4),
+        "meta": meta,
+    }

@@ -19,8 +19,8 @@ no rule covers is a label-map mismatch: every case of that suite gets the error.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -58,8 +58,9 @@ def neutral_rule_applies(expected: Iterable[str], model_labels: Sequence[str], s
     )
 
 
-def label_map_error(suite: str, expected: Iterable[str], model_labels: Sequence[str],
-                    s: ExpectationSettings) -> str | None:
+def label_map_error(
+    suite: str, expected: Iterable[str], model_labels: Sequence[str], s: ExpectationSettings
+) -> str | None:
     """One-line error when the suite expects labels the model cannot produce, else None."""
     expected = set(expected)
     missing = expected - set(model_labels)
@@ -67,12 +68,12 @@ def label_map_error(suite: str, expected: Iterable[str], model_labels: Sequence[
         missing.discard(s.neutral_label)
     if not missing:
         return None
-    return (f"label-map mismatch: suite '{suite}' expects {sorted(missing)} "
-            f"but the model's labels are {list(model_labels)}")
+    return (
+        f"label-map mismatch: suite '{suite}' expects {sorted(missing)} but the model's labels are {list(model_labels)}"
+    )
 
 
-def predict_labels(probs: np.ndarray, model_labels: Sequence[str], neutral: bool,
-                   s: ExpectationSettings) -> np.ndarray:
+def predict_labels(probs: np.ndarray, model_labels: Sequence[str], neutral: bool, s: ExpectationSettings) -> np.ndarray:
     """Predicted label per row: argmax, or the neutral band rule for binary models."""
     labels = np.asarray(list(model_labels), dtype=object)
     predicted = labels[np.argmax(probs, axis=1)]
@@ -83,8 +84,9 @@ def predict_labels(probs: np.ndarray, model_labels: Sequence[str], neutral: bool
     return predicted
 
 
-def label_scores(probs: np.ndarray, model_labels: Sequence[str], wanted: np.ndarray,
-                 s: ExpectationSettings) -> np.ndarray:
+def label_scores(
+    probs: np.ndarray, model_labels: Sequence[str], wanted: np.ndarray, s: ExpectationSettings
+) -> np.ndarray:
     """P(wanted[i]) for each row i; NaN where the model has no such label or rule."""
     index = {label: j for j, label in enumerate(model_labels)}
     scores = np.full(len(wanted), np.nan)
@@ -97,8 +99,9 @@ def label_scores(probs: np.ndarray, model_labels: Sequence[str], wanted: np.ndar
     return scores
 
 
-def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[str],
-                   s: ExpectationSettings) -> Evaluation:
+def evaluate_cases(
+    cases: pa.Table, probs: np.ndarray, model_labels: Sequence[str], s: ExpectationSettings
+) -> Evaluation:
     """Evaluate one model on ``cases`` (TEST_CASE_SCHEMA rows; ``perturbs`` ids resolve
     within this table). ``probs[i]`` is the model's output on row i."""
     n = cases.num_rows
@@ -132,10 +135,10 @@ def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[st
 
     usable = np.array([e is None for e in error])
     mft = np.flatnonzero((test_type == MFT) & usable)
-    no_label = mft[expected[mft] == None]  # elementwise on an object array
+    no_label = mft[expected[mft] == None]  # noqa: E711  (elementwise on an object array)
     for i in no_label:
         error[i] = "MFT case has no expected_label"
-    mft = mft[expected[mft] != None]
+    mft = mft[expected[mft] != None]  # noqa: E711
     settle(mft, predicted[mft] == expected[mft])
 
     pairwise = np.flatnonzero((test_type != MFT) & usable)
@@ -158,7 +161,7 @@ def evaluate_cases(cases: pa.Table, probs: np.ndarray, model_labels: Sequence[st
         error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
     dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
     if len(dirs):
-        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])
+        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])  # noqa: E711
         after = label_scores(probs[dirs], model_labels, label, s)
         before = label_scores(probs[ref[dirs]], model_labels, label, s)
         up = relation[dirs] == UP

@@ -9,7 +9,7 @@ inputs and mapped back to the cases.
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -95,10 +95,16 @@ def prepare_cases(parts: Sequence[pa.Table], dedup: bool = True) -> tuple[pa.Tab
                 if dedup:
                     keys[(text, pair)] = key
             part_keys.append(key)
-        tables.append(part
-                      .append_column(PREPARED_EXTRA[0], pa.array([index] * part.num_rows, pa.int32()))
-                      .append_column(PREPARED_EXTRA[1], case_versions(part))
-                      .append_column(PREPARED_EXTRA[2], pa.array(part_keys, pa.int64())))
-    inputs = pa.table({"input_key": pa.array(range(len(texts)), pa.int64()),
-                       "text": pa.array(texts, pa.string()), "text_pair": pa.array(pairs, pa.string())})
+        tables.append(
+            part.append_column(PREPARED_EXTRA[0], pa.array([index] * part.num_rows, pa.int32()))
+            .append_column(PREPARED_EXTRA[1], case_versions(part))
+            .append_column(PREPARED_EXTRA[2], pa.array(part_keys, pa.int64()))
+        )
+    inputs = pa.table(
+        {
+            "input_key": pa.array(range(len(texts)), pa.int64()),
+            "text": pa.array(texts, pa.string()),
+            "text_pair": pa.array(pairs, pa.string()),
+        }
+    )
     return pa.concat_tables(tables), inputs

@@ -8,8 +8,9 @@ family table and ``load_model(spec)`` are in ``actors/models/__init__.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import yaml
@@ -66,7 +67,9 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(map(str, err["loc"]))
-        raise ConfigError(f"{p}: {loc}: {'unknown field' if err['type'] == 'extra_forbidden' else err['msg']}") from None
+        raise ConfigError(
+            f"{p}: {loc}: {'unknown field' if err['type'] == 'extra_forbidden' else err['msg']}"
+        ) from None
     if not reg.models:
         raise InputError(f"{p}: model registry lists no models")
     out = []
@@ -84,8 +87,11 @@ def write_registry(path: str | Path, specs: Sequence[ModelSpec]) -> None:
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump({"models": [s.model_dump(mode="json", exclude_defaults=False) for s in specs]},
-                          sort_keys=False, allow_unicode=True)
+    text = yaml.safe_dump(
+        {"models": [s.model_dump(mode="json", exclude_defaults=False) for s in specs]},
+        sort_keys=False,
+        allow_unicode=True,
+    )
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)

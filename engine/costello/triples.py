@@ -18,8 +18,8 @@ not testable on a classifier: they are checked on embeddings (``engine/contrast_
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -84,8 +84,9 @@ def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1) -> list[
     return triples
 
 
-def assemble(seeds: Iterable[Seed], variants: Mapping[str, Sequence[Variant]], suite: str,
-             per_seed: int = 1) -> list[Triple]:
+def assemble(
+    seeds: Iterable[Seed], variants: Mapping[str, Sequence[Variant]], suite: str, per_seed: int = 1
+) -> list[Triple]:
     out: list[Triple] = []
     seen: set[str] = set()
     for seed in seeds:
@@ -112,13 +113,32 @@ def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
     for t in triples:
         seed_case = case_id(METHOD, suite, t.triple, "seed")
         common = dict(suite=suite, method=METHOD, capability=t.capability)
-        rows.append(dict(common, case_id=seed_case, text=t.seed.text, text_pair=t.seed.text_pair,
-                         expected_label=t.seed.label, test_type="MFT", provenance=_provenance(t, "seed"),
-                         meta=_meta(t, "seed", None)))
+        rows.append(
+            dict(
+                common,
+                case_id=seed_case,
+                text=t.seed.text,
+                text_pair=t.seed.text_pair,
+                expected_label=t.seed.label,
+                test_type="MFT",
+                provenance=_provenance(t, "seed"),
+                meta=_meta(t, "seed", None),
+            )
+        )
         for role, v, relation in (("positive", t.positive, "closer"), ("negative", t.negative, "farther")):
-            rows.append(dict(common, case_id=case_id(METHOD, suite, t.triple, role), text=v.text,
-                             text_pair=v.text_pair, test_type="DIR", perturbs=seed_case, relation=relation,
-                             provenance=_provenance(t, v.op), meta=_meta(t, role, v)))
+            rows.append(
+                dict(
+                    common,
+                    case_id=case_id(METHOD, suite, t.triple, role),
+                    text=v.text,
+                    text_pair=v.text_pair,
+                    test_type="DIR",
+                    perturbs=seed_case,
+                    relation=relation,
+                    provenance=_provenance(t, v.op),
+                    meta=_meta(t, role, v),
+                )
+            )
     return make_cases(rows)
 
 
@@ -138,9 +158,23 @@ def triple_table(cases: pa.Table) -> pa.Table:
             rec[f"{role}_op"] = meta.get("operator")
             rec[f"{role}_word"] = meta.get("word")
             rec[f"{role}_replacement"] = meta.get("replacement")
-    cols = ["triple", "capability", "seed", "positive", "negative", "seed_pair", "positive_pair",
-            "negative_pair", "label", "positive_op", "negative_op", "positive_word", "positive_replacement",
-            "negative_word", "negative_replacement"]
+    cols = [
+        "triple",
+        "capability",
+        "seed",
+        "positive",
+        "negative",
+        "seed_pair",
+        "positive_pair",
+        "negative_pair",
+        "label",
+        "positive_op",
+        "negative_op",
+        "positive_word",
+        "positive_replacement",
+        "negative_word",
+        "negative_replacement",
+    ]
     recs = [r for r in by_triple.values() if all(k in r for k in ("seed", "positive", "negative"))]
     return pa.table({c: pa.array([r.get(c) for r in recs], pa.string()) for c in cols})
 

@@ -68,10 +68,12 @@ def is_reference(value: Any) -> bool:
 
 def resolve_lexicon(reference: str) -> list[Any]:
     """Values of ``"@name"``; an unknown name is a one-line error listing the known ones."""
-    name = reference[len(PREFIX):]
+    name = reference[len(PREFIX) :]
     lexicons = builtin_lexicons()
     if name not in lexicons:
-        raise InputError(f"unknown built-in lexicon '{reference}'; known: {', '.join('@' + k for k in sorted(lexicons))}")
+        raise InputError(
+            f"unknown built-in lexicon '{reference}'; known: {', '.join('@' + k for k in sorted(lexicons))}"
+        )
     return list(lexicons[name])
 
 
@@ -81,8 +83,27 @@ def resolve_lexicon(reference: str) -> list[Any]:
 # Vowel letters that sound like consonants ("a university", "a one-off") and silent
 # h's that sound like vowels ("an hour"). Prefix lists, checked on the lower-cased word.
 _CONSONANT_SOUND = (
-    "one", "once", "eu", "ewe", "uni", "unan", "uku", "ukr", "ubiq", "ura", "ure", "uri", "uro",
-    "usa", "use", "usu", "uta", "ute", "uti", "uto", "uvu",
+    "one",
+    "once",
+    "eu",
+    "ewe",
+    "uni",
+    "unan",
+    "uku",
+    "ukr",
+    "ubiq",
+    "ura",
+    "ure",
+    "uri",
+    "uro",
+    "usa",
+    "use",
+    "usu",
+    "uta",
+    "ute",
+    "uti",
+    "uto",
+    "uvu",
 )
 # ... except the "un-" prefix before an i-word: "an uninformed", "an unimportant", "an onerous".
 _NOT_CONSONANT_SOUND = ("onerous", "unin", "unim", "unid", "unir")
@@ -92,7 +113,7 @@ _VOWEL_LETTER_NAMES = set("AEFHILMNORSX")
 
 
 def indefinite_article(phrase: str) -> str:
-    """"a" or "an" for ``phrase``, by the sound of its first word, not just its letter."""
+    """ "a" or "an" for ``phrase``, by the sound of its first word, not just its letter."""
     word = re.sub(r"^[\W_]+", "", phrase.split()[0] if phrase.split() else "")
     if not word:  # a blank such as "___": read as "blank"
         return "a"

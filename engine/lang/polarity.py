@@ -10,7 +10,7 @@ Multi-word AFINN entries ("no fun") are skipped: lookups are per token.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Literal
 
@@ -27,7 +27,7 @@ def _read_lines(package: str, name: str, hint: str) -> list[str]:
         raise InputError(f"polarity lexicon {package}/{name} is missing ({exc}); install it: {hint}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def vader_lexicon() -> dict[str, float]:
     scores = {}
     for line in _read_lines("vaderSentiment", "vader_lexicon.txt", "pip install vadersentiment==3.3.2"):
@@ -37,7 +37,7 @@ def vader_lexicon() -> dict[str, float]:
     return scores
 
 
-@lru_cache(maxsize=None)
+@cache
 def afinn_lexicon() -> dict[str, float]:
     scores = {}
     for line in _read_lines("afinn", "data/AFINN-111.txt", "pip install afinn==0.1"):
@@ -47,7 +47,7 @@ def afinn_lexicon() -> dict[str, float]:
     return scores
 
 
-@lru_cache(maxsize=None)
+@cache
 def _combined(lexicons: tuple[str, ...]) -> dict[str, float]:
     tables = [{"vader": vader_lexicon, "afinn": afinn_lexicon}[name]() for name in lexicons]
     words = set().union(*tables)
@@ -65,8 +65,9 @@ def word_polarity(word: str, lemma: str | None = None, lexicons: tuple[str, ...]
     return 0.0
 
 
-def polarity_class(word: str, lemma: str | None = None, threshold: float = 0.0,
-                   lexicons: tuple[str, ...] = LEXICONS) -> PolarityClass:
+def polarity_class(
+    word: str, lemma: str | None = None, threshold: float = 0.0, lexicons: tuple[str, ...] = LEXICONS
+) -> PolarityClass:
     """``positive`` / ``negative`` when |polarity| > threshold, else ``neutral``."""
     score = word_polarity(word, lemma, lexicons)
     if score > threshold:

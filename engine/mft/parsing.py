@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from engine.schema import normalize_text  # noqa: F401  (re-exported: the parsers' dedup key)
 
 # "Test Case 1: <summary> Customer Review: <review>" with any spacing/markdown between.
@@ -19,15 +20,18 @@ _CASE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 # Fallback for answers that number their cases without "Customer Review:" fields.
-_CASE_LINE = re.compile(r"^\s*\**\s*(?:Test|Sample)?\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+_CASE_LINE = re.compile(
+    r"^\s*\**\s*(?:Test|Sample)?\s*Case\s*\d+\s*\**\s*[:.\-]\s*\**\s*(?P<review>.+?)\s*$", re.IGNORECASE | re.MULTILINE
+)
 _REVIEW_LINE = re.compile(r"Customer\s*Review\s*\**\s*[:\-]\s*\**\s*(?P<review>[^\n]+)", re.IGNORECASE)
 # The last resort for answers with no case markers at all: one sentence after an intro
 # that ends with a colon, closing the answer; talk about the task itself is not a review.
 _AFTER_INTRO = re.compile(r":\s*(?P<review>[^:\n]+[.!?\"])\s*\Z")
 _META_TALK = re.compile(r"\b(MFT|minimal|minimum|functional|test cases?|samples?)\b", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
-_LABEL = re.compile(r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)",
-                    re.IGNORECASE)
+_LABEL = re.compile(
+    r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)", re.IGNORECASE
+)
 _REASON = re.compile(r"Reason\s*[:\-]\s*(?P<reason>.+)", re.IGNORECASE | re.DOTALL)
 
 

@@ -9,14 +9,21 @@ or rule-based chat). Every gate counts what it kept and dropped in a ``GateLog``
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
 from engine.llm import Generation, GenerationParams
-from engine.mft.parsing import (ParseStats, dedupe_exact, dedupe_near, format_mft_cases, parse_label, parse_mft_cases,
-                        parse_paraphrases)
+from engine.mft.parsing import (
+    ParseStats,
+    dedupe_exact,
+    dedupe_near,
+    format_mft_cases,
+    parse_label,
+    parse_mft_cases,
+    parse_paraphrases,
+)
 from engine.prompts import PromptTemplate, load_prompt
 
 Chat = Callable[[Sequence[Sequence[dict]], GenerationParams], list[Generation]]
@@ -28,7 +35,7 @@ class GateLog:
     """Counts at every gate, in pipeline order, for the report."""
 
     rows: list[dict] = field(default_factory=list)
-    parse: "OrderedDict[str, ParseStats]" = field(default_factory=OrderedDict)
+    parse: OrderedDict[str, ParseStats] = field(default_factory=OrderedDict)
     on_add: Callable[[dict], None] | None = None  # progress callback (the CLI prints each gate)
 
     def add(self, gate: str, split: str, version: int, kept: int, dropped: int, note: str = "") -> None:
@@ -50,8 +57,15 @@ def prompt_params(prompt: PromptTemplate, params: GenerationParams, constrained:
     return params
 
 
-def few_shot_examples(docs: Sequence[dict], chat: Chat, params: GenerationParams, rng: np.random.Generator,
-                      log: GateLog, max_tries: int = 3, constrained: bool = False) -> dict[str, dict]:
+def few_shot_examples(
+    docs: Sequence[dict],
+    chat: Chat,
+    params: GenerationParams,
+    rng: np.random.Generator,
+    log: GateLog,
+    max_tries: int = 3,
+    constrained: bool = False,
+) -> dict[str, dict]:
     """One worked example per label (Figure 5): a random document of that label and the
     MFT cases the LLM extracts from it. A label whose tries all fail to parse gets none."""
     prompt = load_prompt("mft_fewshot_example")
@@ -74,8 +88,15 @@ def few_shot_examples(docs: Sequence[dict], chat: Chat, params: GenerationParams
     return examples
 
 
-def generate_mfts(reps: Sequence[dict], examples: dict[str, dict], chat: Chat, params: GenerationParams,
-                  log: GateLog, batch: int = 8, constrained: bool = False) -> list[dict]:
+def generate_mfts(
+    reps: Sequence[dict],
+    examples: dict[str, dict],
+    chat: Chat,
+    params: GenerationParams,
+    log: GateLog,
+    batch: int = 8,
+    constrained: bool = False,
+) -> list[dict]:
     """MFT cases (Figure 6) for each representative document, guided by the example of
     the document's own label (a mismatched example biases the generated sentiment)."""
     prompt = load_prompt("mft_generate")
@@ -84,20 +105,32 @@ def generate_mfts(reps: Sequence[dict], examples: dict[str, dict], chat: Chat, p
     requests = []
     for rep in usable:
         ex = examples[rep["label"]]
-        requests.append(prompt.render(example_text=ex["doc"]["text"], example_cases=format_mft_cases(ex["cases"]),
-                                      input_text=rep["text"]))
+        requests.append(
+            prompt.render(
+                example_text=ex["doc"]["text"], example_cases=format_mft_cases(ex["cases"]), input_text=rep["text"]
+            )
+        )
     rows = []
     stats = log.stats("MFT generation")
     for start in range(0, len(requests), batch):
-        outputs = chat(requests[start:start + batch], params)
-        for rep, out in zip(usable[start:start + batch], outputs):
+        outputs = chat(requests[start : start + batch], params)
+        for rep, out in zip(usable[start : start + batch], outputs):
             for summary, review in parse_mft_cases(out.text, stats):
-                rows.append({"text": review, "summary": summary, "source_id": rep["id"],
-                             "label": rep["label"], "source_topic": rep["topic"]})
+                rows.append(
+                    {
+                        "text": review,
+                        "summary": summary,
+                        "source_id": rep["id"],
+                        "label": rep["label"],
+                        "source_topic": rep["topic"],
+                    }
+                )
     return rows
 
 
-def dedupe_cases(rows: list[dict], embed: Callable[[list[str]], np.ndarray], threshold: float) -> tuple[list[dict], int, int]:
+def dedupe_cases(
+    rows: list[dict], embed: Callable[[list[str]], np.ndarray], threshold: float
+) -> tuple[list[dict], int, int]:
     """Exact then near-duplicate removal. Returns (kept rows, exact dropped, near dropped)."""
     exact = [rows[i] for i in dedupe_exact([r["text"] for r in rows])]
     if not exact:
@@ -106,8 +139,15 @@ def dedupe_cases(rows: list[dict], embed: Callable[[list[str]], np.ndarray], thr
     return near, len(rows) - len(exact), len(exact) - len(near)
 
 
-def paraphrase_cases(rows: Sequence[dict], n: int, chat: Chat, params: GenerationParams, log: GateLog,
-                     batch: int = 8, constrained: bool = False) -> list[dict]:
+def paraphrase_cases(
+    rows: Sequence[dict],
+    n: int,
+    chat: Chat,
+    params: GenerationParams,
+    log: GateLog,
+    batch: int = 8,
+    constrained: bool = False,
+) -> list[dict]:
     """``n`` rephrasings per MFT (§2.3 "Extended"), same label as the original."""
     if n <= 0 or not rows:
         return []
@@ -116,7 +156,7 @@ def paraphrase_cases(rows: Sequence[dict], n: int, chat: Chat, params: Generatio
     stats = log.stats("paraphrase")
     out_rows = []
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
+        chunk = rows[start : start + batch]
         outputs = chat([prompt.render(n=n, input_text=r["text"]) for r in chunk], params)
         for row, out in zip(chunk, outputs):
             for text in parse_paraphrases(out.text, row["text"], n, stats):
@@ -124,8 +164,9 @@ def paraphrase_cases(rows: Sequence[dict], n: int, chat: Chat, params: Generatio
     return out_rows
 
 
-def label_gate(rows: Sequence[dict], chat: Chat, params: GenerationParams, log: GateLog,
-               batch: int = 16, constrained: bool = False) -> tuple[list[dict], dict[str, int]]:
+def label_gate(
+    rows: Sequence[dict], chat: Chat, params: GenerationParams, log: GateLog, batch: int = 16, constrained: bool = False
+) -> tuple[list[dict], dict[str, int]]:
     """LLM label check (§2.4.2): keep cases the LLM labels as their expected label word
     (``row["expected"]``, else ``row["label"]``); drop "hard to decide", the opposite
     label, and answers that cannot be read."""
@@ -134,7 +175,7 @@ def label_gate(rows: Sequence[dict], chat: Chat, params: GenerationParams, log: 
     stats = log.stats("label check")
     kept, counts = [], {"agree": 0, "hard": 0, "disagree": 0, "unreadable": 0}
     for start in range(0, len(rows), batch):
-        chunk = rows[start:start + batch]
+        chunk = rows[start : start + batch]
         outputs = chat([prompt.render(input_text=r["text"]) for r in chunk], params)
         for row, out in zip(chunk, outputs):
             label, reason = parse_label(out.text, stats)

@@ -17,22 +17,26 @@ wrong label probability >= ``p_thresh`` (Eq. 5). The kept tokens are the explana
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
 
-def layer_activations(model, tokenizer, texts: Sequence[str], max_length: int = 64,
-                      batch_size: int = 32) -> np.ndarray:
+def layer_activations(model, tokenizer, texts: Sequence[str], max_length: int = 64, batch_size: int = 32) -> np.ndarray:
     """(len(texts), layers x hidden) mean-pooled hidden states of a transformers model."""
     import torch
 
     device = next(model.parameters()).device
     out = []
     for start in range(0, len(texts), batch_size):
-        enc = tokenizer(list(texts[start:start + batch_size]), truncation=True, max_length=max_length,
-                        padding=True, return_tensors="pt").to(device)
+        enc = tokenizer(
+            list(texts[start : start + batch_size]),
+            truncation=True,
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        ).to(device)
         with torch.inference_mode():
             hidden = model(**enc, output_hidden_states=True).hidden_states[1:]  # skip the embeddings
         mask = enc["attention_mask"].unsqueeze(-1).float()
@@ -69,8 +73,7 @@ def corner_coverage(activations: np.ndarray, low: np.ndarray, high: np.ndarray) 
     return Coverage(len(activations), int(upper.sum()), int(lower.sum()), len(high))
 
 
-def coverage_curve(activations: np.ndarray, low: np.ndarray, high: np.ndarray,
-                   sizes: Sequence[int]) -> list[Coverage]:
+def coverage_curve(activations: np.ndarray, low: np.ndarray, high: np.ndarray, sizes: Sequence[int]) -> list[Coverage]:
     """Coverage of the first ``size`` cases for each size (cases already in random order)."""
     return [corner_coverage(activations[:n], low, high) for n in sizes]
 
@@ -96,8 +99,14 @@ class Explanation:
     reached: bool  # P(label) >= p_thresh was reached
 
 
-def minimal_tokens(tokens: Sequence[str], predict: Predict, label: int, p_thresh: float = 0.5,
-                   mask_token: str = "", attributions: np.ndarray | None = None) -> Explanation:
+def minimal_tokens(
+    tokens: Sequence[str],
+    predict: Predict,
+    label: int,
+    p_thresh: float = 0.5,
+    mask_token: str = "",
+    attributions: np.ndarray | None = None,
+) -> Explanation:
     """Eq. 5: the fewest tokens, added in attribution order to a fully masked input, whose
     template keeps P(label) >= ``p_thresh``."""
     if attributions is None:

@@ -18,22 +18,72 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 MASK = "{MASK}"
 SKIP_LHS = {"ROOT"}
 # Penn word tags a mask may take (phrases and punctuation cannot be filled by one word).
-FILLABLE_TAGS = {"CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "MD", "NN", "NNS", "NNP", "NNPS", "PDT",
-                 "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ",
-                 "WDT", "WP", "WP$", "WRB"}
+FILLABLE_TAGS = {
+    "CC",
+    "CD",
+    "DT",
+    "EX",
+    "FW",
+    "IN",
+    "JJ",
+    "JJR",
+    "JJS",
+    "MD",
+    "NN",
+    "NNS",
+    "NNP",
+    "NNPS",
+    "PDT",
+    "PRP",
+    "PRP$",
+    "RB",
+    "RBR",
+    "RBS",
+    "RP",
+    "TO",
+    "UH",
+    "VB",
+    "VBD",
+    "VBG",
+    "VBN",
+    "VBP",
+    "VBZ",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
+}
 # The default: content words. A lone inserted function word (CC, WP, WRB, IN, TO ...)
 # made ungrammatical sentences in the demo ("consummate and actor barry", "what the
 # turntable is now ..."): coordination and wh-movement need more than one word.
-CONTENT_TAGS = ("CD", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "NNPS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN",
-                "VBP", "VBZ")
+CONTENT_TAGS = (
+    "CD",
+    "JJ",
+    "JJR",
+    "JJS",
+    "NN",
+    "NNS",
+    "NNP",
+    "NNPS",
+    "RB",
+    "RBR",
+    "RBS",
+    "VB",
+    "VBD",
+    "VBG",
+    "VBN",
+    "VBP",
+    "VBZ",
+)
 GRAMMAR_SCHEMA = pa.schema([pa.field("lhs", pa.string()), pa.field("rhs", pa.string()), pa.field("count", pa.int64())])
 
 
@@ -112,8 +162,14 @@ def count_productions(trees: Iterable[str]) -> Counter:
 
 def grammar_table(counts: Mapping[tuple[str, tuple[str, ...]], int]) -> pa.Table:
     rows = sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
-    return pa.table({"lhs": [k[0] for k, _ in rows], "rhs": [" ".join(k[1]) for k, _ in rows],
-                     "count": pa.array([c for _, c in rows], pa.int64())}, schema=GRAMMAR_SCHEMA)
+    return pa.table(
+        {
+            "lhs": [k[0] for k, _ in rows],
+            "rhs": [" ".join(k[1]) for k, _ in rows],
+            "count": pa.array([c for _, c in rows], pa.int64()),
+        },
+        schema=GRAMMAR_SCHEMA,
+    )
 
 
 def reference_index(grammar: pa.Table, min_count: int = 1) -> dict[str, list[tuple[tuple[str, ...], int]]]:
@@ -172,9 +228,13 @@ def masked_text(items: Sequence[Mapping[str, Any]]) -> str:
     return "".join((MASK if "mask" in it else it["t"]) + it["ws"] for it in items).strip()
 
 
-def expansion_candidates(tree: str, tokens: Sequence[Mapping[str, Any]],
-                         reference: Mapping[str, list[tuple[tuple[str, ...], int]]],
-                         fillable: Iterable[str] = FILLABLE_TAGS, max_masks: int = 1) -> list[dict]:
+def expansion_candidates(
+    tree: str,
+    tokens: Sequence[Mapping[str, Any]],
+    reference: Mapping[str, list[tuple[tuple[str, ...], int]]],
+    fillable: Iterable[str] = FILLABLE_TAGS,
+    max_masks: int = 1,
+) -> list[dict]:
     """Every masked sentence Algorithm 1 finds for one seed (deduplicated by text and tags)."""
     found: dict[str, dict] = {}
     fillable = set(fillable)
@@ -187,9 +247,14 @@ def expansion_candidates(tree: str, tokens: Sequence[Mapping[str, Any]],
             text = masked_text(items)
             key = f"{text}\x1f{' '.join(t for _, t in sorted(inserts))}"  # same text, other tag: another mask
             if key not in found:
-                found[key] = {"masked": text, "items": items, "tags": [t for _, t in sorted(inserts)],
-                               "production": str(prod), "reference": f"{prod.lhs} -> {' '.join(r_rhs)}",
-                               "reference_count": count}
+                found[key] = {
+                    "masked": text,
+                    "items": items,
+                    "tags": [t for _, t in sorted(inserts)],
+                    "production": str(prod),
+                    "reference": f"{prod.lhs} -> {' '.join(r_rhs)}",
+                    "reference_count": count,
+                }
     return list(found.values())
 
 

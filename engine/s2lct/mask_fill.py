@@ -19,20 +19,22 @@ by the ranking score, then the word).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from engine.s2lct.grammar import FILLABLE_TAGS
 from engine.lang.polarity import polarity_class
+from engine.s2lct.grammar import FILLABLE_TAGS
 from engine.s2lct.search import matches
 from engine.s2lct.spec import SearchRule
 
 
-def build_vocabulary(sentences: Iterable[Sequence[Mapping[str, Any]]], per_tag: int = 200,
-                     min_count: int = 2) -> dict[str, list[tuple[str, int]]]:
+def build_vocabulary(
+    sentences: Iterable[Sequence[Mapping[str, Any]]], per_tag: int = 200, min_count: int = 2
+) -> dict[str, list[tuple[str, int]]]:
     """tag -> [(word, count)] of alphabetic corpus words, most frequent first."""
     counts: dict[str, Counter] = defaultdict(Counter)
     for tokens in sentences:
@@ -40,8 +42,10 @@ def build_vocabulary(sentences: Iterable[Sequence[Mapping[str, Any]]], per_tag: 
             word = tok["t"]
             if tok["tag"] in FILLABLE_TAGS and word.isalpha():
                 counts[tok["tag"]][word if tok["tag"] in ("NNP", "NNPS") else word.lower()] += 1
-    return {tag: [(w, c) for w, c in counter.most_common() if c >= min_count][:per_tag]
-            for tag, counter in sorted(counts.items())}
+    return {
+        tag: [(w, c) for w, c in counter.most_common() if c >= min_count][:per_tag]
+        for tag, counter in sorted(counts.items())
+    }
 
 
 class BigramLM:
@@ -67,8 +71,9 @@ class BigramLM:
         return float(np.log(self.prob(prev, word)) + np.log(self.prob(word, nxt)))
 
 
-def count_ngrams(sentences: Iterable[Sequence[Mapping[str, Any]]], keep: set[str] | None = None
-                 ) -> tuple[Counter, Counter]:
+def count_ngrams(
+    sentences: Iterable[Sequence[Mapping[str, Any]]], keep: set[str] | None = None
+) -> tuple[Counter, Counter]:
     """Unigram and bigram counts of lowercased tokens; with ``keep``, only bigrams that
     touch a word of ``keep`` (the candidates) are stored."""
     uni: Counter = Counter()
@@ -112,7 +117,7 @@ def context_words(items: Sequence[Mapping[str, Any]], mask_index: int, window: i
     """Words within ``window`` items of the ``mask_index``-th mask (other masks skipped)."""
     positions = [i for i, it in enumerate(items) if "mask" in it]
     p = positions[mask_index]
-    near = items[max(0, p - window):p] + items[p + 1:p + 1 + window]
+    near = items[max(0, p - window) : p] + items[p + 1 : p + 1 + window]
     return [it["t"] for it in near if "mask" not in it and any(ch.isalpha() for ch in it["t"])]
 
 
@@ -137,8 +142,14 @@ class Check:
     reason: str  # "ok", "tag", "polarity", "negation", "rule", "tokenization"
 
 
-def validate_fill(doc_tokens: Sequence[Mapping[str, Any]], offsets: Sequence[int], words: Sequence[str],
-                  tags: Sequence[str], rule: SearchRule | None = None, neutral_threshold: float = 0.0) -> Check:
+def validate_fill(
+    doc_tokens: Sequence[Mapping[str, Any]],
+    offsets: Sequence[int],
+    words: Sequence[str],
+    tags: Sequence[str],
+    rule: SearchRule | None = None,
+    neutral_threshold: float = 0.0,
+) -> Check:
     """The paper's three criteria on a tagged filled sentence (``doc_tokens`` carry ``t``,
     ``tag``, ``pos``, ``lemma`` and ``idx``, the character offset)."""
     by_offset = {t["idx"]: t for t in doc_tokens}

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import random
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from engine.lang.polarity import polarity_class
 from engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
@@ -39,8 +40,9 @@ def all_neutral(tokens: Sequence[Token]) -> bool:
     return all(token_polarity(t) == "neutral" for t in words(tokens))
 
 
-def label_ok(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool,
-             neutral_label: str = "neutral") -> bool:
+def label_ok(
+    rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool, neutral_label: str = "neutral"
+) -> bool:
     """The corpus label equals the rule's; on a corpus without neutral labels
     (``neutral_proxy``), a sentence without any polar word counts as neutral."""
     if rule.label is None:
@@ -50,8 +52,14 @@ def label_ok(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutr
     return label == rule.label
 
 
-def matches(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool = False,
-            check_label: bool = True, neutral_label: str = "neutral") -> bool:
+def matches(
+    rule: SearchRule,
+    tokens: Sequence[Token],
+    label: str | None,
+    neutral_proxy: bool = False,
+    check_label: bool = True,
+    neutral_label: str = "neutral",
+) -> bool:
     """Does a sentence satisfy a search rule? (``check_label=False``: word conditions only,
     as when re-checking an expansion, which inherits its seed's label.)"""
     n = len(words(tokens))
@@ -74,8 +82,13 @@ def matches(rule: SearchRule, tokens: Sequence[Token], label: str | None, neutra
     return not check_label or label_ok(rule, tokens, label, neutral_proxy, neutral_label)
 
 
-def matching_rules(spec: CapabilitySpec, tokens: Sequence[Token], label: str | None,
-                   neutral_proxy: bool = False, neutral_label: str = "neutral") -> list[str]:
+def matching_rules(
+    spec: CapabilitySpec,
+    tokens: Sequence[Token],
+    label: str | None,
+    neutral_proxy: bool = False,
+    neutral_label: str = "neutral",
+) -> list[str]:
     return [r.name for r in spec.search if matches(r, tokens, label, neutral_proxy, neutral_label=neutral_label)]
 
 
@@ -121,15 +134,22 @@ def join_parts(parts: Iterable[str]) -> str:
     return text
 
 
-def _sentence_pool(spec: CapabilitySpec, names: Sequence[str], found: Mapping[str, list[dict]],
-                   rng: random.Random) -> list[tuple[str, dict]]:
+def _sentence_pool(
+    spec: CapabilitySpec, names: Sequence[str], found: Mapping[str, list[dict]], rng: random.Random
+) -> list[tuple[str, dict]]:
     pool = [(name, s) for name in names for s in found.get(name, [])]
     rng.shuffle(pool)
     return pool
 
 
-def seeds_from_transform(spec: CapabilitySpec, t_index: int, transform: Transform, found: Mapping[str, list[dict]],
-                         budget: int, rng: random.Random) -> list[dict]:
+def seeds_from_transform(
+    spec: CapabilitySpec,
+    t_index: int,
+    transform: Transform,
+    found: Mapping[str, list[dict]],
+    budget: int,
+    rng: random.Random,
+) -> list[dict]:
     """Up to ``budget`` seeds; every sentence part takes a distinct found sentence per seed."""
     pools = {i: _sentence_pool(spec, p.sentence, found, rng) for i, p in enumerate(transform.parts) if p.sentence}
     embedded = len(transform.parts) > 1
@@ -161,8 +181,16 @@ def seeds_from_transform(spec: CapabilitySpec, t_index: int, transform: Transfor
                 break
         if exhausted:
             break
-        seeds.append({"text": join_parts(texts), "label": transform.label, "sources": sources, "rules": rules,
-                      "template_id": f"{spec.id}.t{t_index}", "accepts": transform.accepts})
+        seeds.append(
+            {
+                "text": join_parts(texts),
+                "label": transform.label,
+                "sources": sources,
+                "rules": rules,
+                "template_id": f"{spec.id}.t{t_index}",
+                "accepts": transform.accepts,
+            }
+        )
     return seeds
 
 
@@ -178,8 +206,16 @@ def build_seeds(spec: CapabilitySpec, found: Mapping[str, list[dict]], max_seeds
             pool = list(found.get(rule.name, []))
             rng.shuffle(pool)
             for sent in pool[:budget]:
-                out.append({"text": detokenize(sent["tokens"]), "label": rule.label, "sources": [sent["id"]],
-                            "rules": [rule.name], "template_id": f"{spec.id}.search.{rule.name}", "accepts": []})
+                out.append(
+                    {
+                        "text": detokenize(sent["tokens"]),
+                        "label": rule.label,
+                        "sources": [sent["id"]],
+                        "rules": [rule.name],
+                        "template_id": f"{spec.id}.search.{rule.name}",
+                        "accepts": [],
+                    }
+                )
     else:
         budget = math.ceil(max_seeds / len(spec.transforms))
         for i, transform in enumerate(spec.transforms):

@@ -49,7 +49,7 @@ class Part(Section):
     negate: dict[str, list[str]] | None = None  # on a sentence part: word -> replacements
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Part":
+    def _one_kind(self) -> Part:
         if (self.choose is None) == (self.sentence is None):
             raise ValueError("a part has exactly one of 'choose' or 'sentence'")
         if self.negate is not None and self.sentence is None:
@@ -75,7 +75,7 @@ class CapabilitySpec(Section):
     recheck_rule: bool = False  # expansions must satisfy the search rule again (LC1, LC2)
 
     @model_validator(mode="after")
-    def _references(self) -> "CapabilitySpec":
+    def _references(self) -> CapabilitySpec:
         names = [r.name for r in self.search]
         if len(set(names)) != len(names):
             raise ValueError("search rule names repeat")

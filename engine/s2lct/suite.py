@@ -26,25 +26,65 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
         sources = ",".join(json.loads(sd["sources"]))
         accepts = json.loads(sd["accepts"])
         seen.add(sd["case_id"])
-        rows.append({"case_id": sd["case_id"], "suite": sd["suite"], "method": METHOD, "capability": sd["capability"],
-                     "text": sd["text"], "expected_label": sd["label"], "test_type": "MFT",
-                     "provenance": {"source_id": sources, "template_id": sd["template_id"], "generator": p["parser"],
-                                    "seed": seed},
-                     "meta": {"kind": "seed", "capability_id": sd["capability_id"], "rules": json.loads(sd["rules"]),
-                              "accepts": accepts, "label_source": sd["label_source"], "tree": p["tree"]}})
+        rows.append(
+            {
+                "case_id": sd["case_id"],
+                "suite": sd["suite"],
+                "method": METHOD,
+                "capability": sd["capability"],
+                "text": sd["text"],
+                "expected_label": sd["label"],
+                "test_type": "MFT",
+                "provenance": {
+                    "source_id": sources,
+                    "template_id": sd["template_id"],
+                    "generator": p["parser"],
+                    "seed": seed,
+                },
+                "meta": {
+                    "kind": "seed",
+                    "capability_id": sd["capability_id"],
+                    "rules": json.loads(sd["rules"]),
+                    "accepts": accepts,
+                    "label_source": sd["label_source"],
+                    "tree": p["tree"],
+                },
+            }
+        )
         for m in json.loads(p["expansions"]):
             for fl in m["fills"]:
                 cid = case_id(METHOD, sd["suite"], fl["text"], sd["label"])
                 if cid in seen:
                     continue
                 seen.add(cid)
-                rows.append({
-                    "case_id": cid, "suite": sd["suite"], "method": METHOD, "capability": sd["capability"],
-                    "text": fl["text"], "expected_label": sd["label"], "test_type": "MFT",
-                    "provenance": {"source_id": sources, "template_id": m["reference"],
-                                   "generator": f"{p['parser']}+{filler}", "seed": seed},
-                    "meta": {"kind": "expansion", "capability_id": sd["capability_id"], "seed_case_id": sd["case_id"],
-                             "masked": m["masked"], "words": fl["words"], "tags": m["tags"],
-                             "production": m["production"], "reference_production": m["reference"],
-                             "score": round(fl["score"], 4), "accepts": accepts, "label_source": sd["label_source"]}})
+                rows.append(
+                    {
+                        "case_id": cid,
+                        "suite": sd["suite"],
+                        "method": METHOD,
+                        "capability": sd["capability"],
+                        "text": fl["text"],
+                        "expected_label": sd["label"],
+                        "test_type": "MFT",
+                        "provenance": {
+                            "source_id": sources,
+                            "template_id": m["reference"],
+                            "generator": f"{p['parser']}+{filler}",
+                            "seed": seed,
+                        },
+                        "meta": {
+                            "kind": "expansion",
+                            "capability_id": sd["capability_id"],
+                            "seed_case_id": sd["case_id"],
+                            "masked": m["masked"],
+                            "words": fl["words"],
+                            "tags": m["tags"],
+                            "production": m["production"],
+                            "reference_production": m["reference"],
+                            "score": round(fl["score"], 4),
+                            "accepts": accepts,
+                            "label_source": sd["label_source"],
+                        },
+                    }
+                )
     return make_cases(rows)

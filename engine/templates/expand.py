@@ -79,7 +79,7 @@ def parse_template(text: str) -> list[Part]:
     pos = 0
     for m in _TOKEN.finditer(text):
         if m.start() > pos:
-            parts.append(text[pos:m.start()])
+            parts.append(text[pos : m.start()])
         token = m.group()
         if token in ("{{", "}}"):
             parts.append(token[0])
@@ -88,7 +88,9 @@ def parse_template(text: str) -> list[Part]:
         else:
             slot = _SLOT.match(token[1:-1].strip())
             if not slot:
-                raise InputError(f"bad slot {token} in template {text!r} (expected {{name}}, {{a:name}} or {{name[0]}})")
+                raise InputError(
+                    f"bad slot {token} in template {text!r} (expected {{name}}, {{a:name}} or {{name[0]}})"
+                )
             article, key, access = slot.groups()
             steps = tuple(int(i) if i else a for i, a in _ACCESSOR.findall(access))
             parts.append(Slot(key, None if article is None else article[0], steps))
@@ -139,8 +141,9 @@ class Template:
 
 def template_id(record: TemplateRecord) -> str:
     """Stable id: the same record (template, pool, label, capability) gets the same id."""
-    blob = json.dumps(record.model_dump(include={"template", "pool", "label", "capability"}),
-                      sort_keys=True, ensure_ascii=False)
+    blob = json.dumps(
+        record.model_dump(include={"template", "pool", "label", "capability"}), sort_keys=True, ensure_ascii=False
+    )
     return "tpl-" + hashlib.sha1(blob.encode("utf-8")).hexdigest()[:12]
 
 
@@ -160,8 +163,13 @@ def _pool_values(name: str, raw: Any, where: str) -> list[Any]:
 
 def _check_accessors(slot: Slot, values: list[Any], where: str) -> None:
     """Fail before sampling if some filler cannot be indexed as the slot asks."""
-    shown = "{" + (f"{slot.article}:" if slot.article else "") + slot.key + "".join(
-        f"[{s}]" if isinstance(s, int) else f".{s}" for s in slot.accessors) + "}"
+    shown = (
+        "{"
+        + (f"{slot.article}:" if slot.article else "")
+        + slot.key
+        + "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in slot.accessors)
+        + "}"
+    )
     for value in values:
         try:
             for step in slot.accessors:
@@ -173,17 +181,22 @@ def _check_accessors(slot: Slot, values: list[Any], where: str) -> None:
         except (TypeError, IndexError, KeyError):
             raise InputError(f"{where}: slot {shown} does not fit pool value {json.dumps(value)}") from None
         if isinstance(value, (list, dict)):
-            raise InputError(f"{where}: slot {shown} fills a {type(value).__name__} value; index it like {{{slot.key}[0]}}")
+            raise InputError(
+                f"{where}: slot {shown} fills a {type(value).__name__} value; index it like {{{slot.key}[0]}}"
+            )
         if value is None or (slot.article and not str(value).strip()):  # "" is a fine filler alone
             raise InputError(f"{where}: slot {shown} has an empty filler")
 
 
-def build_template(record: TemplateRecord, where: str, label_map: Mapping[str, str] | None,
-                   source: str | None = None) -> Template:
+def build_template(
+    record: TemplateRecord, where: str, label_map: Mapping[str, str] | None, source: str | None = None
+) -> Template:
     """Validate one record; ``where`` names it in errors, ``source`` in the cases' meta."""
     raw_texts = [record.template] if isinstance(record.template, str) else list(record.template)
     if len(raw_texts) not in (1, 2):
-        raise InputError(f"{where}: 'template' must be a string or a [text, text_pair] list, got {len(raw_texts)} texts")
+        raise InputError(
+            f"{where}: 'template' must be a string or a [text, text_pair] list, got {len(raw_texts)} texts"
+        )
     try:
         texts = [parse_template(t) for t in raw_texts]
     except InputError as exc:
@@ -213,10 +226,23 @@ def build_template(record: TemplateRecord, where: str, label_map: Mapping[str, s
     groups: dict[str, list[str]] = {}
     for key in keys:
         groups.setdefault(pool_of[key], []).append(key)
-    meta = {"description": record.description, "original_description": record.original_description,
-            "template": record.template, "spec": source or where}
-    return Template(template_id(record), where, record.capability, label, texts, keys, values,
-                    [g for g in groups.values() if len(g) > 1], {k: v for k, v in meta.items() if v is not None})
+    meta = {
+        "description": record.description,
+        "original_description": record.original_description,
+        "template": record.template,
+        "spec": source or where,
+    }
+    return Template(
+        template_id(record),
+        where,
+        record.capability,
+        label,
+        texts,
+        keys,
+        values,
+        [g for g in groups.values() if len(g) > 1],
+        {k: v for k, v in meta.items() if v is not None},
+    )
 
 
 def _load_records(path: Path) -> list[tuple[str, Any]]:
@@ -314,20 +340,24 @@ def template_seed(seed: int, tid: str) -> int:
     return int(hashlib.sha256(f"{seed}:{tid}".encode()).hexdigest()[:16], 16)
 
 
-def expand_template(template: Template, nsamples: int | None, seed: int,
-                    max_combinations: int) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+def expand_template(
+    template: Template, nsamples: int | None, seed: int, max_combinations: int
+) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
     """Up to ``nsamples`` (None: all) distinct (texts, filling) of one template."""
     nsamples = nsamples or None
     total = template.combinations
     if nsamples is None and total > max_combinations:
-        raise InputError(f"{template.where}: {total:,} combinations exceed max_combinations "
-                         f"({max_combinations:,}); sample them with nsamples > 0")
+        raise InputError(
+            f"{template.where}: {total:,} combinations exceed max_combinations "
+            f"({max_combinations:,}); sample them with nsamples > 0"
+        )
     rng = random.Random(template_seed(seed, template.template_id))
     seen: set[tuple[str, ...]] = set()
     for index in product_indices(total, nsamples, rng):
         filling = decode(index, template)
-        if any(len({json.dumps(filling[k], sort_keys=True) for k in group}) < len(group)
-               for group in template.siblings):
+        if any(
+            len({json.dumps(filling[k], sort_keys=True) for k in group}) < len(group) for group in template.siblings
+        ):
             continue  # {name1} and {name2} must be different names
         texts = tuple(render(parts, filling) for parts in template.texts)
         if texts in seen:
@@ -347,8 +377,13 @@ class Expansion:
     short: list[str]  # templates that produced fewer than nsamples cases
 
 
-def expand(templates: Sequence[Template], suite: str, nsamples: int | None = 100, seed: int = 0,
-           max_combinations: int = 100_000) -> Expansion:
+def expand(
+    templates: Sequence[Template],
+    suite: str,
+    nsamples: int | None = 100,
+    seed: int = 0,
+    max_combinations: int = 100_000,
+) -> Expansion:
     """Expand templates into a validated test-case table (TEST_CASE_SCHEMA).
 
     ``nsamples`` cases per template (0 or None: every combination, up to ``max_combinations``).
@@ -366,9 +401,13 @@ def expand(templates: Sequence[Template], suite: str, nsamples: int | None = 100
                 duplicates += 1
                 continue
             rows[key] = {
-                "suite": suite, "method": METHOD, "capability": t.capability,
-                "text": texts[0], "text_pair": texts[1] if len(texts) > 1 else None,
-                "expected_label": t.label, "test_type": TestType.MFT,
+                "suite": suite,
+                "method": METHOD,
+                "capability": t.capability,
+                "text": texts[0],
+                "text_pair": texts[1] if len(texts) > 1 else None,
+                "expected_label": t.label,
+                "test_type": TestType.MFT,
                 "provenance": {"source_id": None, "template_id": t.template_id, "generator": GENERATOR, "seed": seed},
                 "meta": {**t.meta, "fillings": filling},
             }

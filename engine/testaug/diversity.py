@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections import Counter
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -99,8 +99,9 @@ def bleu_against_others(sentences: Sequence[str], indices: Sequence[int]) -> lis
     return out
 
 
-def self_bleu(sentences: Sequence[str], chunks: int | None = None, parallel: bool = True,
-              min_parallel: int | None = None) -> float:
+def self_bleu(
+    sentences: Sequence[str], chunks: int | None = None, parallel: bool = True, min_parallel: int | None = None
+) -> float:
     """Self-BLEU-4 of a list of sentences; nan for fewer than two. Ray tasks (``chunks``,
     default one per CPU) when Ray is up and there are ``min_parallel`` sentences or more."""
     sentences = list(sentences)
@@ -125,12 +126,12 @@ def token_paths(doc) -> set[str]:
     pos = {t.i: t.pos_ for t in doc}
     paths = set()
     for a_idx, a in enumerate(tokens):
-        for b in tokens[a_idx + 1:]:
+        for b in tokens[a_idx + 1 :]:
             up, down = ancestors[a.i], ancestors[b.i]
             common = next((x for x in up if x in set(down)), None)
             if common is None:  # two sentences of one case: separate trees, no path
                 continue
-            path = up[:up.index(common) + 1] + list(reversed(down[:down.index(common)]))
+            path = up[: up.index(common) + 1] + list(reversed(down[: down.index(common)]))
             paths.add("→".join(pos[i] for i in path))
     return paths
 
@@ -160,5 +161,9 @@ def suite_diversity(groups: Mapping[str, Sequence[str]], nlp, per_group: int = 1
     """Table 5 row of one suite: Self-BLEU-4 and dependency paths on the same sample."""
     sample = sample_per_group(groups, per_group, seed)
     unique, mean = dependency_paths(sample, nlp)
-    return {"sentences": len(sample), "self_bleu4": self_bleu(sample), "unique_dependency_paths": unique,
-            "paths_per_sentence": mean}
+    return {
+        "sentences": len(sample),
+        "self_bleu4": self_bleu(sample),
+        "unique_dependency_paths": unique,
+        "paths_per_sentence": mean,
+    }

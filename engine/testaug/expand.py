@@ -16,8 +16,9 @@ uses that slot in one text only (otherwise filling it would break the pair's rel
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
 from engine.testaug.prompt import SeedCase
@@ -40,8 +41,9 @@ def _slot_text(slot: Slot, article: bool = False) -> str:
     return "{" + ("a:" if article else "") + slot.key + access + "}"
 
 
-def seed_candidates(seeds: Sequence[SeedCase], templates: dict[str, Template],
-                    match: str = "filling") -> dict[str, SlotCandidate]:
+def seed_candidates(
+    seeds: Sequence[SeedCase], templates: dict[str, Template], match: str = "filling"
+) -> dict[str, SlotCandidate]:
     """Lower-cased filler text -> the slot it fills, over the seeds (first seed wins)."""
     out: dict[str, SlotCandidate] = {}
     for seed in seeds:
@@ -90,7 +92,7 @@ def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str
     while i < len(tokens):
         hit = None
         for length in range(min(MAX_SPAN, len(tokens) - i), 0, -1):
-            span = tokens[i:i + length]
+            span = tokens[i : i + length]
             key = " ".join(t.text for t in span).lower()
             if key in candidates and all(t.pos_ in CONTENT_POS for t in span):
                 hit = (length, candidates[key])
@@ -100,7 +102,7 @@ def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str
             i += 1
             continue
         length, cand = hit
-        word = " ".join(t.lower_ for t in tokens[i:i + length])
+        word = " ".join(t.lower_ for t in tokens[i : i + length])
         token, article_token = _numbered(cand, word, words_of.setdefault(cand.key, []))
         trailing = tokens[i + length - 1].whitespace_
         if out and tokens[i - 1].lower_ in ("a", "an") and tokens[i - 1].pos_ == "DET":
@@ -125,8 +127,11 @@ def case_template(docs: Sequence, candidates: dict[str, SlotCandidate]) -> NewTe
     content word of it fills a seed slot."""
     parsed = [templatize(d, candidates) for d in docs]
     if len(parsed) == 2:
-        keep = {k for k, c in {**parsed[0][1], **parsed[1][1]}.items()
-                if (k in parsed[0][1] and k in parsed[1][1]) or c.texts_using == 1}
+        keep = {
+            k
+            for k, c in {**parsed[0][1], **parsed[1][1]}.items()
+            if (k in parsed[0][1] and k in parsed[1][1]) or c.texts_using == 1
+        }
         if keep != set(parsed[0][1]) | set(parsed[1][1]):  # a slot on one side only: redo without it
             cands = {w: c for w, c in candidates.items() if c.key in keep}
             parsed = [templatize(d, cands) for d in docs]
@@ -136,11 +141,16 @@ def case_template(docs: Sequence, candidates: dict[str, SlotCandidate]) -> NewTe
     return NewTemplate([text for text, _ in parsed], slots)
 
 
-def expand_new_template(new: NewTemplate, capability: str, label: str, description: str, nsamples: int,
-                        seed: int, where: str) -> tuple[Template, list[tuple[tuple[str, ...], dict]]]:
+def expand_new_template(
+    new: NewTemplate, capability: str, label: str, description: str, nsamples: int, seed: int, where: str
+) -> tuple[Template, list[tuple[tuple[str, ...], dict]]]:
     """Build the template with the seed pools and draw up to ``nsamples`` of its cases."""
-    record = TemplateRecord(template=new.texts[0] if len(new.texts) == 1 else new.texts, label=label,
-                            capability=capability, description=description,
-                            pool={k: c.pool for k, c in new.slots.items()})
+    record = TemplateRecord(
+        template=new.texts[0] if len(new.texts) == 1 else new.texts,
+        label=label,
+        capability=capability,
+        description=description,
+        pool={k: c.pool for k, c in new.slots.items()},
+    )
     template = build_template(record, where, label_map=None)
     return template, list(expand_template(template, nsamples, seed, max_combinations=100_000))

@@ -13,8 +13,9 @@ with a few examples, so a weak model's malformed answers show up in the report.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,8 +44,9 @@ class Description:
     seeds: list[SeedCase] = field(default_factory=list)
 
 
-def describe_templates(templates: Sequence[Template], seeds_per_template: int, seed: int,
-                       max_combinations: int = 100_000) -> list[Description]:
+def describe_templates(
+    templates: Sequence[Template], seeds_per_template: int, seed: int, max_combinations: int = 100_000
+) -> list[Description]:
     """Group templates into descriptions (spec order) and draw each one's seed cases."""
     groups: dict[tuple, Description] = {}
     for t in templates:
@@ -63,6 +65,7 @@ def describe_templates(templates: Sequence[Template], seeds_per_template: int, s
 
 
 # ------------------------------------------------------------------------ prompts
+
 
 def format_case(text: str, text_pair: str | None = None) -> str:
     """``- { text }`` or, for a pair, ``- {{ text }`` newline ``- { text_pair }}``."""
@@ -85,6 +88,7 @@ def prompt_examples(seeds: Sequence[SeedCase]) -> str:
 
 # ------------------------------------------------------------------------ parsing
 
+
 @dataclass
 class ParseCount:
     outputs: int = 0  # LLM answers read
@@ -98,15 +102,19 @@ class ParseCount:
             self.examples.append(item[:120])
 
 
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|(?:test case|case|example|test|output|expected output)\s*\d*\s*[:.)-])\s*",
-                     re.IGNORECASE)
+_BULLET = re.compile(
+    r"^\s*(?:[-*\u2022]|\d+[.)]|(?:test case|case|example|test|output|expected output)\s*\d*\s*[:.)-])\s*",
+    re.IGNORECASE,
+)
 _LABELED_QUOTE = re.compile(r'^[A-Za-z][\w ]{0,30}:\s*"([^"]+)"\s*$')  # Test 1: "..." / Expected Output: "..."
 _BRACED = re.compile(r"\{+\s*([^{}]+?)\s*\}+")
 _CHATTER = re.compile(r"^(?:sure|here (?:are|is)|certainly|of course|these|i hope|note|okay|ok)\b", re.IGNORECASE)
 # What small models write besides cases: new "descriptions" and explanations of their cases.
-_NOT_A_CASE = re.compile(r"^(?:(?:an?|two) (?:\w+ ){0,2}sentences? (?:with|where|that|about|in)\b|"
-                         r"(?:this|the|each) (?:test )?(?:case|sentence|example)s? (?:uses|is|has|shows|contains)\b)",
-                         re.IGNORECASE)
+_NOT_A_CASE = re.compile(
+    r"^(?:(?:an?|two) (?:\w+ ){0,2}sentences? (?:with|where|that|about|in)\b|"
+    r"(?:this|the|each) (?:test )?(?:case|sentence|example)s? (?:uses|is|has|shows|contains)\b)",
+    re.IGNORECASE,
+)
 _PAIR = re.compile(r"\{\{\s*([^{}]+?)\s*\}\s*(?:-\s*)?\{\s*([^{}]+?)\s*\}\}", re.DOTALL)
 _LOOSE_PAIR = re.compile(r"\{\s*([^{}]+?)\s*\}\s*(?:-\s*)?\{\s*([^{}]+?)\s*\}", re.DOTALL)
 MIN_WORDS, MAX_WORDS = 3, 60
@@ -187,6 +195,7 @@ def parse_pair_cases(raw: str, count: ParseCount, truncated: bool = False) -> li
 
 
 # ------------------------------------------------------------------------ de-duplication
+
 
 def dedupe(cases: Sequence[dict], seen: set[tuple] | None = None) -> tuple[list[dict], int]:
     """Drop cases whose normalized (text, text_pair) is in ``seen`` (e.g. the seeds) or

@@ -95,8 +95,14 @@ def read_annotations(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(raw["text"], str) or not raw["text"].strip():
             raise InputError(f"{where}: 'text' must be a non-empty string")
         pair = raw.get("text_pair")
-        rows.append({"text": raw["text"], "text_pair": pair if isinstance(pair, str) else None,
-                     "description": raw.get("description"), "validity": _as_validity(raw["validity"], where)})
+        rows.append(
+            {
+                "text": raw["text"],
+                "text_pair": pair if isinstance(pair, str) else None,
+                "description": raw.get("description"),
+                "validity": _as_validity(raw["validity"], where),
+            }
+        )
     if not rows:
         raise InputError(f"{p}: annotation file has no rows")
     return rows

@@ -8,8 +8,8 @@ count of x over all classes; A is the average number of words per class.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp

@@ -9,7 +9,7 @@ chosen together; picks keep the cluster's label proportions.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp

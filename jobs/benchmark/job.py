@@ -13,44 +13,62 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 
-from engine.benchmark.inputs import prepare_cases, read_suite
-from jobs.config import CheckrayConfig, load_config
-from engine.errors import InputError
 from engine.benchmark.expectations import evaluate_cases, label_map_error
+from engine.benchmark.inputs import prepare_cases, read_suite
 from engine.benchmark.registry import ModelSpec
+from engine.benchmark.summary import summarize
+from engine.errors import InputError
 from engine.report import Section as ReportSection
 from engine.runtime import cluster_resources
 from engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint, table_bytes
-from engine.benchmark.summary import summarize
-from jobs.benchmark.config import BenchmarkConfig
 from jobs.base import Job, require_out, run_job
-from jobs.zoo.resolve import resolve_models
+from jobs.benchmark.config import BenchmarkConfig
+from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
+from jobs.zoo.resolve import resolve_models
 
-
-RESULTS_SCHEMA = pa.schema([
-    pa.field("model", pa.string()), pa.field("suite", pa.string()), pa.field("version", pa.string()),
-    pa.field("case_id", pa.string()), pa.field("capability", pa.string()), pa.field("topic", pa.string()),
-    pa.field("test_type", pa.string()), pa.field("text", pa.string()), pa.field("expected_label", pa.string()),
-    pa.field("perturbs", pa.string()), pa.field("predicted", pa.string()),
-    pa.field("probabilities", pa.list_(pa.float32())), pa.field("labels", pa.list_(pa.string())),
-    pa.field("pass", pa.bool_()), pa.field("error", pa.string()),
-])
-MODELS_SCHEMA = pa.schema([
-    pa.field("model", pa.string()), pa.field("family", pa.string()), pa.field("labels", pa.list_(pa.string())),
-    pa.field("accuracy", pa.float64()), pa.field("error", pa.string()), pa.field("load_seconds", pa.float64()),
-    pa.field("ready_seconds", pa.float64()), pa.field("predict_seconds", pa.float64()),
-    pa.field("probs", pa.list_(pa.float32())),
-])
+RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("suite", pa.string()),
+        pa.field("version", pa.string()),
+        pa.field("case_id", pa.string()),
+        pa.field("capability", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("test_type", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("expected_label", pa.string()),
+        pa.field("perturbs", pa.string()),
+        pa.field("predicted", pa.string()),
+        pa.field("probabilities", pa.list_(pa.float32())),
+        pa.field("labels", pa.list_(pa.string())),
+        pa.field("pass", pa.bool_()),
+        pa.field("error", pa.string()),
+    ]
+)
+MODELS_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("family", pa.string()),
+        pa.field("labels", pa.list_(pa.string())),
+        pa.field("accuracy", pa.float64()),
+        pa.field("error", pa.string()),
+        pa.field("load_seconds", pa.float64()),
+        pa.field("ready_seconds", pa.float64()),
+        pa.field("predict_seconds", pa.float64()),
+        pa.field("probs", pa.list_(pa.float32())),
+    ]
+)
 
 
 def _spec_fingerprint(spec: ModelSpec) -> dict:
@@ -80,8 +98,15 @@ def model_progress(models: Sequence[str], total: int):
     """Per-model progress: a rich bar per model on a terminal, and a line per model event."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, disable=not console.is_terminal, transient=True)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    )
     tasks = {m: progress.add_task(m, total=max(total, 1)) for m in models}
 
     def on_event(model: str, status: str, done: int, n: int) -> None:
@@ -117,23 +142,33 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         texts = inputs.column("text").to_pylist()
         pairs = inputs.column("text_pair").to_pylist() if inputs.column("text_pair").null_count < len(texts) else None
         needed = needed_inputs(ctx.input("cases", columns=["suite", "expected_label", "input_key"]), specs, bench)
-        plan = plan_predictors(cluster_resources(), bench.backend, len(specs), bench.max_concurrent_models,
-                               bench.gpu_fraction)
+        plan = plan_predictors(
+            cluster_resources(), bench.backend, len(specs), bench.max_concurrent_models, bench.gpu_fraction
+        )
         with model_progress([s.name for s in specs], len(texts)) as on_event:
-            runs = predict_all(specs, texts, pairs, plan, bench.batch_size, bench.in_flight, on_event, needed,
-                               bench.share_encoders)
+            runs = predict_all(
+                specs, texts, pairs, plan, bench.batch_size, bench.in_flight, on_event, needed, bench.share_encoders
+            )
         rows = []
         for spec in specs:
             r = runs[spec.name]
             flat = None if r.probs is None else r.probs.reshape(-1).tolist()
-            rows.append({"model": spec.name, "family": spec.family, "labels": r.labels, "accuracy": spec.accuracy,
-                         "error": r.error, "load_seconds": r.load_seconds, "ready_seconds": r.ready_seconds,
-                         "predict_seconds": r.predict_seconds,
-                         "probs": flat})
+            rows.append(
+                {
+                    "model": spec.name,
+                    "family": spec.family,
+                    "labels": r.labels,
+                    "accuracy": spec.accuracy,
+                    "error": r.error,
+                    "load_seconds": r.load_seconds,
+                    "ready_seconds": r.ready_seconds,
+                    "predict_seconds": r.predict_seconds,
+                    "probs": flat,
+                }
+            )
         return {"models": pa.Table.from_pylist(rows, schema=MODELS_SCHEMA)}
 
-    return Stage("predict", run, inputs=("cases",),
-                 config=[[_spec_fingerprint(s) for s in specs], bench.backend])
+    return Stage("predict", run, inputs=("cases",), config=[[_spec_fingerprint(s) for s in specs], bench.backend])
 
 
 def _model_results(cases: pa.Table, model: dict, n_inputs: int, bench: BenchmarkConfig) -> pa.Table:
@@ -161,8 +196,20 @@ def _model_results(cases: pa.Table, model: dict, n_inputs: int, bench: Benchmark
         probs_col = pa.ListArray.from_arrays(offsets, pa.array(case_probs.reshape(-1)))
     columns = {
         "model": pa.array([model["model"]] * n, pa.string()),
-        **{c: cases.column(c) for c in ("suite", "version", "case_id", "capability", "topic", "test_type", "text",
-                                         "expected_label", "perturbs")},
+        **{
+            c: cases.column(c)
+            for c in (
+                "suite",
+                "version",
+                "case_id",
+                "capability",
+                "topic",
+                "test_type",
+                "text",
+                "expected_label",
+                "perturbs",
+            )
+        },
         "predicted": pa.array(predicted.tolist(), pa.string()),
         "probabilities": probs_col,
         "labels": pa.array([labels] * n, pa.list_(pa.string())),
@@ -214,16 +261,20 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         self.summary = runner.output("evaluate", "summary")
         runner.run.write_table("results.parquet", self.results)
         runner.run.write_table("summary.parquet", self.summary)
-        return leaderboard_sections(self.results, self.summary, {s.name: s.accuracy for s in self.models},
-                                    self.conf.examples)
+        return leaderboard_sections(
+            self.results, self.summary, {s.name: s.accuracy for s in self.models}, self.conf.examples
+        )
 
     def subtitle(self) -> str:
         return f"{len(self.models)} models × {len(self.suites)} suite file(s)"
 
 
-def run_benchmark(cases: pa.Table | Sequence[pa.Table], specs: Sequence[ModelSpec],
-                  cfg: CheckrayConfig | BenchmarkConfig | None = None,
-                  out: str | RunDir | None = None) -> tuple[pa.Table, pa.Table]:
+def run_benchmark(
+    cases: pa.Table | Sequence[pa.Table],
+    specs: Sequence[ModelSpec],
+    cfg: CheckrayConfig | BenchmarkConfig | None = None,
+    out: str | RunDir | None = None,
+) -> tuple[pa.Table, pa.Table]:
     """Run ``specs`` on ``cases`` (one table, or one per suite file); return (results, summary).
 
     Other jobs call this in-process. With ``out``, the run (checkpoints, results.parquet,
@@ -264,10 +315,16 @@ def benchmark_command(
 ):
     """Run test suites against many models at once; write results, summary and a leaderboard."""
     all_suites = list(suites or []) + list(more_suites or [])
-    cfg = load_config(config, {
-        "benchmark.models": models, "benchmark.suites": all_suites or None, "benchmark.batch_size": batch_size,
-        "benchmark.max_concurrent_models": max_concurrent, "out": out,
-    })
+    cfg = load_config(
+        config,
+        {
+            "benchmark.models": models,
+            "benchmark.suites": all_suites or None,
+            "benchmark.batch_size": batch_size,
+            "benchmark.max_concurrent_models": max_concurrent,
+            "out": out,
+        },
+    )
     bench = cfg.section(BenchmarkConfig)
     out = require_out(cfg.out)
     if not bench.models:

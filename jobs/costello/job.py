@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -37,11 +38,11 @@ from engine.errors import ConfigError, InputError
 from engine.report import Section as ReportSection
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from jobs.base import Job, run_job
-from jobs.zoo.resolve import select_models
 from jobs.config import CheckrayConfig, load_config
 from jobs.costello.config import CostelloConfig, RepairConfig
 from jobs.costello.repair import most_violated, run_repair
 from jobs.costello.validate import texts_to_embed
+from jobs.zoo.resolve import select_models
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "1"
@@ -128,8 +129,9 @@ def tokenizer_words(spec: EmbedderSpec, size: int, seed: int) -> list[str] | Non
     return words
 
 
-def model_dictionaries(specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: "CostelloConfig",
-                       seed: int) -> dict[str, pa.Table]:
+def model_dictionaries(
+    specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: CostelloConfig, seed: int
+) -> dict[str, pa.Table]:
     out = {}
     for spec in specs:
         words = tokenizer_words(spec, cc.dictionary_size, seed) if cc.dictionary == "tokenizer" else None
@@ -150,26 +152,48 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
         seeds = corpus.take(pa.array(idx)).select(["id", "text", "label"])
         seeds = seeds.append_column("text_pair", pa.nulls(seeds.num_rows, pa.string()))
         if cc.pairs:
-            pairs = read_corpus(cfg.corpus.model_copy(update=dict(
-                path=cc.pairs.path, text_column=cc.pairs.text_column, label_column=None,
-                limit=cc.pairs.limit, sample=None)))
+            pairs = read_corpus(
+                cfg.corpus.model_copy(
+                    update=dict(
+                        path=cc.pairs.path,
+                        text_column=cc.pairs.text_column,
+                        label_column=None,
+                        limit=cc.pairs.limit,
+                        sample=None,
+                    )
+                )
+            )
             pair_text = [json.loads(m or "{}").get(cc.pairs.pair_column) for m in pairs.column("meta").to_pylist()]
             if all(p is None for p in pair_text):
                 raise InputError(f"{cc.pairs.path}: missing pair column '{cc.pairs.pair_column}'")
-            seeds = pa.concat_tables([seeds, pa.table({
-                "id": pa.array([f"pair-{i}" for i in pairs.column("id").to_pylist()]), "text": pairs.column("text"),
-                "label": pa.nulls(pairs.num_rows, pa.string()), "text_pair": pa.array(pair_text, pa.string())})])
+            seeds = pa.concat_tables(
+                [
+                    seeds,
+                    pa.table(
+                        {
+                            "id": pa.array([f"pair-{i}" for i in pairs.column("id").to_pylist()]),
+                            "text": pairs.column("text"),
+                            "label": pa.nulls(pairs.num_rows, pa.string()),
+                            "text_pair": pa.array(pair_text, pa.string()),
+                        }
+                    ),
+                ]
+            )
         rest = np.setdiff1d(np.arange(corpus.num_rows), idx)
         train = np.array([], dtype=np.int64)
         if corpus.column("label").null_count < corpus.num_rows:
             rng = np.random.default_rng(seed + 1)
             train = np.sort(rng.choice(rest, size=min(len(rest), cc.classifier_train), replace=False))
         words = dictionary_words(corpus.column("text").to_pylist(), cc.dictionary_size, seed)
-        return {"seeds": seeds, "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
-                "dictionary": pa.table({"word": pa.array(words, pa.string())})}
+        return {
+            "seeds": seeds,
+            "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
+            "dictionary": pa.table({"word": pa.array(words, pa.string())}),
+        }
 
-    return Stage("seeds", run, config=[cc, cfg.corpus, seed],
-                 external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
+    return Stage(
+        "seeds", run, config=[cc, cfg.corpus, seed], external=(corpus_fingerprint(cfg.corpus),), version=VERSION
+    )
 
 
 def mutate_stage(cc: CostelloConfig) -> Stage:
@@ -195,8 +219,10 @@ def triples_stage(cc: CostelloConfig) -> Stage:
             variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
         triples = assemble(seeds, variants, cc.suite, cc.per_seed)
         if not triples:
-            raise InputError("costello: no contrast triple could be built from the seeds (no adjective/verb "
-                             "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)")
+            raise InputError(
+                "costello: no contrast triple could be built from the seeds (no adjective/verb "
+                "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)"
+            )
         return {"data": triples_to_cases(triples, cc.suite)}
 
     return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], version=VERSION)
@@ -238,9 +264,14 @@ def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int)
             parts.append(viol)
             thr_rows += thr
             acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(accs)]
-        return {"violations": pa.concat_tables(parts), "thresholds": pa.Table.from_pylist(thr_rows),
-                "classifiers": pa.Table.from_pylist(acc_rows, schema=pa.schema(
-                    [("model", pa.string()), ("classifier", pa.int64()), ("accuracy", pa.float64())]))}
+        return {
+            "violations": pa.concat_tables(parts),
+            "thresholds": pa.Table.from_pylist(thr_rows),
+            "classifiers": pa.Table.from_pylist(
+                acc_rows,
+                schema=pa.schema([("model", pa.string()), ("classifier", pa.int64()), ("accuracy", pa.float64())]),
+            ),
+        }
 
     return Stage("validate", run, inputs=("triples", "seeds", "embed"), config=[cc, seed], version=VERSION)
 
@@ -250,8 +281,15 @@ class CostelloJob(Job[CostelloConfig]):
     (or ``zoo``, its file) for ``zoo:<name>`` embedders."""
 
     name, title, section = "costello", "checkray · costello", CostelloConfig
-    published = ("triples.parquet", "violations.parquet", "thresholds.parquet", "costello.json",
-                 "train.parquet", "dictionaries.parquet", "classifiers.parquet")
+    published = (
+        "triples.parquet",
+        "violations.parquet",
+        "thresholds.parquet",
+        "costello.json",
+        "train.parquet",
+        "dictionaries.parquet",
+        "classifiers.parquet",
+    )
 
     def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, zoo: str | None = None):
         super().__init__(cfg, models)
@@ -284,19 +322,31 @@ class CostelloJob(Job[CostelloConfig]):
         run.write_table("triples.parquet", cases)
         run.write_table("violations.parquet", violations)
         run.write_table("thresholds.parquet", thresholds)
-        run.write_text("costello.json", json.dumps({
-            "config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]}, indent=1))
+        run.write_text(
+            "costello.json",
+            json.dumps(
+                {"config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]},
+                indent=1,
+            ),
+        )
         run.write_table("train.parquet", runner.output("seeds", "train"))
         dicts = {s.name: runner.output("embed", f"dict-{s.name}").column("word") for s in self.embedders}
-        run.write_table("dictionaries.parquet", pa.concat_tables([
-            pa.table({"model": pa.array([name] * len(words), pa.string()), "word": words})
-            for name, words in dicts.items()]))
+        run.write_table(
+            "dictionaries.parquet",
+            pa.concat_tables(
+                [
+                    pa.table({"model": pa.array([name] * len(words), pa.string()), "word": words})
+                    for name, words in dicts.items()
+                ]
+            ),
+        )
         run.write_table("classifiers.parquet", classifiers)
         return costello_sections(triple_table(cases), violations, thresholds, classifiers, cc)
 
 
-def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
-                 repair: bool = True) -> tuple[RunDir, list[ReportSection]]:
+def run_costello(
+    cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (), repair: bool = True
+) -> tuple[RunDir, list[ReportSection]]:
     """The whole job into ``out``; ``specs`` (a zoo registry) resolves ``zoo:<name>``
     embedders. With ``repair`` and ``repair.model`` set (the demo), a short repair of that
     model ("most-violated": the worst one) follows in ``out/repair`` and its sections are
@@ -315,7 +365,9 @@ def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (),
 
 
 def costello_command(
-    corpus: Optional[str] = typer.Option(None, "--corpus", help="Seed corpus (.parquet/.csv/.jsonl) or builtin:<name>."),
+    corpus: Optional[str] = typer.Option(
+        None, "--corpus", help="Seed corpus (.parquet/.csv/.jsonl) or builtin:<name>."
+    ),
     embedders: Optional[str] = typer.Option(None, "--embedders", help="YAML list of embedding models to test."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'costello' section."),
@@ -326,11 +378,22 @@ def costello_command(
     zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
 ):
     """Contrastive testing of embedding models (COSTELLO): triples, violations, report."""
-    cfg = load_config(config, {
-        "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
-        "costello.embedders": embedders, "costello.seeds": seeds, "costello.classifiers": classifiers, "out": out,
-    })
+    cfg = load_config(
+        config,
+        {
+            "corpus.path": corpus,
+            "corpus.text_column": text_column,
+            "corpus.label_column": label_column,
+            "costello.embedders": embedders,
+            "costello.seeds": seeds,
+            "costello.classifiers": classifiers,
+            "out": out,
+        },
+    )
     run = run_job(CostelloJob(cfg, zoo=zoo)).run
     counts = counts_per_cr(triple_table(run.read_table("triples.parquet")))
-    typer.echo("costello: " + ", ".join(f"{k} {v}" for k, v in counts.items())
-               + f" triples -> {run.path('triples.parquet')}, violations.parquet, report.html")
+    typer.echo(
+        "costello: "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + f" triples -> {run.path('triples.parquet')}, violations.parquet, report.html"
+    )

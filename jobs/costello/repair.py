@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -54,7 +55,9 @@ def source_config(src: RunDir, rc: RepairConfig) -> tuple[dict, CostelloConfig]:
     with src.fs.open_input_stream(published_path(src, SOURCE, "costello.json")) as fh:
         meta = json.loads(fh.read().decode("utf-8"))
     cc = CostelloConfig.model_validate(meta["config"].get("costello") or {})
-    return meta, cc.model_copy(update={"distance": rc.distance or cc.distance, "threshold": rc.threshold or cc.threshold})
+    return meta, cc.model_copy(
+        update={"distance": rc.distance or cc.distance, "threshold": rc.threshold or cc.threshold}
+    )
 
 
 def most_violated(src: RunDir, rc: RepairConfig) -> str:
@@ -72,7 +75,9 @@ def most_violated(src: RunDir, rc: RepairConfig) -> str:
 
 def split_triples(wide: pa.Table, violations: pa.Table, distance: str, threshold: str):
     """(violated, benign) single-sentence triples under the default verdict."""
-    v = violations.filter(pc.and_(pc.equal(violations["distance"], distance), pc.equal(violations["threshold"], threshold)))
+    v = violations.filter(
+        pc.and_(pc.equal(violations["distance"], distance), pc.equal(violations["threshold"], threshold))
+    )
     bad = {t for t, verdict in zip(v["triple"].to_pylist(), v["verdict"].to_pylist()) if verdict}
     violated, benign = [], []
     for r in wide.to_pylist():
@@ -97,10 +102,14 @@ def table3(before: dict, after: dict, acc_before: float | None, acc_after: float
             rec[cr] = None if rate is None else round(100 * rate, 2)
             rec[f"{cr} before→after"] = f"{before[cr][key]}→{after[cr][key]}"
         rows.append(rec)
-    rows.append({"metric": "downstream accuracy", "ALL": None if acc_after is None or acc_before is None
-                 else round(100 * (acc_after - acc_before), 2),
-                 "ALL before→after": f"{acc_before if acc_before is None else round(acc_before, 4)}→"
-                                     f"{acc_after if acc_after is None else round(acc_after, 4)}"})
+    rows.append(
+        {
+            "metric": "downstream accuracy",
+            "ALL": None if acc_after is None or acc_before is None else round(100 * (acc_after - acc_before), 2),
+            "ALL before→after": f"{acc_before if acc_before is None else round(acc_before, 4)}→"
+            f"{acc_after if acc_after is None else round(acc_after, 4)}",
+        }
+    )
     return rows
 
 
@@ -116,8 +125,9 @@ class RepairJob(Job[RepairConfig]):
     name, title, section = "repair", "checkray · costello repair", RepairConfig
     published = ("model", "violations.parquet", "fixing.parquet", "history.parquet")
 
-    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *,
-                 violations_dir: str, model: str):
+    def __init__(
+        self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *, violations_dir: str, model: str
+    ):
         super().__init__(cfg, models)
         self.src = RunDir(violations_dir)
         self.model = model
@@ -127,22 +137,28 @@ class RepairJob(Job[RepairConfig]):
         meta, self.cc = source_config(self.src, self.conf)
         specs = {e["name"]: e for e in meta["embedders"]}
         if self.model not in specs:
-            raise InputError(f"repair: model '{self.model}' was not tested in {self.src.uri} (have: {', '.join(specs)})")
+            raise InputError(
+                f"repair: model '{self.model}' was not tested in {self.src.uri} (have: {', '.join(specs)})"
+            )
         self.spec = specs[self.model]
         if self.spec["kind"] != "sentence-transformers":
-            raise InputError(f"repair: model '{self.model}' is a {self.spec['kind']} embedder; "
-                             "only sentence-transformers models can be fine-tuned")
+            raise InputError(
+                f"repair: model '{self.model}' is a {self.spec['kind']} embedder; "
+                "only sentence-transformers models can be fine-tuned"
+            )
         self.wide = triple_table(read_published(self.src, "triples.parquet"))
         violations = read_published(self.src, "violations.parquet")
         self.before = violations.filter(pc.equal(violations["model"], self.model))
         self.violated, self.benign = split_triples(self.wide, self.before, self.cc.distance, self.cc.threshold)
         if not self.violated:
-            raise InputError(f"repair: model '{self.model}' has no violation under "
-                             f"{self.cc.distance}/{self.cc.threshold} to repair")
+            raise InputError(
+                f"repair: model '{self.model}' has no violation under {self.cc.distance}/{self.cc.threshold} to repair"
+            )
         # The re-test scores with the costello run's seed (same classifier splits).
         self.source_seed = meta["config"].get("seed", 0) if self.cc.seed is None else self.cc.seed
         self.settings = RepairSettings.model_validate(
-            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold"}))
+            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold"})
+        )
 
     def stages(self):
         rc, cc, model = self.conf, self.cc, self.model
@@ -153,11 +169,21 @@ class RepairJob(Job[RepairConfig]):
 
             if "://" in ctx.run.uri:
                 raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
-            result = repair_in_actor(self.spec, self.violated, self.benign, self.settings, ctx.run.path("model"),
-                                     rc.backend)
-            hist = pa.Table.from_pylist([{**h, "loss_before": result["loss_before"], "loss_after": result["loss_after"],
-                                          "seconds": result["seconds"], "device": result["device"]}
-                                         for h in result["history"]])
+            result = repair_in_actor(
+                self.spec, self.violated, self.benign, self.settings, ctx.run.path("model"), rc.backend
+            )
+            hist = pa.Table.from_pylist(
+                [
+                    {
+                        **h,
+                        "loss_before": result["loss_before"],
+                        "loss_after": result["loss_after"],
+                        "seconds": result["seconds"],
+                        "device": result["device"],
+                    }
+                    for h in result["history"]
+                ]
+            )
             return {"history": hist}
 
         def retest(ctx: StageContext):
@@ -168,11 +194,17 @@ class RepairJob(Job[RepairConfig]):
             words = read_published(self.src, "dictionaries.parquet")
             dictionary = words.filter(pc.equal(words["model"], model)).select(["word"])
             texts = texts_to_embed(self.wide, train_t, dictionary)
-            repaired = EmbedderSpec(name=f"{model}-repaired", model=ctx.run.path("model"), pooling="model",
-                                    max_length=self.spec["max_length"], encode_batch_size=self.spec["encode_batch_size"])
+            repaired = EmbedderSpec(
+                name=f"{model}-repaired",
+                model=ctx.run.path("model"),
+                pooling="model",
+                max_length=self.spec["max_length"],
+                encode_batch_size=self.spec["encode_batch_size"],
+            )
             vectors = embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]
-            viol, _, accs = score_model(model, dict(zip(texts, vectors)), self.wide, train_t, dictionary, cc,
-                                        self.source_seed)
+            viol, _, accs = score_model(
+                model, dict(zip(texts, vectors)), self.wide, train_t, dictionary, cc, self.source_seed
+            )
             return {"violations": viol, "classifiers": pa.table({"accuracy": pa.array(accs, pa.float64())})}
 
         yield Stage("train", train, config=fp, version="1")
@@ -185,18 +217,28 @@ class RepairJob(Job[RepairConfig]):
         acc_b = mean_accuracy(read_published(self.src, "classifiers.parquet"), self.model)
         acc_a_col = runner.output("retest", "classifiers").column("accuracy").to_pylist()
         acc_a = float(np.mean(acc_a_col)) if acc_a_col else None
-        rows = table3(counts(self.before, cc.distance, cc.threshold), counts(after_v, cc.distance, cc.threshold),
-                      acc_b, acc_a)
+        rows = table3(
+            counts(self.before, cc.distance, cc.threshold), counts(after_v, cc.distance, cc.threshold), acc_b, acc_a
+        )
         run.write_table("violations.parquet", after_v)
         run.write_table("history.parquet", history)
-        run.write_table("fixing.parquet", pa.Table.from_pylist([{k: (None if v is None else str(v)) for k, v in r.items()}
-                                                                for r in rows]))
+        run.write_table(
+            "fixing.parquet",
+            pa.Table.from_pylist([{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows]),
+        )
         h = history.to_pylist()
-        summary = (f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples; {s.epochs} "
-                   f"epochs of SGD (lr {s.learning_rate}, alpha {s.alpha}); triplet loss on the violated triples "
-                   f"probed {h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {run.path('model')}.")
-        return [Section(f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
-                        [table_html(rows), table_html(h)], summary)]
+        summary = (
+            f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples; {s.epochs} "
+            f"epochs of SGD (lr {s.learning_rate}, alpha {s.alpha}); triplet loss on the violated triples "
+            f"probed {h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {run.path('model')}."
+        )
+        return [
+            Section(
+                f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
+                [table_html(rows), table_html(h)],
+                summary,
+            )
+        ]
 
     def subtitle(self) -> str:
         return self.src.uri
@@ -215,10 +257,19 @@ def repair_command(
     epochs: Optional[int] = typer.Option(None, "--epochs"),
     learning_rate: Optional[float] = typer.Option(None, "--lr"),
     alpha: Optional[float] = typer.Option(None, "--alpha"),
-    threshold: Optional[str] = typer.Option(None, "--threshold", help="zero|min|mu-2sigma|mu-sigma (default: the run's)."),
+    threshold: Optional[str] = typer.Option(
+        None, "--threshold", help="zero|min|mu-2sigma|mu-sigma (default: the run's)."
+    ),
 ):
     """Fine-tune an embedding model on its COSTELLO violations, then re-test it."""
-    cfg = load_config(config, {"repair.epochs": epochs, "repair.learning_rate": learning_rate, "repair.alpha": alpha,
-                               "repair.threshold": threshold})
+    cfg = load_config(
+        config,
+        {
+            "repair.epochs": epochs,
+            "repair.learning_rate": learning_rate,
+            "repair.alpha": alpha,
+            "repair.threshold": threshold,
+        },
+    )
     run, sections = run_repair(cfg, violations, model, out)
     typer.echo(f"repair: {sections[0].summary} -> {run.path('fixing.parquet')}, violations.parquet, report.html")

@@ -5,20 +5,40 @@ the job's, so the two jobs do not import each other)."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from engine.costello.metrics import (DISTANCES, THRESHOLDS, classifier_shifts, distance, ground_truth,
-                                     nearest_neighbour_distances, thresholds, train_classifiers, violates)
+from engine.costello.metrics import (
+    DISTANCES,
+    THRESHOLDS,
+    classifier_shifts,
+    distance,
+    ground_truth,
+    nearest_neighbour_distances,
+    thresholds,
+    train_classifiers,
+    violates,
+)
 
-VIOLATION_SCHEMA = pa.schema([
-    ("model", pa.string()), ("triple", pa.string()), ("capability", pa.string()), ("distance", pa.string()),
-    ("threshold", pa.string()), ("theta", pa.float64()), ("d_pos", pa.float64()), ("d_neg", pa.float64()),
-    ("verdict", pa.bool_()), ("gt_a", pa.bool_()), ("gt_b", pa.bool_()), ("p_greater", pa.float64()),
-    ("p_less", pa.float64()),
-])
+VIOLATION_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("triple", pa.string()),
+        ("capability", pa.string()),
+        ("distance", pa.string()),
+        ("threshold", pa.string()),
+        ("theta", pa.float64()),
+        ("d_pos", pa.float64()),
+        ("d_neg", pa.float64()),
+        ("verdict", pa.bool_()),
+        ("gt_a", pa.bool_()),
+        ("gt_b", pa.bool_()),
+        ("p_greater", pa.float64()),
+        ("p_less", pa.float64()),
+    ]
+)
 
 
 def texts_to_embed(wide: pa.Table, train: pa.Table, *dictionaries: pa.Table) -> list[str]:
@@ -52,8 +72,9 @@ def triple_vectors(lookup: Mapping[str, np.ndarray], wide: pa.Table, rows: np.nd
     return tuple(out)
 
 
-def score_model(model: str, lookup: Mapping[str, np.ndarray], wide: pa.Table, train: pa.Table,
-                dictionary: pa.Table, cc, seed: int) -> tuple[pa.Table, list[dict], list[float]]:
+def score_model(
+    model: str, lookup: Mapping[str, np.ndarray], wide: pa.Table, train: pa.Table, dictionary: pa.Table, cc, seed: int
+) -> tuple[pa.Table, list[dict], list[float]]:
     """Violations table (every triple x distance x threshold), threshold rows, and the
     held-out accuracies of the model's downstream classifiers."""
     n = wide.num_rows
@@ -76,8 +97,17 @@ def score_model(model: str, lookup: Mapping[str, np.ndarray], wide: pa.Table, tr
         nn = nearest_neighbour_distances(word_vectors, m)
         theta[m] = thresholds(nn)
         for name, value in theta[m].items():
-            thr_rows.append({"model": model, "distance": m, "threshold": name, "theta": value,
-                             "nn_mean": float(nn.mean()), "nn_std": float(nn.std()), "words": int(len(nn))})
+            thr_rows.append(
+                {
+                    "model": model,
+                    "distance": m,
+                    "threshold": name,
+                    "theta": value,
+                    "nn_mean": float(nn.mean()),
+                    "nn_std": float(nn.std()),
+                    "words": int(len(nn)),
+                }
+            )
 
     # Ground truth on single-sentence triples only: the classifiers read one sentence's
     # embedding, so a pair triple (CR4) has none unless a pair task is trained.
@@ -117,13 +147,18 @@ def score_model(model: str, lookup: Mapping[str, np.ndarray], wide: pa.Table, tr
     return pa.table(cols, schema=VIOLATION_SCHEMA), thr_rows, accs
 
 
-def violation_counts(violations: pa.Table, distance_: str, threshold: str,
-                     capabilities: Sequence[str]) -> dict[str, dict[str, int]]:
+def violation_counts(
+    violations: pa.Table, distance_: str, threshold: str, capabilities: Sequence[str]
+) -> dict[str, dict[str, int]]:
     """Per CR (and ALL) under one verdict: violations, GT_A-buggy and GT_B-buggy triples."""
     rows = [r for r in violations.to_pylist() if r["distance"] == distance_ and r["threshold"] == threshold]
     out = {}
     for cr in list(capabilities) + ["ALL"]:
         sub = [r for r in rows if cr == "ALL" or r["capability"] == cr]
-        out[cr] = {"triples": len(sub), "violations": sum(bool(r["verdict"]) for r in sub),
-                   "gt_a": sum(bool(r["gt_a"]) for r in sub), "gt_b": sum(bool(r["gt_b"]) for r in sub)}
+        out[cr] = {
+            "triples": len(sub),
+            "violations": sum(bool(r["verdict"]) for r in sub),
+            "gt_a": sum(bool(r["gt_a"]) for r in sub),
+            "gt_b": sum(bool(r["gt_b"]) for r in sub),
+        }
     return out

@@ -14,7 +14,8 @@ def open_embedder(model: str) -> Callable[[list[str]], np.ndarray]:
     st = load_sentence_transformer(model)
 
     def embed(texts: list[str]) -> np.ndarray:
-        return st.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                         show_progress_bar=False)
+        return st.encode(
+            texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
 
     return embed

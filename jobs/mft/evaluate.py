@@ -38,19 +38,22 @@ def table7(results: pa.Table, specs: Sequence[ModelSpec]) -> list[dict]:
     acc = _accuracy_by_version(results, ["model", "suite"]).set_index(["model", "suite"])
     rows = []
     for spec in specs:
+
         def get(suite: str, name: str = spec.name):
             return acc.loc[(name, suite)] if (name, suite) in acc.index else None
 
         train = spec.meta.get("train_accuracy")
-        rows.append({
-            "model": spec.name,
-            "Train": f"{100 * train:.1f}%" if isinstance(train, (int, float)) else "—",
-            "Train MFT (Original)": _cell(get("mft-train-original")),
-            "Train MFT (Extended)": _cell(get("mft-train-extended")),
-            "Test": f"{100 * spec.accuracy:.1f}%" if spec.accuracy is not None else "—",
-            "Test MFT (Original)": _cell(get("mft-test-original")),
-            "Test MFT (Extended)": _cell(get("mft-test-extended")),
-        })
+        rows.append(
+            {
+                "model": spec.name,
+                "Train": f"{100 * train:.1f}%" if isinstance(train, (int, float)) else "—",
+                "Train MFT (Original)": _cell(get("mft-train-original")),
+                "Train MFT (Extended)": _cell(get("mft-train-extended")),
+                "Test": f"{100 * spec.accuracy:.1f}%" if spec.accuracy is not None else "—",
+                "Test MFT (Original)": _cell(get("mft-test-original")),
+                "Test MFT (Extended)": _cell(get("mft-test-extended")),
+            }
+        )
     return rows
 
 
@@ -71,5 +74,10 @@ def evaluate_mft(cfg: CheckrayConfig, suite: pa.Table, specs: Sequence[ModelSpec
     from jobs.benchmark.job import run_benchmark
 
     results, summary = run_benchmark(suite, specs, cfg, out=RunDir(run.path("benchmark")))
-    return {"results": results, "summary": summary, "table7": table7(results, specs), "table8": table8(results),
-            "specs": specs}
+    return {
+        "results": results,
+        "summary": summary,
+        "table7": table7(results, specs),
+        "table8": table8(results),
+        "specs": specs,
+    }

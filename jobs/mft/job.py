@@ -37,12 +37,12 @@ from engine.splits import split_ids
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
 from jobs.base import Job, run_job
-from jobs.zoo.resolve import select_models
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
 from jobs.mft.config import MFTConfig
 from jobs.mft.embedder import open_embedder
 from jobs.mft.report import mft_sections
+from jobs.zoo.resolve import select_models
 
 SUITE_FILE = "suite.parquet"
 TOPICS_FILES = ("stages/corpus/data.parquet", "assignments.parquet", "clusters.parquet")
@@ -77,9 +77,13 @@ def representatives_stage(m: MFTConfig, topics_dir: str, seed: int) -> Stage:
             mask = pa.array([split[i] == name for i in corpus.column("id").to_pylist()])
             sub = corpus.filter(mask)
             clusters = np.array([cluster_of[i] for i in sub.column("id").to_pylist()])
-            _, reps = describe_clusters(sub, clusters, RepresentationConfig(),
-                                        RepresentativesConfig(top_k=m.representatives_per_cluster, diversity=m.diversity),
-                                        seed=seed)
+            _, reps = describe_clusters(
+                sub,
+                clusters,
+                RepresentationConfig(),
+                RepresentativesConfig(top_k=m.representatives_per_cluster, diversity=m.diversity),
+                seed=seed,
+            )
             parts.append(reps.append_column("split", pa.array([name] * reps.num_rows)))
         reps = pa.concat_tables(parts)
         labels = set(reps.column("label").to_pylist()) - {None}
@@ -109,8 +113,18 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
     one split x version. One stage per pair: LLM calls are the expensive part, so a crash
     or a timeout loses at most one pair's work. The stage sees only the fields it reads, so
     adding versions or changing the evaluation reuses every finished pair."""
-    m = m.view("generation", "constrained", "near_duplicate_cosine", "paraphrase_limit", "paraphrases",
-               "paraphrase_generation", "label_words", "label_check", "label_generation", "embedder")
+    m = m.view(
+        "generation",
+        "constrained",
+        "near_duplicate_cosine",
+        "paraphrase_limit",
+        "paraphrases",
+        "paraphrase_generation",
+        "label_words",
+        "label_check",
+        "label_generation",
+        "embedder",
+    )
 
     def run(ctx: StageContext):
         reps = [r for r in ctx.input("representatives").to_pylist() if r["split"] == split]
@@ -118,40 +132,89 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
         log = GateLog(on_add=_print_gate)
         seed = base_seed + version
         rng = np.random.default_rng(seed)
-        examples = few_shot_examples(docs, chat, m.generation.model_copy(update={"seed": seed}), rng, log,
-                                     constrained="examples" in m.constrained)
+        examples = few_shot_examples(
+            docs,
+            chat,
+            m.generation.model_copy(update={"seed": seed}),
+            rng,
+            log,
+            constrained="examples" in m.constrained,
+        )
         missing = sorted({r["label"] for r in reps} - set(examples))
-        log.add("few-shot examples", split, version, len(examples), len(missing),
-                f"no parseable example for {missing}" if missing else "")
-        generated = generate_mfts(reps, examples, chat, m.generation.model_copy(update={"seed": seed}), log,
-                                  constrained="generate" in m.constrained)
+        log.add(
+            "few-shot examples",
+            split,
+            version,
+            len(examples),
+            len(missing),
+            f"no parseable example for {missing}" if missing else "",
+        )
+        generated = generate_mfts(
+            reps,
+            examples,
+            chat,
+            m.generation.model_copy(update={"seed": seed}),
+            log,
+            constrained="generate" in m.constrained,
+        )
         log.add("generated MFTs", split, version, len(generated), 0, f"from {len(reps)} representatives")
         kept, exact, near = dedupe_cases(generated, embed, m.near_duplicate_cosine)
         log.add("de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near")
         to_paraphrase = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
-        paraphrased = paraphrase_cases(to_paraphrase, m.paraphrases, chat,
-                                       m.paraphrase_generation.model_copy(update={"seed": seed}), log,
-                                       constrained="paraphrase" in m.constrained)
-        log.add("paraphrases", split, version, len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(to_paraphrase)}")
+        paraphrased = paraphrase_cases(
+            to_paraphrase,
+            m.paraphrases,
+            chat,
+            m.paraphrase_generation.model_copy(update={"seed": seed}),
+            log,
+            constrained="paraphrase" in m.constrained,
+        )
+        log.add(
+            "paraphrases",
+            split,
+            version,
+            len(paraphrased),
+            0,
+            f"{m.paraphrases} asked for each of {len(to_paraphrase)}",
+        )
         candidates = [{**r, "paraphrase_of": None} for r in kept] + paraphrased
         for r in candidates:
             r.update(split=split, version=version, seed=seed, expected=m.label_words[r["label"]])
         if m.label_check:
             gated, counts = label_gate(candidates, chat, m.label_generation, log, constrained="label" in m.constrained)
-            log.add("label check", split, version, len(gated), len(candidates) - len(gated),
-                    ", ".join(f"{k} {v}" for k, v in counts.items()))
+            log.add(
+                "label check",
+                split,
+                version,
+                len(gated),
+                len(candidates) - len(gated),
+                ", ".join(f"{k} {v}" for k, v in counts.items()),
+            )
         else:
             gated = candidates
-        return {"data": pa.Table.from_pylist([_flat(r) for r in gated], schema=CASE_ROW_SCHEMA),
-                "gates": pa.Table.from_pylist(log.rows, schema=GATE_SCHEMA),
-                "parsing": pa.Table.from_pylist([{"step": k, **{f: getattr(v, f) for f in ("outputs", "items", "unparsed")},
-                                                  "examples": v.examples} for k, v in log.parse.items()],
-                                                schema=PARSING_SCHEMA)}
+        return {
+            "data": pa.Table.from_pylist([_flat(r) for r in gated], schema=CASE_ROW_SCHEMA),
+            "gates": pa.Table.from_pylist(log.rows, schema=GATE_SCHEMA),
+            "parsing": pa.Table.from_pylist(
+                [
+                    {"step": k, **{f: getattr(v, f) for f in ("outputs", "items", "unparsed")}, "examples": v.examples}
+                    for k, v in log.parse.items()
+                ],
+                schema=PARSING_SCHEMA,
+            ),
+        }
 
-    prompts = [(load_prompt(n).sections, load_prompt(n).grammar) for n in
-               ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")]
-    return Stage(f"generate-{split}-v{version}", run, inputs=("representatives",),
-                 config=[m, llm, base_seed, prompts], version="7")
+    prompts = [
+        (load_prompt(n).sections, load_prompt(n).grammar)
+        for n in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label")
+    ]
+    return Stage(
+        f"generate-{split}-v{version}",
+        run,
+        inputs=("representatives",),
+        config=[m, llm, base_seed, prompts],
+        version="7",
+    )
 
 
 def collect_stage(names: Sequence[str]) -> Stage:
@@ -161,40 +224,83 @@ def collect_stage(names: Sequence[str]) -> Stage:
     def run(ctx: StageContext):
         data = pa.concat_tables([ctx.input(n) for n in names])
         if not data.num_rows:
-            raise InputError("the mft job kept no test case: every generation was unparseable or dropped "
-                             "(see the gate counts in stages/generate-*/gates.parquet)")
+            raise InputError(
+                "the mft job kept no test case: every generation was unparseable or dropped "
+                "(see the gate counts in stages/generate-*/gates.parquet)"
+            )
         parsing: dict[str, dict] = {}
         for row in pa.concat_tables([ctx.input(n, "parsing") for n in names]).to_pylist():
-            acc = parsing.setdefault(row["step"], {"step": row["step"], "outputs": 0, "items": 0, "unparsed": 0,
-                                                   "examples": []})
+            acc = parsing.setdefault(
+                row["step"], {"step": row["step"], "outputs": 0, "items": 0, "unparsed": 0, "examples": []}
+            )
             for f in ("outputs", "items", "unparsed"):
                 acc[f] += row[f]
             acc["examples"] = (acc["examples"] + list(row["examples"] or []))[:3]
-        return {"data": data, "gates": pa.concat_tables([ctx.input(n, "gates") for n in names]),
-                "parsing": pa.Table.from_pylist(list(parsing.values()), schema=PARSING_SCHEMA)}
+        return {
+            "data": data,
+            "gates": pa.concat_tables([ctx.input(n, "gates") for n in names]),
+            "parsing": pa.Table.from_pylist(list(parsing.values()), schema=PARSING_SCHEMA),
+        }
 
     return Stage("generate", run, inputs=names, version="2")
 
 
-CASE_ROW_SCHEMA = pa.schema([("text", pa.string()), ("summary", pa.string()), ("source_id", pa.string()),
-                             ("label", pa.string()), ("source_topic", pa.string()), ("paraphrase_of", pa.string()),
-                             ("split", pa.string()), ("version", pa.int64()), ("seed", pa.int64()),
-                             ("llm_reason", pa.string())])
-GATE_SCHEMA = pa.schema([("gate", pa.string()), ("split", pa.string()), ("version", pa.int64()), ("kept", pa.int64()),
-                         ("dropped", pa.int64()), ("note", pa.string())])
-PARSING_SCHEMA = pa.schema([("step", pa.string()), ("outputs", pa.int64()), ("items", pa.int64()),
-                            ("unparsed", pa.int64()), ("examples", pa.list_(pa.string()))])
+CASE_ROW_SCHEMA = pa.schema(
+    [
+        ("text", pa.string()),
+        ("summary", pa.string()),
+        ("source_id", pa.string()),
+        ("label", pa.string()),
+        ("source_topic", pa.string()),
+        ("paraphrase_of", pa.string()),
+        ("split", pa.string()),
+        ("version", pa.int64()),
+        ("seed", pa.int64()),
+        ("llm_reason", pa.string()),
+    ]
+)
+GATE_SCHEMA = pa.schema(
+    [
+        ("gate", pa.string()),
+        ("split", pa.string()),
+        ("version", pa.int64()),
+        ("kept", pa.int64()),
+        ("dropped", pa.int64()),
+        ("note", pa.string()),
+    ]
+)
+PARSING_SCHEMA = pa.schema(
+    [
+        ("step", pa.string()),
+        ("outputs", pa.int64()),
+        ("items", pa.int64()),
+        ("unparsed", pa.int64()),
+        ("examples", pa.list_(pa.string())),
+    ]
+)
 
 
 def _print_gate(row: dict) -> None:
     note = f" ({row['note']})" if row["note"] else ""
-    console.print(f"  mft · {row['split']} v{row['version']} · {row['gate']}: kept {row['kept']}, "
-                  f"dropped {row['dropped']}{note}", highlight=False)
+    console.print(
+        f"  mft · {row['split']} v{row['version']} · {row['gate']}: kept {row['kept']}, dropped {row['dropped']}{note}",
+        highlight=False,
+    )
 
 
 def _flat(r: dict) -> dict:
-    keep = ("text", "summary", "source_id", "label", "source_topic", "paraphrase_of", "split", "version", "seed",
-            "llm_reason")
+    keep = (
+        "text",
+        "summary",
+        "source_id",
+        "label",
+        "source_topic",
+        "paraphrase_of",
+        "split",
+        "version",
+        "seed",
+        "llm_reason",
+    )
     return {k: r.get(k) for k in keep}
 
 
@@ -211,8 +317,9 @@ def mft_topics_stage(m: MFTConfig, embed, seed: int) -> Stage:
         k = min(m.mft_topics, len(texts))
         X = embed(texts)
         if len(texts) > k + 2:
-            reducer = make_reducer(ReducerConfig(n_neighbors=max(2, min(15, len(texts) - 1)), n_components=5),
-                                   "cpu", seed)
+            reducer = make_reducer(
+                ReducerConfig(n_neighbors=max(2, min(15, len(texts) - 1)), n_components=5), "cpu", seed
+            )
             X = to_numpy(reducer.fit_transform(X))
         clusters = to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", seed).fit(X).predict(X))
         model = fit_class_tfidf(texts, clusters, min_df=1)
@@ -229,15 +336,31 @@ def to_suite(cases: pa.Table, generator: str) -> pa.Table:
     for r in cases.to_pylist():
         suites = [f"mft-{r['split']}-extended"] + ([] if r["paraphrase_of"] else [f"mft-{r['split']}-original"])
         for suite in suites:
-            rows.append({
-                "suite": suite, "method": "mft", "capability": r["source_topic"], "topic": r["mft_topic"],
-                "text": r["text"], "expected_label": r["label"], "test_type": "MFT",
-                "case_id": None,
-                "provenance": {"source_id": r["source_id"], "template_id": "mft_paraphrase" if r["paraphrase_of"] else "mft_generate",
-                               "generator": generator, "seed": r["seed"]},
-                "meta": {"version": r["version"], "split": r["split"], "summary": r["summary"],
-                         "paraphrase_of": r["paraphrase_of"], "llm_reason": r["llm_reason"]},
-            })
+            rows.append(
+                {
+                    "suite": suite,
+                    "method": "mft",
+                    "capability": r["source_topic"],
+                    "topic": r["mft_topic"],
+                    "text": r["text"],
+                    "expected_label": r["label"],
+                    "test_type": "MFT",
+                    "case_id": None,
+                    "provenance": {
+                        "source_id": r["source_id"],
+                        "template_id": "mft_paraphrase" if r["paraphrase_of"] else "mft_generate",
+                        "generator": generator,
+                        "seed": r["seed"],
+                    },
+                    "meta": {
+                        "version": r["version"],
+                        "split": r["split"],
+                        "summary": r["summary"],
+                        "paraphrase_of": r["paraphrase_of"],
+                        "llm_reason": r["llm_reason"],
+                    },
+                }
+            )
     # the same text may be generated in two versions: ids include the version
     for row in rows:
         row["case_id"] = case_id(row["suite"], row["meta"]["version"], row["text"])
@@ -252,8 +375,9 @@ class MFTJob(Job[MFTConfig]):
     name, title, section = "mft", "checkray · MFTs (Li et al.)", MFTConfig
     published = (SUITE_FILE,)
 
-    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *, topics_dir: str,
-                 chat=None, embed=None):
+    def __init__(
+        self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, *, topics_dir: str, chat=None, embed=None
+    ):
         super().__init__(cfg, models)
         self.topics_dir = topics_dir
         self.chat, self.embed = chat, embed  # None: the llm: backend, the mft.embedder model
@@ -273,8 +397,11 @@ class MFTJob(Job[MFTConfig]):
         embed = self.embed or open_embedder(m.embedder)
         yield representatives_stage(m, self.topics_dir, self.seed)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the generation
-            parts = [generation_stage(m, llm, self.seed, chat, embed, split, version)
-                     for split in m.splits for version in range(1, m.versions + 1)]
+            parts = [
+                generation_stage(m, llm, self.seed, chat, embed, split, version)
+                for split in m.splits
+                for version in range(1, m.versions + 1)
+            ]
             yield from parts
         yield collect_stage([p.name for p in parts])
         yield mft_topics_stage(m, embed, self.seed)
@@ -309,5 +436,7 @@ def mft_command(
     cfg = load_config(config, {"llm.backend": backend, "mft.models": models, "mft.versions": versions})
     run, _ = run_mft(cfg, topics, out)
     suite = pq.read_table(run.path("suite.parquet"), filesystem=run.fs)
-    counts = json.dumps({s: suite.column("suite").to_pylist().count(s) for s in sorted(set(suite.column("suite").to_pylist()))})
+    counts = json.dumps(
+        {s: suite.column("suite").to_pylist().count(s) for s in sorted(set(suite.column("suite").to_pylist()))}
+    )
     console.print(f"wrote {run.path('suite.parquet')} ({suite.num_rows} cases: {counts}) and report.html")

@@ -16,10 +16,11 @@ def mft_sections(runner: StageRunner, suite: pa.Table, evaluation: dict | None) 
     parsing = runner.output("generate", "parsing").to_pylist()
     suites = suite.column("suite").to_pylist()
     counts = [{"suite": s, "cases": suites.count(s)} for s in sorted(set(suites))]
-    blocks = ["<h3>Suites</h3>" + table_html(counts),
-              "<h3>Kept and dropped at every gate</h3>" + table_html(gates),
-              "<h3>LLM output parsing</h3>" + table_html(
-                  [{**p, "examples": " | ".join(p["examples"])} for p in parsing])]
+    blocks = [
+        "<h3>Suites</h3>" + table_html(counts),
+        "<h3>Kept and dropped at every gate</h3>" + table_html(gates),
+        "<h3>LLM output parsing</h3>" + table_html([{**p, "examples": " | ".join(p["examples"])} for p in parsing]),
+    ]
     examples = []
     seen: dict[str, int] = {}
     for row in suite.to_pylist():
@@ -28,15 +29,31 @@ def mft_sections(runner: StageRunner, suite: pa.Table, evaluation: dict | None) 
             continue  # originals appear once, under -original
         if seen.get(row["topic"], 0) < 6:
             seen[row["topic"]] = seen.get(row["topic"], 0) + 1
-            examples.append({"MFT topic": row["topic"], "label": row["expected_label"], "text": row["text"],
-                             "summary": meta["summary"], "paraphrase of": meta["paraphrase_of"] or "",
-                             "source topic": row["capability"]})
+            examples.append(
+                {
+                    "MFT topic": row["topic"],
+                    "label": row["expected_label"],
+                    "text": row["text"],
+                    "summary": meta["summary"],
+                    "paraphrase of": meta["paraphrase_of"] or "",
+                    "source topic": row["capability"],
+                }
+            )
     blocks.append("<h3>Example cases per MFT topic</h3>" + table_html(examples))
-    sections = [Section("MFTs by clustering and prompting (Li et al.)", blocks,
-                        f"{suite.num_rows} test cases in {len(counts)} suites.")]
+    sections = [
+        Section(
+            "MFTs by clustering and prompting (Li et al.)",
+            blocks,
+            f"{suite.num_rows} test cases in {len(counts)} suites.",
+        )
+    ]
     if evaluation:
-        sections.append(Section("MFT evaluation: Table 7 layout (accuracy; ± std over versions)",
-                                [table_html(evaluation["table7"])]))
-        sections.append(Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)",
-                                [table_html(evaluation["table8"])]))
+        sections.append(
+            Section(
+                "MFT evaluation: Table 7 layout (accuracy; ± std over versions)", [table_html(evaluation["table7"])]
+            )
+        )
+        sections.append(
+            Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)", [table_html(evaluation["table8"])])
+        )
     return sections

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from engine.config import CorpusConfig
-from jobs.config import CheckrayConfig
-from engine.corpus import read_corpus
-from engine.s2lct.coverage import coverage_curve, layer_activations, minimal_tokens, neuron_bounds
 from actors.models import load_model
 from engine.benchmark.registry import ModelSpec
+from engine.config import CorpusConfig
+from engine.corpus import read_corpus
+from engine.s2lct.coverage import coverage_curve, layer_activations, minimal_tokens, neuron_bounds
 from engine.splits import split_ids
 from engine.stages import RunDir
+from jobs.config import CheckrayConfig
 
 
 @dataclass
@@ -38,8 +39,10 @@ class Evaluation:
 
 
 def case_meta(suite: pa.Table) -> dict[str, dict]:
-    return {cid: json.loads(m or "{}") for cid, m in zip(suite.column("case_id").to_pylist(),
-                                                          suite.column("meta").to_pylist())}
+    return {
+        cid: json.loads(m or "{}")
+        for cid, m in zip(suite.column("case_id").to_pylist(), suite.column("meta").to_pylist())
+    }
 
 
 def _rate(fails: int, n: int) -> float | None:
@@ -65,12 +68,22 @@ def table3(results: pa.Table, suite: pa.Table) -> list[dict]:
             exp_eval = [outcome.get((model, c)) for c in exps]
             seed_n = sum(v is not None for v in seed_eval)
             exp_n = sum(v is not None for v in exp_eval)
-            p2f = sum(1 for c, v in zip(exps, exp_eval)
-                      if v is False and outcome.get((model, meta[c]["seed_case_id"])) is True)
-            rows.append({"model": model, "capability": cap, "seeds": len(seeds),
-                         "seed_fail_pct": _rate(sum(v is False for v in seed_eval), seed_n),
-                         "expansions": len(exps), "exp_fail_pct": _rate(sum(v is False for v in exp_eval), exp_n),
-                         "pass_to_fail": p2f if exp_n else None})
+            p2f = sum(
+                1
+                for c, v in zip(exps, exp_eval)
+                if v is False and outcome.get((model, meta[c]["seed_case_id"])) is True
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "capability": cap,
+                    "seeds": len(seeds),
+                    "seed_fail_pct": _rate(sum(v is False for v in seed_eval), seed_n),
+                    "expansions": len(exps),
+                    "exp_fail_pct": _rate(sum(v is False for v in exp_eval), exp_n),
+                    "pass_to_fail": p2f if exp_n else None,
+                }
+            )
     return rows
 
 
@@ -78,8 +91,9 @@ def training_texts(spec: ModelSpec, cfg: CheckrayConfig, n: int, seed: int) -> l
     """A sample of the sentences the model was trained on (the zoo's train split)."""
     corpus = read_corpus(CorpusConfig(path=spec.meta.get("corpus", cfg.corpus.path)))
     split = split_ids(corpus, float(spec.meta.get("held_out", 0.2)), int(spec.meta.get("split_seed", 0)))
-    train = [t for i, t in zip(corpus.column("id").to_pylist(), corpus.column("text").to_pylist())
-             if split[i] == "train"]
+    train = [
+        t for i, t in zip(corpus.column("id").to_pylist(), corpus.column("text").to_pylist()) if split[i] == "train"
+    ]
     rng = np.random.default_rng(seed)
     return [train[i] for i in rng.choice(len(train), size=min(n, len(train)), replace=False)]
 
@@ -92,8 +106,9 @@ def template_texts(path: str, n: int, seed: int) -> list[str]:
     return expand(templates, suite="checklist", nsamples=per, seed=seed).cases.column("text").to_pylist()
 
 
-def coverage_rows(cfg: CheckrayConfig, s, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]],
-                  seed: int) -> list[dict]:
+def coverage_rows(
+    cfg: CheckrayConfig, s, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]], seed: int
+) -> list[dict]:
     c = s.coverage
     rng = np.random.default_rng(seed)
     ours = suite.column("text").to_pylist()
@@ -105,17 +120,26 @@ def coverage_rows(cfg: CheckrayConfig, s, suite: pa.Table, targets: Sequence[tup
     rows = []
     for spec, clf in targets:
         model, tok, max_len = clf.model, clf.tokenizer, getattr(clf, "max_length", 64)
-        low, high = neuron_bounds(layer_activations(model, tok, training_texts(spec, cfg, c.train_sample, seed), max_len))
+        low, high = neuron_bounds(
+            layer_activations(model, tok, training_texts(spec, cfg, c.train_sample, seed), max_len)
+        )
         for name, texts in (("S2LCT", ours), ("CheckList", theirs)):
             acts = layer_activations(model, tok, texts, max_len)
             for cov in coverage_curve(acts, low, high, sizes):
-                rows.append({"model": spec.name, "suite": name, "cases": cov.cases, "neurons": cov.neurons,
-                             "BoundCov": round(cov.bound_cov, 4), "SActCov": round(cov.sact_cov, 4)})
+                rows.append(
+                    {
+                        "model": spec.name,
+                        "suite": name,
+                        "cases": cov.cases,
+                        "neurons": cov.neurons,
+                        "BoundCov": round(cov.bound_cov, 4),
+                        "SActCov": round(cov.sact_cov, 4),
+                    }
+                )
     return rows
 
 
-def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]],
-                     s) -> list[dict]:
+def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]], s) -> list[dict]:
     """Eq. 5 on up to ``explain.failures`` failures per model: pass-to-fail expansions
     first, one per capability before a second one of any."""
     meta = case_meta(suite)
@@ -134,13 +158,27 @@ def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple
         for r in picked:
             tokens = r["text"].split()
             label = clf.labels.index(r["predicted"])
-            expl = minimal_tokens(tokens, lambda texts: np.asarray(clf.predict_proba(texts)), label,
-                                  s.explain.p_thresh, s.explain.mask_token)
-            rows.append({"model": spec.name, "capability": r["capability"], "kind": meta[r["case_id"]].get("kind"),
-                         "text": r["text"], "expected": r["expected_label"], "predicted": r["predicted"],
-                         "minimal tokens": " ".join(tokens[i] for i in expl.kept),
-                         "kept": f"{len(expl.kept)}/{len(tokens)}", "P(predicted)": round(expl.probability, 3),
-                         "reached": expl.reached})
+            expl = minimal_tokens(
+                tokens,
+                lambda texts, clf=clf: np.asarray(clf.predict_proba(texts)),
+                label,
+                s.explain.p_thresh,
+                s.explain.mask_token,
+            )
+            rows.append(
+                {
+                    "model": spec.name,
+                    "capability": r["capability"],
+                    "kind": meta[r["case_id"]].get("kind"),
+                    "text": r["text"],
+                    "expected": r["expected_label"],
+                    "predicted": r["predicted"],
+                    "minimal tokens": " ".join(tokens[i] for i in expl.kept),
+                    "kept": f"{len(expl.kept)}/{len(tokens)}",
+                    "P(predicted)": round(expl.probability, 3),
+                    "reached": expl.reached,
+                }
+            )
     return rows
 
 
@@ -150,8 +188,12 @@ def evaluate_suite(cfg: CheckrayConfig, s, suite: pa.Table, specs: list[ModelSpe
     seed = cfg.seed if s.seed is None else s.seed
     results, summary = run_benchmark(suite, specs, cfg, RunDir(f"{run.uri.rstrip('/')}/benchmark"))
     ev = Evaluation(results, summary, table3(results, suite))
-    torch_specs = [sp for sp in specs if sp.family == "hf" and (s.coverage.models is None or sp.name in s.coverage.models)]
-    explain_names = s.explain.models if s.explain.models is not None else [sp.name for sp in torch_specs] or [specs[0].name]
+    torch_specs = [
+        sp for sp in specs if sp.family == "hf" and (s.coverage.models is None or sp.name in s.coverage.models)
+    ]
+    explain_names = (
+        s.explain.models if s.explain.models is not None else [sp.name for sp in torch_specs] or [specs[0].name]
+    )
     loaded: dict[str, Any] = {}
 
     def model(spec: ModelSpec):

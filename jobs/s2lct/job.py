@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import pyarrow as pa
 import typer
@@ -37,9 +38,9 @@ from engine.s2lct.suite import suite_table
 from engine.schema import case_id
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
 from jobs.base import Job, run_job
-from jobs.zoo.resolve import select_models
 from jobs.config import CheckrayConfig, load_config
 from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
+from jobs.zoo.resolve import select_models
 
 SUITE_FILE, GRAMMAR_FILE, REPORT_FILE = "suite.parquet", "grammar.parquet", "report.html"
 
@@ -66,8 +67,9 @@ def preflight(s: S2lctConfig) -> None:
 
             benepar.Parser("benepar_en3")
         except Exception:
-            raise InputError("s2lct.parser is 'benepar' but benepar or its model benepar_en3 is not installed "
-                             "(use parser: auto)") from None
+            raise InputError(
+                "s2lct.parser is 'benepar' but benepar or its model benepar_en3 is not installed (use parser: auto)"
+            ) from None
     if filler_backend(s.filler) == "hf":
         from actors.embedder import resolve_model
 
@@ -75,8 +77,9 @@ def preflight(s: S2lctConfig) -> None:
 
 
 def read_reference(src: ReferenceSource, seed: int) -> list[str]:
-    table = read_corpus(CorpusConfig(path=src.path, text_column=src.text_column, label_column=None,
-                                     sample=src.sample, sample_seed=seed))
+    table = read_corpus(
+        CorpusConfig(path=src.path, text_column=src.text_column, label_column=None, sample=src.sample, sample_seed=seed)
+    )
     # IMDB reviews carry HTML line breaks.
     return [re.sub(r"<br\s*/?>", " ", t) for t in table.column("text").to_pylist()]
 
@@ -94,8 +97,17 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
     spec_digest = [file_digest(str(f)) for f in capability_files(s.capabilities or None)]
     # Parsing is the slow step: it sees (and fingerprints) only the fields it reads, so a
     # change of expansion or evaluation settings reuses it.
-    s = s.view("pipeline", "parser", "neutral_proxy", "neutral_label", "grammar_file", "reference", "capabilities",
-               "pool_size", "batch_size")
+    s = s.view(
+        "pipeline",
+        "parser",
+        "neutral_proxy",
+        "neutral_label",
+        "grammar_file",
+        "reference",
+        "capabilities",
+        "pool_size",
+        "batch_size",
+    )
 
     def run(ctx: StageContext):
         from actors.s2lct.parser import ParserActor
@@ -107,17 +119,28 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
         proxy = s.neutral_proxy and s.neutral_label not in labels
         reference = [] if s.grammar_file else [t for src in s.reference for t in read_reference(src, seed)]
         n = corpus.num_rows
-        table = pa.table({
-            "id": corpus.column("id").to_pylist() + [f"reference-{i}" for i in range(len(reference))],
-            "text": corpus.column("text").to_pylist() + reference,
-            "label": corpus.column("label").to_pylist() + [None] * len(reference),
-            "role": ["search"] * n + ["reference"] * len(reference)})
-        kwargs = dict(pipeline=s.pipeline, parser=s.parser, keep=("id", "text", "label"),
-                      specs=[sp.model_dump(mode="json") for sp in specs], neutral_proxy=proxy,
-                      neutral_label=s.neutral_label)
+        table = pa.table(
+            {
+                "id": corpus.column("id").to_pylist() + [f"reference-{i}" for i in range(len(reference))],
+                "text": corpus.column("text").to_pylist() + reference,
+                "label": corpus.column("label").to_pylist() + [None] * len(reference),
+                "role": ["search"] * n + ["reference"] * len(reference),
+            }
+        )
+        kwargs = dict(
+            pipeline=s.pipeline,
+            parser=s.parser,
+            keep=("id", "text", "label"),
+            specs=[sp.model_dump(mode="json") for sp in specs],
+            neutral_proxy=proxy,
+            neutral_label=s.neutral_label,
+        )
         parsed = ray_map(table, ParserActor, kwargs, s)
-        return {"search": parsed.slice(0, n), "reference": parsed.slice(n).select(["tokens", "tree"]),
-                "info": pa.table({"neutral_proxy": [proxy], "reference_documents": [len(reference)]})}
+        return {
+            "search": parsed.slice(0, n),
+            "reference": parsed.slice(n).select(["tokens", "tree"]),
+            "info": pa.table({"neutral_proxy": [proxy], "reference_documents": [len(reference)]}),
+        }
 
     return Stage("parse", run, config=[s, corpus_cfg, seed], external=(corpus_fingerprint(corpus_cfg), *spec_digest))
 
@@ -138,16 +161,21 @@ def grammar_stage(s: S2lctConfig) -> Stage:
         words = {w.lower() for entries in vocab.values() for w, _ in entries}
         uni, bi = count_ngrams(token_lists, keep=words)
         grammar = read_grammar(s.grammar_file) if s.grammar_file else grammar_table(count_productions(trees))
-        return {"data": grammar,
-                "vocabulary": pa.Table.from_pylist([{"tag": tag, "word": w, "count": c}
-                                                    for tag, entries in vocab.items() for w, c in entries]),
-                "unigrams": pa.table({"word": list(uni), "count": pa.array(list(uni.values()), pa.int64())}),
-                "bigrams": pa.table({"a": [a for a, _ in bi], "b": [b for _, b in bi],
-                                     "count": pa.array(list(bi.values()), pa.int64())}),
-                "sources": pa.table({"trees": [len(trees)]})}
+        return {
+            "data": grammar,
+            "vocabulary": pa.Table.from_pylist(
+                [{"tag": tag, "word": w, "count": c} for tag, entries in vocab.items() for w, c in entries]
+            ),
+            "unigrams": pa.table({"word": list(uni), "count": pa.array(list(uni.values()), pa.int64())}),
+            "bigrams": pa.table(
+                {"a": [a for a, _ in bi], "b": [b for _, b in bi], "count": pa.array(list(bi.values()), pa.int64())}
+            ),
+            "sources": pa.table({"trees": [len(trees)]}),
+        }
 
-    return Stage("grammar", run, inputs=("parse",), config=[s],
-                 external=(file_digest(s.grammar_file),) if s.grammar_file else ())
+    return Stage(
+        "grammar", run, inputs=("parse",), config=[s], external=(file_digest(s.grammar_file),) if s.grammar_file else ()
+    )
 
 
 def read_grammar(path: str) -> pa.Table:
@@ -181,13 +209,23 @@ def seed_rows(specs: list[CapabilitySpec], searched: pa.Table, s: S2lctConfig, s
             suite = f"{s.suite}-{spec.id}"
             # LC1/LC2 expansions must satisfy the rule that found their seed again.
             rule = spec.rule(sd["rules"][0]) if spec.recheck_rule and not spec.transforms else None
-            out.append({"case_id": case_id(METHOD, suite, sd["text"], sd["label"]), "capability_id": spec.id,
-                        "capability": spec.name, "suite": suite, "text": sd["text"], "label": sd["label"],
-                        "sources": json.dumps(sd["sources"]), "rules": json.dumps(sd["rules"]),
-                        "template_id": sd["template_id"], "accepts": json.dumps(sd["accepts"]),
-                        "label_source": "lexicon-proxy" if proxy and set(sd["rules"]) & neutral_rules else "corpus",
-                        "found": json.dumps({name: len(v) for name, v in found.items()}),
-                        "rule": json.dumps(rule.model_dump(mode="json")) if rule else None})
+            out.append(
+                {
+                    "case_id": case_id(METHOD, suite, sd["text"], sd["label"]),
+                    "capability_id": spec.id,
+                    "capability": spec.name,
+                    "suite": suite,
+                    "text": sd["text"],
+                    "label": sd["label"],
+                    "sources": json.dumps(sd["sources"]),
+                    "rules": json.dumps(sd["rules"]),
+                    "template_id": sd["template_id"],
+                    "accepts": json.dumps(sd["accepts"]),
+                    "label_source": "lexicon-proxy" if proxy and set(sd["rules"]) & neutral_rules else "corpus",
+                    "found": json.dumps({name: len(v) for name, v in found.items()}),
+                    "rule": json.dumps(rule.model_dump(mode="json")) if rule else None,
+                }
+            )
     return out
 
 
@@ -216,13 +254,27 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
         uni = ctx.input("grammar", "unigrams")
         bi = ctx.input("grammar", "bigrams")
         f = s.filler
-        kwargs = dict(reference={k: [(list(r), n) for r, n in v] for k, v in reference.items()}, vocabulary=vocab,
-                      unigrams=dict(zip(uni.column("word").to_pylist(), uni.column("count").to_pylist())),
-                      bigrams=list(zip(*(bi.column(c).to_pylist() for c in ("a", "b", "count")))),
-                      parser_pipeline=s.pipeline, parser=s.parser, backend=filler_backend(f), pipeline=f.pipeline,
-                      hf_model=f.hf_model, k=s.k, max_masks=s.max_masks, candidates=f.candidates, keep=f.keep,
-                      window=f.window, vector_weight=f.vector_weight, min_score=f.min_score,
-                      fillable=tuple(s.fillable_tags), seed=seed, keep_columns=("case_id",))
+        kwargs = dict(
+            reference={k: [(list(r), n) for r, n in v] for k, v in reference.items()},
+            vocabulary=vocab,
+            unigrams=dict(zip(uni.column("word").to_pylist(), uni.column("count").to_pylist())),
+            bigrams=list(zip(*(bi.column(c).to_pylist() for c in ("a", "b", "count")))),
+            parser_pipeline=s.pipeline,
+            parser=s.parser,
+            backend=filler_backend(f),
+            pipeline=f.pipeline,
+            hf_model=f.hf_model,
+            k=s.k,
+            max_masks=s.max_masks,
+            candidates=f.candidates,
+            keep=f.keep,
+            window=f.window,
+            vector_weight=f.vector_weight,
+            min_score=f.min_score,
+            fillable=tuple(s.fillable_tags),
+            seed=seed,
+            keep_columns=("case_id",),
+        )
         out = ray_map(seeds.select(["case_id", "text", "rule"]), ExpansionActor, kwargs, s, batch_size=16)
         return {"data": out}
 
@@ -262,8 +314,9 @@ class S2lctJob(Job[S2lctConfig]):
         return s2lct_sections(runner, suite, grammar, self.capabilities, s, evaluation)
 
 
-def run_s2lct(cfg: CheckrayConfig, out: str,
-              specs: Sequence[ModelSpec] | None = None) -> tuple[RunDir, list[ReportSection]]:
+def run_s2lct(
+    cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] | None = None
+) -> tuple[RunDir, list[ReportSection]]:
     """Run the job into ``out``; with model ``specs`` (or ``s2lct.models``) also the
     benchmark, Table 3, coverage and explanations. Returns the run dir and report sections."""
     result = run_job(S2lctJob(cfg, specs), out)
@@ -271,9 +324,13 @@ def run_s2lct(cfg: CheckrayConfig, out: str,
 
 
 def s2lct_command(
-    corpus: Optional[str] = typer.Option(None, "--corpus", help="Labeled corpus (.parquet/.csv/.jsonl) or builtin:<name>."),
+    corpus: Optional[str] = typer.Option(
+        None, "--corpus", help="Labeled corpus (.parquet/.csv/.jsonl) or builtin:<name>."
+    ),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory (local path or s3://...)."),
-    models: Optional[str] = typer.Option(None, "--models", "-m", help="Model registry (zoo.yaml): benchmark the suite."),
+    models: Optional[str] = typer.Option(
+        None, "--models", "-m", help="Model registry (zoo.yaml): benchmark the suite."
+    ),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with an 's2lct' section."),
     text_column: Optional[str] = typer.Option(None, "--text-column"),
     label_column: Optional[str] = typer.Option(None, "--label-column"),
@@ -283,10 +340,19 @@ def s2lct_command(
     k: Optional[int] = typer.Option(None, "-k", help="Masked sentences per seed (Algorithm 1)."),
 ):
     """S²LCT: seeds found by capability rules, expanded where a reference grammar says sentences have more."""
-    cfg = load_config(config, {
-        "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
-        "s2lct.models": models, "s2lct.capabilities": capabilities or None, "s2lct.search_sample": sample,
-        "s2lct.max_seeds": max_seeds, "s2lct.k": k, "out": out,
-    })
+    cfg = load_config(
+        config,
+        {
+            "corpus.path": corpus,
+            "corpus.text_column": text_column,
+            "corpus.label_column": label_column,
+            "s2lct.models": models,
+            "s2lct.capabilities": capabilities or None,
+            "s2lct.search_sample": sample,
+            "s2lct.max_seeds": max_seeds,
+            "s2lct.k": k,
+            "out": out,
+        },
+    )
     run = run_job(S2lctJob(cfg)).run
     typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REPORT_FILE}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -38,19 +38,30 @@ def generation_section(runner: StageRunner, suite: pa.Table, capabilities: Seque
     rows = []
     for spec in capabilities:
         k = kinds.get(spec.name, Counter())
-        rows.append({"capability": spec.name,
-                     "sentences found (per rule)": ", ".join(f"{r}: {n}" for r, n in found.get(spec.id, {}).items()) or "0",
-                     "seeds": k["seed"], "masked sentences": masked_per[spec.id], "expansions": k["expansion"],
-                     "fills rejected (reason: count)": ", ".join(f"{r}: {n}" for r, n in
-                                                                 sorted(rejected.get(spec.id, {}).items()))})
+        rows.append(
+            {
+                "capability": spec.name,
+                "sentences found (per rule)": ", ".join(f"{r}: {n}" for r, n in found.get(spec.id, {}).items()) or "0",
+                "seeds": k["seed"],
+                "masked sentences": masked_per[spec.id],
+                "expansions": k["expansion"],
+                "fills rejected (reason: count)": ", ".join(
+                    f"{r}: {n}" for r, n in sorted(rejected.get(spec.id, {}).items())
+                ),
+            }
+        )
     n_seeds = sum(k["seed"] for k in kinds.values())
     n_exp = sum(k["expansion"] for k in kinds.values())
-    summary = (f"{n_seeds} seeds and {n_exp} expansions in {len(kinds)} capabilities; parser: {', '.join(sorted(parsers))}; "
-               f"mask filler: {filler_name(s.filler)}; k = {s.k} masked sentences per seed, up to {s.filler.keep} "
-               f"validated fills each.")
+    summary = (
+        f"{n_seeds} seeds and {n_exp} expansions in {len(kinds)} capabilities; parser: {', '.join(sorted(parsers))}; "
+        f"mask filler: {filler_name(s.filler)}; k = {s.k} masked sentences per seed, up to {s.filler.keep} "
+        f"validated fills each."
+    )
     if any(sd["label_source"] == "lexicon-proxy" for sd in seeds):
-        summary += (" The corpus has no neutral label: a sentence without any polar word (VADER/AFINN) "
-                    "stands for a neutral one (meta.label_source = lexicon-proxy).")
+        summary += (
+            " The corpus has no neutral label: a sentence without any polar word (VADER/AFINN) "
+            "stands for a neutral one (meta.label_source = lexicon-proxy)."
+        )
     return Section("S²LCT · seeds and expansions per capability", [table_html(rows)], summary)
 
 
@@ -68,12 +79,21 @@ def examples_section(suite: pa.Table, per_capability: int = 2) -> Section:
             continue
         shown[seed["capability"]] += 1
         for child in children[cid][:3]:
-            out.append({"capability": seed["capability"].split(":")[0], "label": seed["expected_label"],
-                        "seed": seed["text"], "masked": child["m"]["masked"],
-                        "production → reference": f"{child['m']['production']} → {child['m']['reference_production']}",
-                        "expansion": child["text"]})
-    return Section("S²LCT · example expansions", [table_html(out)],
-                   "Seeds with masked sentences from Algorithm 1 and the validated fills.")
+            out.append(
+                {
+                    "capability": seed["capability"].split(":")[0],
+                    "label": seed["expected_label"],
+                    "seed": seed["text"],
+                    "masked": child["m"]["masked"],
+                    "production → reference": f"{child['m']['production']} → {child['m']['reference_production']}",
+                    "expansion": child["text"],
+                }
+            )
+    return Section(
+        "S²LCT · example expansions",
+        [table_html(out)],
+        "Seeds with masked sentences from Algorithm 1 and the validated fills.",
+    )
 
 
 def grammar_section(grammar: pa.Table, runner: StageRunner, top: int = 25) -> Section:
@@ -81,18 +101,32 @@ def grammar_section(grammar: pa.Table, runner: StageRunner, top: int = 25) -> Se
     documents = runner.output("parse", "info").column("reference_documents")[0].as_py()
     lhs = Counter(grammar.column("lhs").to_pylist())
     rows = grammar.sort_by([("count", "descending")]).slice(0, top).to_pylist()
-    summary = (f"{grammar.num_rows} distinct productions over {len(lhs)} left-hand sides, from {trees} parse trees "
-               f"({documents} reference documents, plus the searched corpus when configured). Most frequent:")
+    summary = (
+        f"{grammar.num_rows} distinct productions over {len(lhs)} left-hand sides, from {trees} parse trees "
+        f"({documents} reference documents, plus the searched corpus when configured). Most frequent:"
+    )
     return Section("S²LCT · reference grammar", [table_html(rows)], summary)
 
 
 def table3_section(evaluation) -> Section:
-    rows = [{"capability": r["capability"], "model": r["model"], "#seeds": r["seeds"],
-             "seed fails %": r["seed_fail_pct"], "#exps": r["expansions"], "exp fails %": r["exp_fail_pct"],
-             "#pass→fail": r["pass_to_fail"]} for r in sorted(evaluation.table3, key=lambda r: (r["capability"], r["model"]))]
-    return Section("S²LCT · Table 3 per model", [table_html(rows, max_rows=400)],
-                   "Failure rates of seeds and expansions per capability and model; pass→fail counts expansions "
-                   "that fail while their seed passes.")
+    rows = [
+        {
+            "capability": r["capability"],
+            "model": r["model"],
+            "#seeds": r["seeds"],
+            "seed fails %": r["seed_fail_pct"],
+            "#exps": r["expansions"],
+            "exp fails %": r["exp_fail_pct"],
+            "#pass→fail": r["pass_to_fail"],
+        }
+        for r in sorted(evaluation.table3, key=lambda r: (r["capability"], r["model"]))
+    ]
+    return Section(
+        "S²LCT · Table 3 per model",
+        [table_html(rows, max_rows=400)],
+        "Failure rates of seeds and expansions per capability and model; pass→fail counts expansions "
+        "that fail while their seed passes.",
+    )
 
 
 def coverage_section(evaluation) -> Section:
@@ -101,24 +135,41 @@ def coverage_section(evaluation) -> Section:
     blocks = []
     if evaluation.coverage:
         long = [{**r, "metric": m, "value": r[m]} for r in evaluation.coverage for m in ("BoundCov", "SActCov")]
-        fig = px.line(long, x="cases", y="value", color="suite", facet_col="metric", facet_row="model", markers=True,
-                      title="Neuron boundary coverage (bounds from the model's training sentences)")
+        fig = px.line(
+            long,
+            x="cases",
+            y="value",
+            color="suite",
+            facet_col="metric",
+            facet_row="model",
+            markers=True,
+            title="Neuron boundary coverage (bounds from the model's training sentences)",
+        )
         blocks += [figure_html(fig), table_html(evaluation.coverage)]
-    summary = " ".join(evaluation.notes) or ("BoundCov and SActCov (Eq. 3–4) of equal-size random samples of the "
-                                             "S²LCT suite and of the CheckList template suite.")
+    summary = " ".join(evaluation.notes) or (
+        "BoundCov and SActCov (Eq. 3–4) of equal-size random samples of the "
+        "S²LCT suite and of the CheckList template suite."
+    )
     return Section("S²LCT · neuron coverage", blocks, summary)
 
 
 def explanations_section(evaluation) -> Section:
-    return Section("S²LCT · minimal-token explanations", [table_html(evaluation.explanations)],
-                   "Eq. 5: tokens unmasked in occlusion-attribution order until the wrong label keeps "
-                   "probability >= the threshold.")
+    return Section(
+        "S²LCT · minimal-token explanations",
+        [table_html(evaluation.explanations)],
+        "Eq. 5: tokens unmasked in occlusion-attribution order until the wrong label keeps "
+        "probability >= the threshold.",
+    )
 
 
-def s2lct_sections(runner: StageRunner, suite: pa.Table, grammar: pa.Table, capabilities: Sequence[CapabilitySpec],
-                   s, evaluation=None) -> list[Section]:
-    sections = [generation_section(runner, suite, capabilities, s), examples_section(suite),
-                grammar_section(grammar, runner)]
+def s2lct_sections(
+    runner: StageRunner, suite: pa.Table, grammar: pa.Table, capabilities: Sequence[CapabilitySpec], s, evaluation=None
+) -> list[Section]:
+    sections = [
+        generation_section(runner, suite, capabilities, s),
+        examples_section(suite),
+        grammar_section(grammar, runner),
+    ]
     if evaluation is not None:
         sections += [table3_section(evaluation), coverage_section(evaluation)]
         if evaluation.explanations:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import typer
 
-from jobs.config import CheckrayConfig, load_config
 from engine.errors import InputError
 from engine.report import Section, table_html
 from engine.stages import RunDir, StageRunner
 from engine.templates.expand import Expansion, expand, read_spec
 from jobs.base import Job, run_job
+from jobs.config import CheckrayConfig, load_config
 from jobs.templates.config import TemplatesConfig
 
 SUITE_FILE = "suite.parquet"
@@ -51,13 +51,23 @@ class TemplatesJob(Job[TemplatesConfig]):
 
     def publish(self, runner: StageRunner) -> list[Section]:
         t = self.conf
-        self.expansion = expand(read_spec(t.spec, t.label_map), suite=t.suite or Path(t.spec).stem,
-                                nsamples=t.nsamples or None, seed=self.seed, max_combinations=t.max_combinations)
+        self.expansion = expand(
+            read_spec(t.spec, t.label_map),
+            suite=t.suite or Path(t.spec).stem,
+            nsamples=t.nsamples or None,
+            seed=self.seed,
+            max_combinations=t.max_combinations,
+        )
         runner.run.write_table(SUITE_FILE, self.expansion.cases)
         caps = self.expansion.cases.column("capability").to_pylist()
         rows = [{"capability": c, "cases": caps.count(c)} for c in sorted(set(caps))]
-        return [Section("CheckList template suite", [table_html(rows)],
-                        f"{self.expansion.cases.num_rows} MFT cases expanded from {t.spec}.")]
+        return [
+            Section(
+                "CheckList template suite",
+                [table_html(rows)],
+                f"{self.expansion.cases.num_rows} MFT cases expanded from {t.spec}.",
+            )
+        ]
 
 
 def run_templates(cfg: CheckrayConfig, out: str) -> tuple[RunDir, Expansion]:
@@ -67,8 +77,10 @@ def run_templates(cfg: CheckrayConfig, out: str) -> tuple[RunDir, Expansion]:
 
 def summary_line(run: RunDir, expansion: Expansion, nsamples: int) -> str:
     counts = ", ".join(f"{cap} {n}" for cap, n in sorted(expansion.per_capability.items()))
-    line = (f"templates: {expansion.cases.num_rows} cases from {expansion.templates} templates "
-            f"({counts}); {expansion.duplicates} duplicates dropped")
+    line = (
+        f"templates: {expansion.cases.num_rows} cases from {expansion.templates} templates "
+        f"({counts}); {expansion.duplicates} duplicates dropped"
+    )
     if expansion.short:
         n = len(expansion.short)
         line += f"; {n} template{'s' if n > 1 else ''} gave fewer than {nsamples} (small or self-duplicating product)"
@@ -85,10 +97,16 @@ def templates_command(
     config: Path | None = typer.Option(None, "--config", "-c", help="YAML config with a 'templates' section."),
 ):
     """Expand CheckList-style templates into an MFT test suite (suite.parquet)."""
-    cfg = load_config(config, {
-        "templates.spec": spec, "templates.nsamples": nsamples, "templates.seed": seed,
-        "templates.suite": suite, "templates.label_map": parse_label_map(label_map) if label_map else None,
-        "out": out,
-    })
+    cfg = load_config(
+        config,
+        {
+            "templates.spec": spec,
+            "templates.nsamples": nsamples,
+            "templates.seed": seed,
+            "templates.suite": suite,
+            "templates.label_map": parse_label_map(label_map) if label_map else None,
+            "out": out,
+        },
+    )
     run, expansion = run_templates(cfg, cfg.out)
     typer.echo(summary_line(run, expansion, cfg.section("templates").nsamples))

@@ -47,12 +47,12 @@ from engine.testaug.prompt import (
     seed_keys,
 )
 from jobs.base import Job, run_job
-from jobs.zoo.resolve import select_models
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
 from jobs.testaug.config import TestAugConfig
 from jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
 from jobs.testaug.report import testaug_sections
+from jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
 METHOD = "testaug"
@@ -77,28 +77,64 @@ def generation_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description],
     """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM. The
     stage sees only what shapes the prompts and the descriptions they come from, so a
     change of the validity, expansion or evaluation settings reuses the answers."""
-    t = t.view("prompts_per_description", "demonstrations", "cases_per_prompt", "generation", "spec", "label_map",
-               "seeds_per_template", "descriptions", "max_descriptions")
+    t = t.view(
+        "prompts_per_description",
+        "demonstrations",
+        "cases_per_prompt",
+        "generation",
+        "spec",
+        "label_map",
+        "seeds_per_template",
+        "descriptions",
+        "max_descriptions",
+    )
 
     def run(ctx: StageContext):
         rows = []
         for p in range(t.prompts_per_description):  # one batch per round: every description at once
-            shown = [sample_seeds(d, t.demonstrations, np.random.default_rng([seed, p, i]))
-                     for i, d in enumerate(descs)]
-            messages = [load_prompt("testaug_generate_pair" if d.is_pair else "testaug_generate").render(
-                description=d.description, examples=prompt_examples(s), n=t.cases_per_prompt)
-                for d, s in zip(descs, shown)]
+            shown = [
+                sample_seeds(d, t.demonstrations, np.random.default_rng([seed, p, i])) for i, d in enumerate(descs)
+            ]
+            messages = [
+                load_prompt("testaug_generate_pair" if d.is_pair else "testaug_generate").render(
+                    description=d.description, examples=prompt_examples(s), n=t.cases_per_prompt
+                )
+                for d, s in zip(descs, shown)
+            ]
             answers = chat(messages, t.generation.model_copy(update={"seed": seed + p}))
-            rows += [{"key": d.key, "prompt": p, "answer": a.text, "finish_reason": a.finish_reason,
-                      "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s])}
-                     for d, s, a in zip(descs, shown, answers)]
-        return {"data": pa.Table.from_pylist(rows, schema=pa.schema(
-            [("key", pa.string()), ("prompt", pa.int64()), ("answer", pa.string()), ("finish_reason", pa.string()),
-             ("seeds", pa.string())]))}
+            rows += [
+                {
+                    "key": d.key,
+                    "prompt": p,
+                    "answer": a.text,
+                    "finish_reason": a.finish_reason,
+                    "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s]),
+                }
+                for d, s, a in zip(descs, shown, answers)
+            ]
+        return {
+            "data": pa.Table.from_pylist(
+                rows,
+                schema=pa.schema(
+                    [
+                        ("key", pa.string()),
+                        ("prompt", pa.int64()),
+                        ("answer", pa.string()),
+                        ("finish_reason", pa.string()),
+                        ("seeds", pa.string()),
+                    ]
+                ),
+            )
+        }
 
     prompts = [load_prompt(n).sections for n in ("testaug_generate", "testaug_generate_pair")]
-    return Stage("generate", run, config=[t, llm, seed, prompts, getattr(chat, "name", "llm")],
-                 external=(file_digest(t.spec),), version=VERSION)
+    return Stage(
+        "generate",
+        run,
+        config=[t, llm, seed, prompts, getattr(chat, "name", "llm")],
+        external=(file_digest(t.spec),),
+        version=VERSION,
+    )
 
 
 def parse_stage(descs: list[Description]) -> Stage:
@@ -114,16 +150,34 @@ def parse_stage(descs: list[Description]) -> Stage:
                 parse = parse_pair_cases if d.is_pair else parse_single_cases
                 for case in parse(a["answer"] or "", count, truncated=a["finish_reason"] == "length"):
                     text, pair = (case, None) if isinstance(case, str) else case
-                    found.append({"key": d.key, "prompt": a["prompt"], "text": text, "text_pair": pair,
-                                  "seeds": a["seeds"]})
+                    found.append(
+                        {"key": d.key, "prompt": a["prompt"], "text": text, "text_pair": pair, "seeds": a["seeds"]}
+                    )
             kept, dropped = dedupe(found, seed_keys(d))
             rows += kept
             reasons = count_finish_reasons([make_generation(a["answer"], a["finish_reason"]) for a in mine])
-            parsing.append({"key": d.key, "answers": count.outputs, "parsed": count.items, "unparsed": count.unparsed,
-                            "duplicates": dropped, "kept": len(kept), "truncated": reasons["length"],
-                            "empty": reasons["empty"] + reasons["error"], "examples": " | ".join(count.examples)})
-        schema = pa.schema([("key", pa.string()), ("prompt", pa.int64()), ("text", pa.string()),
-                            ("text_pair", pa.string()), ("seeds", pa.string())])
+            parsing.append(
+                {
+                    "key": d.key,
+                    "answers": count.outputs,
+                    "parsed": count.items,
+                    "unparsed": count.unparsed,
+                    "duplicates": dropped,
+                    "kept": len(kept),
+                    "truncated": reasons["length"],
+                    "empty": reasons["empty"] + reasons["error"],
+                    "examples": " | ".join(count.examples),
+                }
+            )
+        schema = pa.schema(
+            [
+                ("key", pa.string()),
+                ("prompt", pa.int64()),
+                ("text", pa.string()),
+                ("text_pair", pa.string()),
+                ("seeds", pa.string()),
+            ]
+        )
         return {"data": pa.Table.from_pylist(rows, schema=schema), "parsing": pa.Table.from_pylist(parsing)}
 
     return Stage("parse", run, inputs=("generate",), version=PARSER_VERSION)
@@ -150,25 +204,63 @@ def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage
                     continue  # a template met before draws the same cases again
                 made.append(new.texts)
                 try:
-                    template, drawn = expand_new_template(new, d.capability, d.label, d.description,
-                                                          t.expansion_per_template, seed, f"{d.key}: {r['text']}")
+                    template, drawn = expand_new_template(
+                        new,
+                        d.capability,
+                        d.label,
+                        d.description,
+                        t.expansion_per_template,
+                        seed,
+                        f"{d.key}: {r['text']}",
+                    )
                 except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
                     continue
-                fresh, _ = dedupe([{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f}
-                                   for x, f in drawn], seen)
+                fresh, _ = dedupe(
+                    [{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f} for x, f in drawn], seen
+                )
                 fresh = fresh[: t.max_expansion_per_description - produced]
                 produced += len(fresh)
-                new_templates.append({"key": d.key, "template": json.dumps(new.texts), "slots": sorted(new.slots),
-                                      "template_id": template.template_id, "source": r["text"], "cases": len(fresh)})
-                rows += [{"key": d.key, "text": c["text"], "text_pair": c["text_pair"], "template": json.dumps(new.texts),
-                          "template_id": template.template_id, "source": r["text"],
-                          "filling": json.dumps(c["filling"])} for c in fresh]
-        schema = pa.schema([(n, pa.string()) for n in ("key", "text", "text_pair", "template", "template_id",
-                                                       "source", "filling")])
-        return {"data": pa.Table.from_pylist(rows, schema=schema),
-                "templates": pa.Table.from_pylist(new_templates, schema=pa.schema(
-                    [("key", pa.string()), ("template", pa.string()), ("slots", pa.list_(pa.string())),
-                     ("template_id", pa.string()), ("source", pa.string()), ("cases", pa.int64())]))}
+                new_templates.append(
+                    {
+                        "key": d.key,
+                        "template": json.dumps(new.texts),
+                        "slots": sorted(new.slots),
+                        "template_id": template.template_id,
+                        "source": r["text"],
+                        "cases": len(fresh),
+                    }
+                )
+                rows += [
+                    {
+                        "key": d.key,
+                        "text": c["text"],
+                        "text_pair": c["text_pair"],
+                        "template": json.dumps(new.texts),
+                        "template_id": template.template_id,
+                        "source": r["text"],
+                        "filling": json.dumps(c["filling"]),
+                    }
+                    for c in fresh
+                ]
+        schema = pa.schema(
+            [(n, pa.string()) for n in ("key", "text", "text_pair", "template", "template_id", "source", "filling")]
+        )
+        return {
+            "data": pa.Table.from_pylist(rows, schema=schema),
+            "templates": pa.Table.from_pylist(
+                new_templates,
+                schema=pa.schema(
+                    [
+                        ("key", pa.string()),
+                        ("template", pa.string()),
+                        ("slots", pa.list_(pa.string())),
+                        ("template_id", pa.string()),
+                        ("source", pa.string()),
+                        ("cases", pa.int64()),
+                    ]
+                ),
+            ),
+        }
 
     return Stage("expand", run, inputs=("validity",), config=[t, seed], version=EXPAND_VERSION)
 
@@ -179,8 +271,9 @@ def shown_seed(entry: str) -> SeedCase:
     return SeedCase("", None, template_id, json.loads(filling))
 
 
-def build_suites(t: TestAugConfig, descs: list[Description], valid: pa.Table, expanded: pa.Table,
-                 generator: str, seed: int) -> tuple[pa.Table, pa.Table]:
+def build_suites(
+    t: TestAugConfig, descs: list[Description], valid: pa.Table, expanded: pa.Table, generator: str, seed: int
+) -> tuple[pa.Table, pa.Table]:
     """(TestAug suite: <suite>-gpt + <suite>-expansion, template-only baseline suite)."""
     by_key = {d.key: d for d in descs}
     rows = []
@@ -188,37 +281,79 @@ def build_suites(t: TestAugConfig, descs: list[Description], valid: pa.Table, ex
         if not r["kept"]:
             continue
         d = by_key[r["key"]]
-        rows.append(_case(f"{t.suite}-gpt", d, r["text"], r["text_pair"], "testaug_generate", generator, seed,
-                          {"prompt": r["prompt"], "validity": r["decided_by"], "valid_p": r["valid_p"]}))
+        rows.append(
+            _case(
+                f"{t.suite}-gpt",
+                d,
+                r["text"],
+                r["text_pair"],
+                "testaug_generate",
+                generator,
+                seed,
+                {"prompt": r["prompt"], "validity": r["decided_by"], "valid_p": r["valid_p"]},
+            )
+        )
     for r in expanded.to_pylist():
         d = by_key[r["key"]]
-        rows.append(_case(f"{t.suite}-expansion", d, r["text"], r["text_pair"], r["template_id"], "testaug-expansion",
-                          seed, {"template": json.loads(r["template"]), "source": r["source"],
-                                 "fillings": json.loads(r["filling"])}))
+        rows.append(
+            _case(
+                f"{t.suite}-expansion",
+                d,
+                r["text"],
+                r["text_pair"],
+                r["template_id"],
+                "testaug-expansion",
+                seed,
+                {"template": json.loads(r["template"]), "source": r["source"], "fillings": json.loads(r["filling"])},
+            )
+        )
     base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=t.baseline_nsamples, seed=seed)
     desc_of = {x.template_id: d for d in descs for x in d.templates}
-    base_rows = [{**r, "topic": desc_of[r["provenance"]["template_id"]].description,
-                  "meta": {**json.loads(r["meta"]), "description_key": desc_of[r["provenance"]["template_id"]].key}}
-                 for r in base.cases.to_pylist()]
+    base_rows = [
+        {
+            **r,
+            "topic": desc_of[r["provenance"]["template_id"]].description,
+            "meta": {**json.loads(r["meta"]), "description_key": desc_of[r["provenance"]["template_id"]].key},
+        }
+        for r in base.cases.to_pylist()
+    ]
     return make_cases(rows), make_cases(base_rows)
 
 
-def _case(suite: str, d: Description, text: str, pair: str | None, template_id: str, generator: str, seed: int,
-          meta: dict) -> dict:
-    return {"suite": suite, "method": METHOD, "capability": d.capability, "topic": d.description, "text": text,
-            "text_pair": pair, "expected_label": d.label, "test_type": "MFT",
-            "provenance": {"source_id": None, "template_id": template_id, "generator": generator, "seed": seed},
-            "meta": {"description": d.description, "description_key": d.key, **meta}}
+def _case(
+    suite: str, d: Description, text: str, pair: str | None, template_id: str, generator: str, seed: int, meta: dict
+) -> dict:
+    return {
+        "suite": suite,
+        "method": METHOD,
+        "capability": d.capability,
+        "topic": d.description,
+        "text": text,
+        "text_pair": pair,
+        "expected_label": d.label,
+        "test_type": "MFT",
+        "provenance": {"source_id": None, "template_id": template_id, "generator": generator, "seed": seed},
+        "meta": {"description": d.description, "description_key": d.key, **meta},
+    }
 
 
 def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
     """Each description's phase-1 sample; ``validity`` is people's label when known, else
     null for an annotator to fill (the LLM's verdict is shown as ``llm_validity``)."""
     by_key = {d.key: d for d in descs}
-    return [{"description": by_key[r["key"]].description, "capability": by_key[r["key"]].capability,
-             "label": by_key[r["key"]].label, "text": r["text"], "text_pair": r["text_pair"],
-             "validity": r["valid_people"], "llm_validity": r["valid_llm"]}
-            for r in valid.to_pylist() if r["first_sample"]]
+    return [
+        {
+            "description": by_key[r["key"]].description,
+            "capability": by_key[r["key"]].capability,
+            "label": by_key[r["key"]].label,
+            "text": r["text"],
+            "text_pair": r["text_pair"],
+            "validity": r["valid_people"],
+            "llm_validity": r["valid_llm"],
+        }
+        for r in valid.to_pylist()
+        if r["first_sample"]
+    ]
 
 
 class TestAugJob(Job[TestAugConfig]):
@@ -256,8 +391,9 @@ class TestAugJob(Job[TestAugConfig]):
             yield validity_stage(t, llm, self.descs, chat)
         yield expand_stage(t, self.descs, self.seed)
         # The suites are what the later stages measure; publish writes them.
-        self.suite, self.baseline = build_suites(t, self.descs, self.runner.output("validity"),
-                                                 self.runner.output("expand"), self.generator, self.seed)
+        self.suite, self.baseline = build_suites(
+            t, self.descs, self.runner.output("validity"), self.runner.output("expand"), self.generator, self.seed
+        )
         yield diversity_stage(t, self.descs, self.suite, self.baseline)
         if self.specs and t.patch.enabled:
             yield patch_stage(self.cfg, self.suite, self.baseline, self.specs)
@@ -269,12 +405,17 @@ class TestAugJob(Job[TestAugConfig]):
         sheet = annotation_sheet(runner.output("validity"), self.descs)
         run.write_text(ANNOTATE_FILE, "".join(json.dumps(r) + "\n" for r in sheet))
         summary = benchmark_step(self.cfg, run, self.suite, self.baseline, self.specs) if self.specs else None
-        return testaug_sections(runner, self.conf, self.descs, self.suite, self.baseline, summary, self.specs,
-                                self.generator)
+        return testaug_sections(
+            runner, self.conf, self.descs, self.suite, self.baseline, summary, self.specs, self.generator
+        )
 
 
-def run_testaug(cfg: CheckrayConfig, out: str | None, specs: Sequence[ModelSpec] | None = None, chat=None,
-                ) -> tuple[RunDir, list[ReportSection]]:
+def run_testaug(
+    cfg: CheckrayConfig,
+    out: str | None,
+    specs: Sequence[ModelSpec] | None = None,
+    chat=None,
+) -> tuple[RunDir, list[ReportSection]]:
     """Run the job; ``specs`` (else ``testaug.models``) get failure rates and Table 3;
     ``chat`` defaults to the configured LLM actor pool. Returns the run dir and report sections."""
     result = run_job(TestAugJob(cfg, specs, chat=chat), out)
@@ -291,8 +432,17 @@ def testaug_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (testaug: and llm: sections)."),
 ):
     """Generate capability tests with an LLM (TestAug): filter, expand, measure diversity and bugs found."""
-    cfg = load_config(config, {"testaug.spec": spec, "testaug.validity": validity, "testaug.annotations": annotations,
-                               "testaug.models": models, "llm.backend": backend, "out": out})
+    cfg = load_config(
+        config,
+        {
+            "testaug.spec": spec,
+            "testaug.validity": validity,
+            "testaug.annotations": annotations,
+            "testaug.models": models,
+            "llm.backend": backend,
+            "out": out,
+        },
+    )
     run, _ = run_testaug(cfg, cfg.out)
     suite = run.read_table(SUITE_FILE, columns=["suite"]).column("suite").to_pylist()
     counts = ", ".join(f"{s} {suite.count(s)}" for s in sorted(set(suite)))

@@ -21,11 +21,21 @@ from jobs.benchmark.config import BenchmarkConfig
 from jobs.config import CheckrayConfig
 from jobs.testaug.config import TestAugConfig
 
-VALIDITY_SCHEMA = pa.schema([
-    ("key", pa.string()), ("prompt", pa.int64()), ("text", pa.string()), ("text_pair", pa.string()),
-    ("seeds", pa.string()), ("first_sample", pa.bool_()), ("valid_people", pa.int64()), ("valid_llm", pa.int64()),
-    ("valid_p", pa.float64()), ("kept", pa.bool_()), ("decided_by", pa.string()),
-])
+VALIDITY_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("prompt", pa.int64()),
+        ("text", pa.string()),
+        ("text_pair", pa.string()),
+        ("seeds", pa.string()),
+        ("first_sample", pa.bool_()),
+        ("valid_people", pa.int64()),
+        ("valid_llm", pa.int64()),
+        ("valid_p", pa.float64()),
+        ("kept", pa.bool_()),
+        ("decided_by", pa.string()),
+    ]
+)
 
 
 def _flag(value) -> int | None:
@@ -42,8 +52,10 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         cases = ctx.input("parse").to_pylist()
         people = {}
         if t.annotations:
-            people = {(normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
-                      for r in read_annotations(t.annotations)}
+            people = {
+                (normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
+                for r in read_annotations(t.annotations)
+            }
         clf = ValidityClassifier.load(t.validity) if t.validity else None
         probs = clf.predict_proba([classifier_input(c["text"], c["text_pair"]) for c in cases]) if clf else None
         desc_of = {d.key: d for d in descs}
@@ -67,15 +79,27 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         sources = {}
         for d in descs:
             first = [c for c in cases if c["key"] == d.key and c["first_sample"]]
-            sources[d.key] = ("people" if any(c["valid_people"] is not None for c in first) else
-                              "llm" if t.llm_labeler else "classifier" if clf else "none")
+            sources[d.key] = (
+                "people"
+                if any(c["valid_people"] is not None for c in first)
+                else "llm"
+                if t.llm_labeler
+                else "classifier"
+                if clf
+                else "none"
+            )
         ask_llm([c for c in cases if c["first_sample"] and sources[c["key"]] == "llm"])
         decisions = {}
         for d in descs:
             first = [c for c in cases if c["key"] == d.key and c["first_sample"]]
             field = {"people": "valid_people", "llm": "valid_llm"}.get(sources[d.key])
-            flags = ([c[field] for c in first] if field else
-                     [c["valid_p"] >= 0.5 for c in first] if sources[d.key] == "classifier" else [])
+            flags = (
+                [c[field] for c in first]
+                if field
+                else [c["valid_p"] >= 0.5 for c in first]
+                if sources[d.key] == "classifier"
+                else []
+            )
             decisions[d.key] = phase_decision(flags, threshold, sources[d.key])
         # phase 2: filter the descriptions below threshold
         filtered = [c for c in cases if decisions[c["key"]].needs_filter]
@@ -97,26 +121,53 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             mine = [c for c in cases if c["key"] == d.key]
             dec = decisions[d.key]
             scored = [c for c in mine if c["valid_people"] is not None and c["valid_p"] is not None]
-            rows.append({"key": d.key, "generated": len(mine), "first_sample": dec.n, "annotated_by": dec.source,
-                         "valid_share": dec.valid_share, "threshold": dec.threshold, "filter": dec.needs_filter,
-                         "kept": sum(c["kept"] for c in mine), "dropped": sum(not c["kept"] for c in mine),
-                         "classifier_accuracy": (sum((c["valid_p"] >= 0.5) == bool(c["valid_people"]) for c in scored)
-                                                 / len(scored)) if scored else None,
-                         "classifier_vs_llm": _agreement(mine)})
-        log = {"key": "(llm labeler)", "answers": count.outputs, "verdicts": count.items, "unparsed": count.unparsed,
-               "examples": " | ".join(count.examples)}
-        return {"data": pa.Table.from_pylist([{k: c.get(k) for k in VALIDITY_SCHEMA.names} for c in cases],
-                                             schema=VALIDITY_SCHEMA),
-                "decisions": pa.Table.from_pylist(rows), "labeler": pa.Table.from_pylist([log])}
+            rows.append(
+                {
+                    "key": d.key,
+                    "generated": len(mine),
+                    "first_sample": dec.n,
+                    "annotated_by": dec.source,
+                    "valid_share": dec.valid_share,
+                    "threshold": dec.threshold,
+                    "filter": dec.needs_filter,
+                    "kept": sum(c["kept"] for c in mine),
+                    "dropped": sum(not c["kept"] for c in mine),
+                    "classifier_accuracy": (
+                        sum((c["valid_p"] >= 0.5) == bool(c["valid_people"]) for c in scored) / len(scored)
+                    )
+                    if scored
+                    else None,
+                    "classifier_vs_llm": _agreement(mine),
+                }
+            )
+        log = {
+            "key": "(llm labeler)",
+            "answers": count.outputs,
+            "verdicts": count.items,
+            "unparsed": count.unparsed,
+            "examples": " | ".join(count.examples),
+        }
+        return {
+            "data": pa.Table.from_pylist(
+                [{k: c.get(k) for k in VALIDITY_SCHEMA.names} for c in cases], schema=VALIDITY_SCHEMA
+            ),
+            "decisions": pa.Table.from_pylist(rows),
+            "labeler": pa.Table.from_pylist([log]),
+        }
 
     digest = file_digest(t.annotations) if t.annotations else None
     clf_meta = None
     if t.validity:
         meta = Path(t.validity) / "metadata.json"
         clf_meta = meta.read_text(encoding="utf-8") if meta.is_file() else "missing"
-    return Stage("validity", run, inputs=("parse",),
-                 config=[t, llm, load_prompt("testaug_validity").sections], external=(str(digest), str(clf_meta)),
-                 version="1")
+    return Stage(
+        "validity",
+        run,
+        inputs=("parse",),
+        config=[t, llm, load_prompt("testaug_validity").sections],
+        external=(str(digest), str(clf_meta)),
+        version="1",
+    )
 
 
 def _agreement(rows: list[dict]) -> float | None:
@@ -126,8 +177,9 @@ def _agreement(rows: list[dict]) -> float | None:
 
 def _groups(table: pa.Table) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for topic, text, pair in zip(table.column("topic").to_pylist(), table.column("text").to_pylist(),
-                                 table.column("text_pair").to_pylist()):
+    for topic, text, pair in zip(
+        table.column("topic").to_pylist(), table.column("text").to_pylist(), table.column("text_pair").to_pylist()
+    ):
         out.setdefault(topic, []).append(text if pair is None else f"{text} {pair}")
     return out
 
@@ -143,24 +195,38 @@ def diversity_stage(t: TestAugConfig, descs: list[Description], suite: pa.Table,
         nlp = load_spacy(t.spacy)
         gpt = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-gpt"))
         named = {"T_TestAug": suite, "T_GPT": gpt, "T_CheckList": baseline}
-        table5 = [{"suite": name, **suite_diversity(_groups(tab), nlp, t.diversity_per_description)}
-                  for name, tab in named.items() if tab.num_rows]
+        table5 = [
+            {"suite": name, **suite_diversity(_groups(tab), nlp, t.diversity_per_description)}
+            for name, tab in named.items()
+            if tab.num_rows
+        ]
         seeds = {(s.text, s.text_pair) for d in descs for s in d.seeds}
         new = {(a, b) for a, b in zip(suite.column("text").to_pylist(), suite.column("text_pair").to_pylist())}
         templates = ctx.input("expand", "templates").column("template").to_pylist()
-        table4 = [{"unique seed sentences": len(seeds), "unique new sentences": len(new - seeds),
-                   "ratio": round(len(new - seeds) / max(1, len(seeds)), 1),
-                   "seed templates": len({x.template_id for d in descs for x in d.templates}),
-                   "new templates": len(set(templates))}]
+        table4 = [
+            {
+                "unique seed sentences": len(seeds),
+                "unique new sentences": len(new - seeds),
+                "ratio": round(len(new - seeds) / max(1, len(seeds)), 1),
+                "seed templates": len({x.template_id for d in descs for x in d.templates}),
+                "new templates": len(set(templates)),
+            }
+        ]
         return {"table5": pa.Table.from_pylist(table5), "table4": pa.Table.from_pylist(table4)}
 
-    return Stage("diversity", run, inputs=("expand",), config=t,
-                 external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
-                 version="1")
+    return Stage(
+        "diversity",
+        run,
+        inputs=("expand",),
+        config=t,
+        external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
+        version="1",
+    )
 
 
-def benchmark_step(cfg: CheckrayConfig, run: RunDir, suite: pa.Table, baseline: pa.Table,
-                   specs: Sequence[ModelSpec]) -> pa.Table:
+def benchmark_step(
+    cfg: CheckrayConfig, run: RunDir, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]
+) -> pa.Table:
     """Failure rates per model x suite x capability x description (``topic``)."""
     from jobs.benchmark.job import run_benchmark
 
@@ -180,13 +246,24 @@ def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs:
 
         gpt = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-gpt"))
         expansion = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-expansion"))
-        suites = {"T_CheckList": baseline, "T_TestAug": suite, "T_TestAug\\T_GPT": expansion,
-                  "T_TestAug\\T_Expansion": gpt}
-        rows, skipped = patched_failure_rates(suites, specs, t.patch.seeds, t.patch.test_fraction,
-                                              settings, t.patch.models)
-        return {"data": pa.Table.from_pylist(rows) if rows else pa.table({"model": pa.array([], pa.string())}),
-                "skipped": pa.Table.from_pylist(skipped) if skipped else pa.table({"model": pa.array([], pa.string())})}
+        suites = {
+            "T_CheckList": baseline,
+            "T_TestAug": suite,
+            "T_TestAug\\T_GPT": expansion,
+            "T_TestAug\\T_Expansion": gpt,
+        }
+        rows, skipped = patched_failure_rates(
+            suites, specs, t.patch.seeds, t.patch.test_fraction, settings, t.patch.models
+        )
+        return {
+            "data": pa.Table.from_pylist(rows) if rows else pa.table({"model": pa.array([], pa.string())}),
+            "skipped": pa.Table.from_pylist(skipped) if skipped else pa.table({"model": pa.array([], pa.string())}),
+        }
 
-    return Stage("patch", run, config=[t, [_spec_fingerprint(s) for s in specs], asdict(settings)],
-                 external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
-                 version="1")
+    return Stage(
+        "patch",
+        run,
+        config=[t, [_spec_fingerprint(s) for s in specs], asdict(settings)],
+        external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
+        version="1",
+    )

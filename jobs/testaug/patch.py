@@ -70,8 +70,17 @@ class PatchableModel:
         return texts if self.spec.family == "sklearn" else embed(self.embed_cache, self.encoder, texts)
 
 
-def refit_failure_rate(spec: ModelSpec, estimator, base, base_gold: list[str], add, add_gold: list[str] | None,
-                       test_features, test: pa.Table, settings: ExpectationSettings) -> float:
+def refit_failure_rate(
+    spec: ModelSpec,
+    estimator,
+    base,
+    base_gold: list[str],
+    add,
+    add_gold: list[str] | None,
+    test_features,
+    test: pa.Table,
+    settings: ExpectationSettings,
+) -> float:
     """Refit a clone of ``estimator`` on base + added training data (``add`` None: no
     refit, the model as it is) and return its failure rate on the ``test`` cases."""
     from sklearn.base import clone
@@ -103,8 +112,9 @@ def embed(cache: dict, encoder: str, texts: list[str]) -> np.ndarray:
     if todo:
         if store["model"] is None:
             store["model"] = load_sentence_transformer(encoder)
-        vecs = store["model"].encode(todo, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
+        vecs = store["model"].encode(
+            todo, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         store["vectors"].update(zip(todo, vecs))
     return np.vstack([store["vectors"][t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
 
@@ -113,9 +123,14 @@ def _key(row: dict) -> tuple:
     return row["text"], row["text_pair"], row["expected_label"]
 
 
-def patched_failure_rates(suites: dict[str, pa.Table], specs: Sequence[ModelSpec], seeds: Sequence[int],
-                          test_fraction: float, settings: ExpectationSettings,
-                          only: Sequence[str] | None = None) -> tuple[list[dict], list[dict]]:
+def patched_failure_rates(
+    suites: dict[str, pa.Table],
+    specs: Sequence[ModelSpec],
+    seeds: Sequence[int],
+    test_fraction: float,
+    settings: ExpectationSettings,
+    only: Sequence[str] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """(per-seed rows, skipped models with the reason). Rows: model, seed, column,
     failure_rate, train_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
     import ray
@@ -149,19 +164,28 @@ def patched_failure_rates(suites: dict[str, pa.Table], specs: Sequence[ModelSpec
         n_test = max(1, int(round(test_fraction * len(keys))))
         test_keys = {keys[i] for i in rng.choice(len(keys), size=n_test, replace=False)} if keys else set()
         test = make_cases([{**merged[k], "suite": "common-test", "case_id": None} for k in sorted(test_keys, key=str)])
-        remainders = {name: [r for r in t.to_pylist() if r["text_pair"] is None and _key(r) not in test_keys]
-                      for name, t in suites.items()}
+        remainders = {
+            name: [r for r in t.to_pylist() if r["text_pair"] is None and _key(r) not in test_keys]
+            for name, t in suites.items()
+        }
         for model in models:
             est, base, gold = bases[model.spec.name]
             test_features = model.features(test.column("text").to_pylist())
             runs = [("Unpatched", None, None)] + [
                 (name, model.features([r["text"] for r in rest]), [r["expected_label"] for r in rest])
-                for name, rest in remainders.items()]
+                for name, rest in remainders.items()
+            ]
             for column, add, add_gold in runs:
                 args = (model.spec, est, base, gold, add, add_gold, test_features, test, settings)
                 jobs.append(task.remote(*args) if parallel else refit_failure_rate(*args))
-                rows.append({"model": model.spec.name, "seed": seed, "column": column,
-                             "train_cases": sum(g in model.labels for g in add_gold or [])})
+                rows.append(
+                    {
+                        "model": model.spec.name,
+                        "seed": seed,
+                        "column": column,
+                        "train_cases": sum(g in model.labels for g in add_gold or []),
+                    }
+                )
     rates = ray.get(jobs) if parallel else jobs
     return [{**r, "failure_rate": rate} for r, rate in zip(rows, rates)], skipped
 
@@ -176,6 +200,8 @@ def table3(rows: list[dict], specs: Sequence[ModelSpec], columns: Sequence[str])
         for column in ["Unpatched", *columns]:
             vals = np.array([r["failure_rate"] for r in rows if r["model"] == model and r["column"] == column])
             vals = vals[~np.isnan(vals)]
-            line[column] = f"{100 * vals.mean():.1f}±{100 * vals.std(ddof=1) if len(vals) > 1 else 0:.1f}" if len(vals) else ""
+            line[column] = (
+                f"{100 * vals.mean():.1f}±{100 * vals.std(ddof=1) if len(vals) > 1 else 0:.1f}" if len(vals) else ""
+            )
         out.append(line)
     return out

@@ -23,9 +23,11 @@ def validity_summary(decisions: list[dict], llm_name: str) -> str:
     by = {d["annotated_by"] for d in decisions}
     parts = []
     if "llm" in by:
-        parts.append(f"No people's annotations cover these descriptions: the LLM labeler ({llm_name}) annotated "
-                     "the phase-1 samples, and filtered the descriptions under threshold when no classifier was given. "
-                     "Its verdicts are a stand-in for people's and are only as good as the model.")
+        parts.append(
+            f"No people's annotations cover these descriptions: the LLM labeler ({llm_name}) annotated "
+            "the phase-1 samples, and filtered the descriptions under threshold when no classifier was given. "
+            "Its verdicts are a stand-in for people's and are only as good as the model."
+        )
     if "people" in by:
         parts.append("People's annotations decided phase 1 where they covered the first sample.")
     if "classifier" in by:
@@ -35,47 +37,100 @@ def validity_summary(decisions: list[dict], llm_name: str) -> str:
     return " ".join(parts)
 
 
-def testaug_sections(runner: StageRunner, t, descs: Sequence[Description], suite: pa.Table, baseline: pa.Table,
-                     summary: pa.Table | None, specs: Sequence[ModelSpec] | None, llm_name: str = "llm") -> list[Section]:
+def testaug_sections(
+    runner: StageRunner,
+    t,
+    descs: Sequence[Description],
+    suite: pa.Table,
+    baseline: pa.Table,
+    summary: pa.Table | None,
+    specs: Sequence[ModelSpec] | None,
+    llm_name: str = "llm",
+) -> list[Section]:
     parsing = {r["key"]: r for r in runner.output("parse", "parsing").to_pylist()}
     decisions = runner.output("validity", "decisions").to_pylist()
     labeler = runner.output("validity", "labeler").to_pylist()
     rows = []
     for d, dec in zip(descs, decisions):
         p = parsing.get(d.key, {})
-        rows.append({"key": d.key, "capability": d.capability, "description": _short(d.description), "label": d.label,
-                     "answers": p.get("answers"), "truncated": p.get("truncated"), "parsed": p.get("parsed"),
-                     "unparsed": p.get("unparsed"),
-                     "duplicates": p.get("duplicates"), "first sample": dec["first_sample"],
-                     "annotated by": dec["annotated_by"], "valid share": dec["valid_share"],
-                     "threshold": dec["threshold"], "filter": "yes" if dec["filter"] else "no",
-                     "kept": dec["kept"], "dropped": dec["dropped"], "classifier acc. (people)": dec["classifier_accuracy"],
-                     "classifier vs LLM": dec["classifier_vs_llm"]})
+        rows.append(
+            {
+                "key": d.key,
+                "capability": d.capability,
+                "description": _short(d.description),
+                "label": d.label,
+                "answers": p.get("answers"),
+                "truncated": p.get("truncated"),
+                "parsed": p.get("parsed"),
+                "unparsed": p.get("unparsed"),
+                "duplicates": p.get("duplicates"),
+                "first sample": dec["first_sample"],
+                "annotated by": dec["annotated_by"],
+                "valid share": dec["valid_share"],
+                "threshold": dec["threshold"],
+                "filter": "yes" if dec["filter"] else "no",
+                "kept": dec["kept"],
+                "dropped": dec["dropped"],
+                "classifier acc. (people)": dec["classifier_accuracy"],
+                "classifier vs LLM": dec["classifier_vs_llm"],
+            }
+        )
     examples = [{"key": p["key"], "unparsed examples": p["examples"]} for p in parsing.values() if p["examples"]]
     valid = runner.output("validity").to_pylist()
-    shown = [{"key": r["key"], "kept": r["kept"], "by": r["decided_by"], "text": r["text"],
-              "text_pair": r["text_pair"] or ""} for r in valid[:40]]
-    blocks = ["<h3>Per description</h3>" + table_html(rows),
-              f"<p>LLM labeler answers: {json.dumps(labeler[0] if labeler else {})}</p>",
-              "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),
-              "<h3>Generated cases and validity decisions (first 40)</h3>" + table_html(shown)]
+    shown = [
+        {
+            "key": r["key"],
+            "kept": r["kept"],
+            "by": r["decided_by"],
+            "text": r["text"],
+            "text_pair": r["text_pair"] or "",
+        }
+        for r in valid[:40]
+    ]
+    blocks = [
+        "<h3>Per description</h3>" + table_html(rows),
+        f"<p>LLM labeler answers: {json.dumps(labeler[0] if labeler else {})}</p>",
+        "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),
+        "<h3>Generated cases and validity decisions (first 40)</h3>" + table_html(shown),
+    ]
     gen = sum(d["generated"] for d in decisions)
     kept = sum(d["kept"] for d in decisions)
-    sections = [Section("TestAug: generation and validity filter (§4.1–4.2)", blocks,
-                        f"{len(descs)} descriptions, {gen} generated cases after de-duplication, {kept} kept. "
-                        + validity_summary(decisions, llm_name))]
+    sections = [
+        Section(
+            "TestAug: generation and validity filter (§4.1–4.2)",
+            blocks,
+            f"{len(descs)} descriptions, {gen} generated cases after de-duplication, {kept} kept. "
+            + validity_summary(decisions, llm_name),
+        )
+    ]
 
     table4 = runner.output("diversity", "table4").to_pylist()
     templates = runner.output("expand", "templates").to_pylist()
-    tpl_rows = [{"key": r["key"], "new template": " / ".join(json.loads(r["template"])), "from": r["source"],
-                 "cases": r["cases"]} for r in templates[:30]]
-    sections.append(Section("TestAug: effort saved (Table 4 shape) and template expansion (§4.3)",
-                            [table_html(table4), "<h3>New templates (first 30)</h3>" + table_html(tpl_rows)],
-                            f"{len(templates)} generated cases became templates."))
+    tpl_rows = [
+        {
+            "key": r["key"],
+            "new template": " / ".join(json.loads(r["template"])),
+            "from": r["source"],
+            "cases": r["cases"],
+        }
+        for r in templates[:30]
+    ]
+    sections.append(
+        Section(
+            "TestAug: effort saved (Table 4 shape) and template expansion (§4.3)",
+            [table_html(table4), "<h3>New templates (first 30)</h3>" + table_html(tpl_rows)],
+            f"{len(templates)} generated cases became templates.",
+        )
+    )
     table5 = runner.output("diversity", "table5").to_pylist()
-    sections.append(Section("TestAug: linguistic diversity (Table 5 shape)", [table_html(table5)],
-                            f"Self-BLEU-4 (lower: more diverse) and unique dependency paths (higher: more diverse) on up "
-                            f"to {t.diversity_per_description} unique sentences per description of each suite."))
+    sections.append(
+        Section(
+            "TestAug: linguistic diversity (Table 5 shape)",
+            [table_html(table5)],
+            f"Self-BLEU-4 (lower: more diverse) and unique dependency paths (higher: more diverse) on up "
+            f"to {t.diversity_per_description} unique sentences per description of each suite.",
+        )
+    )
     if summary is not None and summary.num_rows:
         sections.append(failure_section(summary))
     if specs and t.patch.enabled and "patch" in runner.done:
@@ -87,10 +142,15 @@ def testaug_sections(runner: StageRunner, t, descs: Sequence[Description], suite
         blocks = [table_html(table3(patch, specs, columns))] if patch else ["<p>No trainable model.</p>"]
         if skipped:
             blocks.append("<h3>Not patched</h3>" + table_html(skipped))
-        sections.append(Section("TestAug: patched failure rate (Table 3 shape, %, mean ± std over seeds)", blocks,
-                                f"Common test set: {t.patch.test_fraction:.0%} of the merged suites per seed "
-                                f"{t.patch.seeds}; each model refitted on its zoo training data plus a suite's "
-                                "remainder. Lower: the suite found more of the model's bugs."))
+        sections.append(
+            Section(
+                "TestAug: patched failure rate (Table 3 shape, %, mean ± std over seeds)",
+                blocks,
+                f"Common test set: {t.patch.test_fraction:.0%} of the merged suites per seed "
+                f"{t.patch.seeds}; each model refitted on its zoo training data plus a suite's "
+                "remainder. Lower: the suite found more of the model's bugs.",
+            )
+        )
     return sections
 
 
@@ -100,19 +160,30 @@ def failure_section(summary: pa.Table) -> Section:
     models = sorted({r["model"] for r in data})
     table: dict[tuple, dict] = {}
     for r in data:
-        row = table.setdefault((r["suite"], r["capability"], r["topic"]),
-                               {"suite": r["suite"], "capability": r["capability"],
-                                "description": _short(r["topic"] or ""), "n": r["n"]})
+        row = table.setdefault(
+            (r["suite"], r["capability"], r["topic"]),
+            {"suite": r["suite"], "capability": r["capability"], "description": _short(r["topic"] or ""), "n": r["n"]},
+        )
         row[r["model"]] = r["failure_rate"]
     caps: dict[tuple, dict] = {}
     for r in data:
         c = caps.setdefault((r["suite"], r["capability"]), {"suite": r["suite"], "capability": r["capability"]})
         n, f = c.get(("n", r["model"]), 0) + r["n"], c.get(("f", r["model"]), 0) + r["failures"]
         c[("n", r["model"])], c[("f", r["model"])] = n, f
-    cap_rows = [{"suite": c["suite"], "capability": c["capability"],
-                 **{m: c[("f", m)] / c[("n", m)] for m in models if c.get(("n", m))}} for c in caps.values()]
-    return Section("TestAug: failure rates per description and capability",
-                   ["<h3>Per capability</h3>" + table_html(cap_rows, ["suite", "capability", *models]),
-                    "<h3>Per description</h3>" + table_html(list(table.values()),
-                                                            ["suite", "capability", "description", "n", *models])],
-                   f"{len(models)} models; failure rate = share of failed MFT cases (benchmark runner).")
+    cap_rows = [
+        {
+            "suite": c["suite"],
+            "capability": c["capability"],
+            **{m: c[("f", m)] / c[("n", m)] for m in models if c.get(("n", m))},
+        }
+        for c in caps.values()
+    ]
+    return Section(
+        "TestAug: failure rates per description and capability",
+        [
+            "<h3>Per capability</h3>" + table_html(cap_rows, ["suite", "capability", *models]),
+            "<h3>Per description</h3>"
+            + table_html(list(table.values()), ["suite", "capability", "description", "n", *models]),
+        ],
+        f"{len(models)} models; failure rate = share of failed MFT cases (benchmark runner).",
+    )

@@ -43,8 +43,10 @@ def train_command(
     clf.meta["train_scores"] = score_validity(clf, rows)
     clf.save(out)
     s = clf.meta["train_scores"]
-    console.print(f"validity: {v.backend} on {len(rows)} cases ({clf.meta['n_valid']} valid) in "
-                  f"{clf.meta['train_seconds']}s; training accuracy {s['accuracy']:.3f}")
+    console.print(
+        f"validity: {v.backend} on {len(rows)} cases ({clf.meta['n_valid']} valid) in "
+        f"{clf.meta['train_seconds']}s; training accuracy {s['accuracy']:.3f}"
+    )
     typer.echo(f"wrote {out.rstrip('/')}/metadata.json")
 
 
@@ -58,6 +60,8 @@ def score_command(
 
     clf = ValidityClassifier.load(model)
     scores = score_validity(clf, read_annotations(annotations))
-    typer.echo(f"accuracy {scores['accuracy']:.4f} on {scores['n']} cases "
-               f"(F1 valid {scores['f1_valid']:.4f}, valid share {scores['valid_share']:.3f})")
+    typer.echo(
+        f"accuracy {scores['accuracy']:.4f} on {scores['n']} cases "
+        f"(F1 valid {scores['f1_valid']:.4f}, valid share {scores['valid_share']:.3f})"
+    )
     typer.echo(json.dumps({"model": model, "backend": clf.backend, **scores}))

@@ -16,15 +16,15 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import typer
 
-from jobs.config import CheckrayConfig, load_config
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import InputError
-from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
 from engine.report import Section
 from engine.runtime import choose_device, cluster_resources, plan_actor_pool
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
+from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
 from jobs.base import Job, run_job
+from jobs.config import CheckrayConfig, load_config
 from jobs.topics.config import TopicsConfig
 from jobs.topics.report import topics_sections
 
@@ -36,7 +36,9 @@ def corpus_stage(cfg: CheckrayConfig):
         table = read_corpus(cfg.corpus)
         k = cfg.section(TopicsConfig).clusterer.n_clusters
         if table.num_rows < k:
-            raise InputError(f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)")
+            raise InputError(
+                f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)"
+            )
         table = table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
         # The embed stage reads the corpus by text length so each forward pass pads little,
         # as SentenceTransformer.encode does for one in-memory list (sorted here, in Arrow:
@@ -58,12 +60,23 @@ def embed_stage(cfg: CheckrayConfig):
         resolve_model(emb.model)  # a missing model path fails here, not inside an actor
         plan = plan_actor_pool(cluster_resources(), emb.backend, emb.pool_size)
         # Rows arrive sorted by length (see corpus_stage); ``pos`` restores corpus order later.
-        map_with_actors(ctx.input_path("corpus", "by_length"), EmbeddingActor,
-                        dict(model=emb.model, encode_batch_size=emb.encode_batch_size, normalize=emb.normalize,
-                             threads=plan.threads, keep=("id", "pos")),
-                        plan, batch_size=emb.batch_size, filesystem=ctx.run.fs,
-                        rows=ctx.done["corpus"].outputs.get("data"), order_column="pos",
-                        write_to=f"{ctx.stage_path}/embeddings")
+        map_with_actors(
+            ctx.input_path("corpus", "by_length"),
+            EmbeddingActor,
+            dict(
+                model=emb.model,
+                encode_batch_size=emb.encode_batch_size,
+                normalize=emb.normalize,
+                threads=plan.threads,
+                keep=("id", "pos"),
+            ),
+            plan,
+            batch_size=emb.batch_size,
+            filesystem=ctx.run.fs,
+            rows=ctx.done["corpus"].outputs.get("data"),
+            order_column="pos",
+            write_to=f"{ctx.stage_path}/embeddings",
+        )
         return None
 
     return Stage("embed", run, inputs=("corpus",), config=emb)
@@ -106,12 +119,14 @@ def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
             xy_parts.append(to_numpy(mapper.transform(reduced)))
         pos, labels, xy = np.concatenate(pos_parts), np.concatenate(label_parts), np.concatenate(xy_parts)
     order = np.argsort(pos)
-    return pa.table({
-        "pos": pa.array(pos[order], pa.int64()),
-        "cluster": pa.array(labels[order].astype(np.int32)),
-        "x": pa.array(xy[order, 0].astype(np.float32)),
-        "y": pa.array(xy[order, 1].astype(np.float32)),
-    })
+    return pa.table(
+        {
+            "pos": pa.array(pos[order], pa.int64()),
+            "cluster": pa.array(labels[order].astype(np.int32)),
+            "x": pa.array(xy[order, 0].astype(np.float32)),
+            "y": pa.array(xy[order, 1].astype(np.float32)),
+        }
+    )
 
 
 def layout_stage(cfg: CheckrayConfig):
@@ -137,8 +152,9 @@ def describe_stage(cfg: CheckrayConfig):
     def run(ctx: StageContext):
         corpus = ctx.input("corpus")
         layout = ctx.input("layout", columns=["cluster"])
-        clusters, reps = describe_clusters(corpus, layout.column("cluster").to_numpy(), t.representation,
-                                           t.representatives, cfg.seed)
+        clusters, reps = describe_clusters(
+            corpus, layout.column("cluster").to_numpy(), t.representation, t.representatives, cfg.seed
+        )
         return {"clusters": clusters, "representatives": reps}
 
     return Stage("describe", run, inputs=("corpus", "layout"), config=[t.representation, t.representatives, cfg.seed])
@@ -162,8 +178,14 @@ class TopicsJob(Job[TopicsConfig]):
         layout = runner.output("layout")
         clusters = runner.output("describe", "clusters")
         reps = runner.output("describe", "representatives")
-        assignments = pa.table({"id": corpus.column("id"), "cluster": layout.column("cluster"),
-                                "x": layout.column("x"), "y": layout.column("y")})
+        assignments = pa.table(
+            {
+                "id": corpus.column("id"),
+                "cluster": layout.column("cluster"),
+                "x": layout.column("x"),
+                "y": layout.column("y"),
+            }
+        )
         run.write_table("clusters.parquet", clusters)
         run.write_table("assignments.parquet", assignments)
         run.write_table("representatives.parquet", reps)
@@ -176,7 +198,9 @@ def run_topics(cfg: CheckrayConfig, out: str) -> RunDir:
 
 def topics_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (configs/demo.yaml)."),
-    corpus: Optional[str] = typer.Option(None, "--corpus", help="Corpus file (.parquet/.csv/.jsonl) or builtin:<name>."),
+    corpus: Optional[str] = typer.Option(
+        None, "--corpus", help="Corpus file (.parquet/.csv/.jsonl) or builtin:<name>."
+    ),
     text_column: Optional[str] = typer.Option(None, "--text-column"),
     label_column: Optional[str] = typer.Option(None, "--label-column"),
     clusters: Optional[int] = typer.Option(None, "--clusters", "-k", help="Number of k-means clusters."),
@@ -186,10 +210,18 @@ def topics_command(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory (local path or s3://...)."),
 ):
     """Cluster a corpus into topics and pick representative documents."""
-    cfg = load_config(config, {
-        "corpus.path": corpus, "corpus.text_column": text_column, "corpus.label_column": label_column,
-        "corpus.limit": limit, "corpus.sample": sample, "topics.clusterer.n_clusters": clusters,
-        "topics.representatives.top_k": top_k, "out": out,
-    })
+    cfg = load_config(
+        config,
+        {
+            "corpus.path": corpus,
+            "corpus.text_column": text_column,
+            "corpus.label_column": label_column,
+            "corpus.limit": limit,
+            "corpus.sample": sample,
+            "topics.clusterer.n_clusters": clusters,
+            "topics.representatives.top_k": top_k,
+            "out": out,
+        },
+    )
     run = run_job(TopicsJob(cfg)).run
     typer.echo(f"wrote {run.uri}/clusters.parquet, assignments.parquet, representatives.parquet, report.html")

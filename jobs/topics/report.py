@@ -5,26 +5,37 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from engine.report import Section, figure_html, table_html
 from jobs.config import CheckrayConfig
 from jobs.topics.config import TopicsConfig
-from engine.report import Section, figure_html, table_html
 
 
 def _scatter(frame, color: str, title: str):
     import plotly.express as px
 
-    fig = px.scatter(frame, x="x", y="y", color=color, hover_data={"text": True, "x": False, "y": False},
-                     title=title, opacity=0.6, render_mode="webgl", height=520)
+    fig = px.scatter(
+        frame,
+        x="x",
+        y="y",
+        color=color,
+        hover_data={"text": True, "x": False, "y": False},
+        title=title,
+        opacity=0.6,
+        render_mode="webgl",
+        height=520,
+    )
     fig.update_traces(marker={"size": 4})
     fig.update_layout(legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
 
-def topics_sections(corpus: pa.Table, assignments: pa.Table, clusters: pa.Table, reps: pa.Table,
-                    cfg: CheckrayConfig) -> list[Section]:
+def topics_sections(
+    corpus: pa.Table, assignments: pa.Table, clusters: pa.Table, reps: pa.Table, cfg: CheckrayConfig
+) -> list[Section]:
     names = dict(zip(clusters.column("cluster").to_pylist(), clusters.column("topic").to_pylist()))
     frame = {
-        "x": assignments.column("x").to_numpy(), "y": assignments.column("y").to_numpy(),
+        "x": assignments.column("x").to_numpy(),
+        "y": assignments.column("y").to_numpy(),
         "topic": [names[c] for c in assignments.column("cluster").to_pylist()],
         "label": [str(v) for v in corpus.column("label").to_pylist()],
         "text": [t[:120] for t in corpus.column("text").to_pylist()],
@@ -32,7 +43,9 @@ def topics_sections(corpus: pa.Table, assignments: pa.Table, clusters: pa.Table,
     n = len(frame["x"])
     topics = cfg.section(TopicsConfig)
     keep = np.sort(np.random.default_rng(cfg.seed).choice(n, size=min(n, topics.map_points), replace=False))
-    frame = {k: np.asarray(v, dtype=object if k in ("topic", "label", "text") else None)[keep] for k, v in frame.items()}
+    frame = {
+        k: np.asarray(v, dtype=object if k in ("topic", "label", "text") else None)[keep] for k, v in frame.items()
+    }
     import pandas as pd
 
     df = pd.DataFrame(frame)
@@ -44,16 +57,26 @@ def topics_sections(corpus: pa.Table, assignments: pa.Table, clusters: pa.Table,
     examples = {}
     for r in reps.to_pylist():
         examples.setdefault(r["cluster"], []).append(f"[{r['label']}] {r['text'][:160]}")
-    rows = [{
-        "topic": c["topic"], "size": c["size"], "majority label": c["majority_label"],
-        "majority share": c["majority_share"], "keywords": c["keywords"][:8],
-        "example documents": " | ".join(examples.get(c["cluster"], [])[:3]),
-    } for c in clusters.to_pylist()]
+    rows = [
+        {
+            "topic": c["topic"],
+            "size": c["size"],
+            "majority label": c["majority_label"],
+            "majority share": c["majority_share"],
+            "keywords": c["keywords"][:8],
+            "example documents": " | ".join(examples.get(c["cluster"], [])[:3]),
+        }
+        for c in clusters.to_pylist()
+    ]
     blocks.append(table_html(rows))
-    blocks.append("<h3>Representative documents</h3>" + table_html(
-        reps.to_pylist(), ["topic", "rank", "label", "relevance", "text"], max_rows=500))
-    summary = (f"{n} documents embedded with {topics.embedder.model}, reduced by UMAP to "
-               f"{topics.reducer.n_components}-D, {clusters.num_rows} k-means clusters named by c-TF-IDF; "
-               f"{reps.num_rows} representatives by MMR (diversity {topics.representatives.diversity}"
-               f"{', stratified by label' if topics.representatives.stratify else ''}).")
+    blocks.append(
+        "<h3>Representative documents</h3>"
+        + table_html(reps.to_pylist(), ["topic", "rank", "label", "relevance", "text"], max_rows=500)
+    )
+    summary = (
+        f"{n} documents embedded with {topics.embedder.model}, reduced by UMAP to "
+        f"{topics.reducer.n_components}-D, {clusters.num_rows} k-means clusters named by c-TF-IDF; "
+        f"{reps.num_rows} representatives by MMR (diversity {topics.representatives.diversity}"
+        f"{', stratified by label' if topics.representatives.stratify else ''})."
+    )
     return [Section("Topics", blocks, summary)]

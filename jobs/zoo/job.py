@@ -18,19 +18,18 @@ import pyarrow as pa
 import typer
 
 from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
+from engine.benchmark.registry import ModelSpec, read_registry, write_registry
 from engine.config import Section as ConfigSection
 from engine.config import read_yaml
-from jobs.config import CheckrayConfig, load_config
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
-from engine.benchmark.registry import ModelSpec, read_registry, write_registry
 from engine.report import Section, table_html
 from engine.runtime import cluster_resources, plan_actor_pool
 from engine.stages import Stage, StageContext, StageRunner
 from engine.training import ZooConfig, ZooModel, stratified_split
 from jobs.base import Job, run_job
+from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
-
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml"
 REGISTRY = "zoo.yaml"
@@ -56,22 +55,29 @@ def split_stage(cfg: CheckrayConfig, zoo_section: ZooConfig) -> Stage:
         table = read_corpus(cfg.corpus)
         labels = table.column("label").to_numpy(zero_copy_only=False)
         if table.column("label").null_count:
-            raise InputError(f"{cfg.corpus.path}: the zoo trains classifiers and needs a label on every row "
-                             f"({table.column('label').null_count} missing)")
+            raise InputError(
+                f"{cfg.corpus.path}: the zoo trains classifiers and needs a label on every row "
+                f"({table.column('label').null_count} missing)"
+            )
         if zoo.tiny and zoo.tiny_sample < table.num_rows:
-            keep, _ = train_test_split(np.arange(table.num_rows), train_size=zoo.tiny_sample,
-                                       stratify=labels, random_state=zoo.seed)
+            keep, _ = train_test_split(
+                np.arange(table.num_rows), train_size=zoo.tiny_sample, stratify=labels, random_state=zoo.seed
+            )
             table = table.take(np.sort(keep))
             labels = table.column("label").to_numpy(zero_copy_only=False)
         try:
             held = stratified_split(labels, zoo.held_out, zoo.seed)
         except ConfigError as exc:
             raise InputError(f"{cfg.corpus.path}: {exc}") from None
-        return {"data": table.select(["id", "text", "label"]).append_column("held_out", pa.array(held))
-                .append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))}
+        return {
+            "data": table.select(["id", "text", "label"])
+            .append_column("held_out", pa.array(held))
+            .append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
+        }
 
-    return Stage(SPLIT_STAGE, run, config=[cfg.corpus, zoo],
-                 external=(corpus_fingerprint(cfg.corpus),), version=VERSION)
+    return Stage(
+        SPLIT_STAGE, run, config=[cfg.corpus, zoo], external=(corpus_fingerprint(cfg.corpus),), version=VERSION
+    )
 
 
 def embed_stage_name(encoder: str) -> str:
@@ -85,11 +91,23 @@ def embed_stage(zoo: ZooConfig, encoder: str) -> Stage:
 
         resolve_model(encoder)  # a missing model path fails here, not inside an actor
         plan = plan_actor_pool(cluster_resources(), zoo.backend)
-        map_with_actors(ctx.input_path(SPLIT_STAGE), EmbeddingActor,
-                        dict(model=encoder, encode_batch_size=zoo.embed_batch_size, normalize=True,
-                             threads=plan.threads, keep=("pos",)),
-                        plan, batch_size=256, filesystem=ctx.run.fs, rows=ctx.done[SPLIT_STAGE].outputs.get("data"),
-                        order_column="pos", write_to=f"{ctx.stage_path}/embeddings")
+        map_with_actors(
+            ctx.input_path(SPLIT_STAGE),
+            EmbeddingActor,
+            dict(
+                model=encoder,
+                encode_batch_size=zoo.embed_batch_size,
+                normalize=True,
+                threads=plan.threads,
+                keep=("pos",),
+            ),
+            plan,
+            batch_size=256,
+            filesystem=ctx.run.fs,
+            rows=ctx.done[SPLIT_STAGE].outputs.get("data"),
+            order_column="pos",
+            write_to=f"{ctx.stage_path}/embeddings",
+        )
         return None
 
     return Stage(embed_stage_name(encoder), run, inputs=(SPLIT_STAGE,), config=[encoder, zoo.backend], version=VERSION)
@@ -132,8 +150,13 @@ def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str]) -> Stage:
     # What the model is built from; ``tiny`` only selects, and fine-tune settings matter only to fine-tunes.
     recipe = model.model_dump(exclude={"tiny"} if model.kind == "finetune" else {"tiny", "finetune"})
     config = [recipe, labels, zoo.seed] + ([zoo.tfidf] if model.kind == "tfidf" else [])
-    return Stage(model_stage_name(model.name), run, inputs=(SPLIT_STAGE,) + ((embed,) if embed else ()),
-                 config=config, version=VERSION)
+    return Stage(
+        model_stage_name(model.name),
+        run,
+        inputs=(SPLIT_STAGE,) + ((embed,) if embed else ()),
+        config=config,
+        version=VERSION,
+    )
 
 
 def read_entry(runner: StageRunner, model: ZooModel) -> ModelSpec:
@@ -154,8 +177,9 @@ class ZooJob(Job[ZooConfig]):
         if only:
             unknown = sorted(set(only) - {m.name for m in zoo.models})
             if unknown:
-                raise InputError(f"unknown zoo model(s): {', '.join(unknown)} "
-                                 f"(have: {', '.join(m.name for m in zoo.models)})")
+                raise InputError(
+                    f"unknown zoo model(s): {', '.join(unknown)} (have: {', '.join(m.name for m in zoo.models)})"
+                )
             self.selected = [m for m in self.selected if m.name in only]
 
     def check(self) -> None:
@@ -174,8 +198,9 @@ class ZooJob(Job[ZooConfig]):
     def publish(self, runner: StageRunner) -> list[Section]:
         zoo = self.conf
         split = {"corpus": self.cfg.corpus.path, "held_out": zoo.held_out, "split_seed": zoo.seed, "tiny": zoo.tiny}
-        self.specs = [s.model_copy(update={"meta": {**s.meta, **split}})
-                      for s in (read_entry(runner, m) for m in self.selected)]
+        self.specs = [
+            s.model_copy(update={"meta": {**s.meta, **split}}) for s in (read_entry(runner, m) for m in self.selected)
+        ]
         write_registry(runner.run.path(REGISTRY), self.specs)  # paths stay relative to the zoo directory
         return [zoo_section(self.specs)]
 
@@ -188,11 +213,21 @@ def run_zoo(cfg: CheckrayConfig, out: str, only: list[str] | None = None) -> lis
 
 
 def zoo_section(specs: list[ModelSpec]) -> Section:
-    rows = [{"model": s.name, "family": s.family, "held-out accuracy": s.accuracy,
-             "train": s.meta.get("n_train"), "held out": s.meta.get("n_held_out"),
-             "build s": s.meta.get("build_seconds")} for s in specs]
+    rows = [
+        {
+            "model": s.name,
+            "family": s.family,
+            "held-out accuracy": s.accuracy,
+            "train": s.meta.get("n_train"),
+            "held out": s.meta.get("n_held_out"),
+            "build s": s.meta.get("build_seconds"),
+        }
+        for s in specs
+    ]
     best = max(specs, key=lambda s: s.accuracy or 0)
-    return Section("Model zoo", [table_html(rows)], summary=f"{len(specs)} models; best {best.name} ({best.accuracy:.3f})")
+    return Section(
+        "Model zoo", [table_html(rows)], summary=f"{len(specs)} models; best {best.name} ({best.accuracy:.3f})"
+    )
 
 
 def resolve_models(path: str | Path) -> list[ModelSpec]:

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
 from jobs.zoo.job import resolve_models
 
 
-def select_models(given: Sequence[ModelSpec] | None, registry: str | None,
-                  only: Sequence[str] | None = None, what: str = "models") -> list[ModelSpec] | None:
+def select_models(
+    given: Sequence[ModelSpec] | None, registry: str | None, only: Sequence[str] | None = None, what: str = "models"
+) -> list[ModelSpec] | None:
     """The models a job tests: those ``given`` (by the demo), else the ``registry`` file or
     zoo recipe; ``only`` keeps the named ones. None when no models were asked for."""
     specs = list(given) if given is not None else (resolve_models(registry) if registry else None)

@@ -21,14 +21,30 @@ HERE = Path(__file__).resolve().parent
 
 
 def _mft(cid, text, label, capability, version=None, suite="basics"):
-    return {"case_id": cid, "suite": suite, "method": "hand", "capability": capability, "text": text,
-            "expected_label": label, "meta": {"version": version} if version else None}
+    return {
+        "case_id": cid,
+        "suite": suite,
+        "method": "hand",
+        "capability": capability,
+        "text": text,
+        "expected_label": label,
+        "meta": {"version": version} if version else None,
+    }
 
 
 def _pair(cid, text, perturbs, test_type, capability, relation=None, label=None, version="v1"):
-    return {"case_id": cid, "suite": "basics", "method": "hand", "capability": capability, "text": text,
-            "test_type": test_type, "perturbs": perturbs, "relation": relation, "expected_label": label,
-            "meta": {"version": version}}
+    return {
+        "case_id": cid,
+        "suite": "basics",
+        "method": "hand",
+        "capability": capability,
+        "text": text,
+        "test_type": test_type,
+        "perturbs": perturbs,
+        "relation": relation,
+        "expected_label": label,
+        "meta": {"version": version},
+    }
 
 
 def basics_suite() -> pa.Table:
@@ -54,22 +70,42 @@ def basics_suite() -> pa.Table:
         _pair("dir-2", "a good movie, boring and bad", "v1-voc-0", "DIR", "Intensifiers", "up", "positive"),
     ]
     for i in range(30):  # filler so batches and dedup matter; repeated texts score once
-        rows.append(_mft(f"fill-{i}", "a good movie" if i % 2 else f"great fun number {i}", "positive",
-                         "Vocabulary", "v1" if i < 15 else "v2"))
+        rows.append(
+            _mft(
+                f"fill-{i}",
+                "a good movie" if i % 2 else f"great fun number {i}",
+                "positive",
+                "Vocabulary",
+                "v1" if i < 15 else "v2",
+            )
+        )
     return make_cases(rows)
 
 
 def neutral_suite() -> pa.Table:
-    return make_cases([
-        _mft("n-0", "the film starts at noon", "neutral", "Neutral", suite="neutral"),
-        _mft("n-1", "a good movie", "neutral", "Neutral", suite="neutral"),
-        _mft("n-2", "kaboom goes the screen", "neutral", "Neutral", suite="neutral"),
-    ])
+    return make_cases(
+        [
+            _mft("n-0", "the film starts at noon", "neutral", "Neutral", suite="neutral"),
+            _mft("n-1", "a good movie", "neutral", "Neutral", suite="neutral"),
+            _mft("n-2", "kaboom goes the screen", "neutral", "Neutral", suite="neutral"),
+        ]
+    )
 
 
 def nli_suite() -> pa.Table:
-    return make_cases([{"case_id": "e-0", "suite": "nli", "method": "hand", "capability": "Entailment",
-                        "text": "a man sleeps", "text_pair": "a person rests", "expected_label": "entailment"}])
+    return make_cases(
+        [
+            {
+                "case_id": "e-0",
+                "suite": "nli",
+                "method": "hand",
+                "capability": "Entailment",
+                "text": "a man sleeps",
+                "text_pair": "a person rests",
+                "expected_label": "entailment",
+            }
+        ]
+    )
 
 
 @pytest.fixture
@@ -85,8 +121,12 @@ def _registry(tmp_path) -> str:
     models = [
         {"name": "keyword", "family": "callable", "path": "tests.fakes.models:keyword_sentiment", "accuracy": 0.9},
         {"name": "naive", "family": "callable", "path": "tests.fakes.models:naive_sentiment", "accuracy": 0.8},
-        {"name": "three_way", "family": "callable", "path": "tests.fakes.models:three_way_sentiment",
-         "labels": ["negative", "neutral", "positive"]},
+        {
+            "name": "three_way",
+            "family": "callable",
+            "path": "tests.fakes.models:three_way_sentiment",
+            "labels": ["negative", "neutral", "positive"],
+        },
         {"name": "exploding", "family": "callable", "path": "tests.fakes.models:exploding_sentiment"},
         {"name": "typo", "family": "no_such_family", "path": "x"},
         {"name": "missing", "family": "callable", "path": "no_such_model_file:predict"},
@@ -110,8 +150,20 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     from jobs.cli import app
 
     out = tmp_path / "bench"
-    res = CliRunner().invoke(app, ["benchmark", "--models", _registry(tmp_path), "--suites", *suite_files,
-                                   "--out", str(out), "--batch-size", "8"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "benchmark",
+            "--models",
+            _registry(tmp_path),
+            "--suites",
+            *suite_files,
+            "--out",
+            str(out),
+            "--batch-size",
+            "8",
+        ],
+    )
     assert res.exit_code == 0, (res.output, res.exception)
     results = pq.read_table(out / "results.parquet")
     summary = pq.read_table(out / "summary.parquet")
@@ -126,8 +178,11 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     assert all(mft.column("pass").to_pylist())
     assert _rows(results, "keyword", case_id="inv-0").column("pass").to_pylist() == [True]
     assert _rows(results, "keyword", case_id="inv-1").column("pass").to_pylist() == [False]
-    assert [_rows(results, "keyword", case_id=c).column("pass")[0].as_py() for c in ("dir-0", "dir-1", "dir-2")] \
-        == [True, True, False]
+    assert [_rows(results, "keyword", case_id=c).column("pass")[0].as_py() for c in ("dir-0", "dir-1", "dir-2")] == [
+        True,
+        True,
+        False,
+    ]
     probs = _rows(results, "keyword", case_id="v1-voc-0").column("probabilities")[0].as_py()
     assert len(probs) == 2 and probs[1] > 0.5 and sum(probs) == pytest.approx(1, abs=1e-5)
 
@@ -140,8 +195,12 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     assert nli.column("pass").to_pylist() == [None] and "label-map mismatch" in nli.column("error")[0].as_py()
 
     # Failing models are marked, the others finished.
-    for model, needle in (("exploding", "kaboom"), ("typo", "unknown family"), ("missing", "no_such_model_file"),
-                          ("gone", "deleted_model.joblib")):
+    for model, needle in (
+        ("exploding", "kaboom"),
+        ("typo", "unknown family"),
+        ("missing", "no_such_model_file"),
+        ("gone", "deleted_model.joblib"),
+    ):
         rows = _rows(results, model)
         assert rows.column("pass").null_count == n_cases
         assert needle in rows.column("error")[0].as_py()
@@ -183,8 +242,11 @@ def test_bad_suites_are_one_line_errors(tmp_path, suite_files):
     pq.write_table(make_cases([]), empty)
     wrong = tmp_path / "wrong.parquet"
     pq.write_table(pa.table({"sentence": ["hello"]}), wrong)
-    for suite, needle in ((empty, "no test cases"), (wrong, "missing column"),
-                          (tmp_path / "absent.parquet", "suite file not found")):
+    for suite, needle in (
+        (empty, "no test cases"),
+        (wrong, "missing column"),
+        (tmp_path / "absent.parquet", "suite file not found"),
+    ):
         res = _invoke("--models", registry, "--suites", str(suite), "--out", str(tmp_path / "o"))
         assert isinstance(res.exception, InputError), res.output
         assert needle in str(res.exception) and str(suite) in str(res.exception)
@@ -194,10 +256,25 @@ def test_bad_suites_are_one_line_errors(tmp_path, suite_files):
 
 
 def test_cli_prints_one_line_and_exits_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "benchmark", "--models", "m.yaml", "--suites",
-                           str(tmp_path / "absent.parquet"), "--out", str(tmp_path / "o")],
-                          check=False, capture_output=True, text=True, timeout=120,
-                          cwd=HERE.parents[1])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobs.cli",
+            "benchmark",
+            "--models",
+            "m.yaml",
+            "--suites",
+            str(tmp_path / "absent.parquet"),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=HERE.parents[1],
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'absent.parquet'}: suite file not found"]
 
@@ -221,8 +298,14 @@ def test_heads_on_one_encoder_share_its_embeddings(ray_session, tmp_path, minilm
     specs = []
     for i, C in enumerate((0.1, 10.0)):
         joblib.dump(LogisticRegression(C=C).fit(X, y), tmp_path / f"head{i}.joblib")
-        specs.append(ModelSpec(name=f"head{i}", family="st_head", path=str(tmp_path / f"head{i}.joblib"),
-                               options={"encoder": minilm_path}))
+        specs.append(
+            ModelSpec(
+                name=f"head{i}",
+                family="st_head",
+                path=str(tmp_path / f"head{i}.joblib"),
+                options={"encoder": minilm_path},
+            )
+        )
     assert list(encoder_groups(specs, {"head0": [0, 1], "head1": [0, 1]}, None).values()) == [["head0", "head1"]]
     cases = neutral_suite()
     shared, _ = run_benchmark(cases, specs, BenchmarkConfig(batch_size=2))

@@ -7,11 +7,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.benchmark.inputs import case_versions, check_suite, prepare_cases
-from engine.errors import InputError
 from engine.benchmark.expectations import ExpectationSettings, evaluate_cases, label_map_error, predict_labels
-from engine.schema import make_cases
+from engine.benchmark.inputs import case_versions, check_suite, prepare_cases
 from engine.benchmark.summary import capability_matrix, model_leaderboard, summarize
+from engine.errors import InputError
+from engine.schema import make_cases
 
 BINARY = ["negative", "positive"]
 S = ExpectationSettings()
@@ -28,8 +28,10 @@ def cases(*rows):
 
 
 def test_mft_passes_when_prediction_equals_expected_label():
-    t = cases({"case_id": "a", "text": "x", "expected_label": "positive"},
-              {"case_id": "b", "text": "y", "expected_label": "positive"})
+    t = cases(
+        {"case_id": "a", "text": "x", "expected_label": "positive"},
+        {"case_id": "b", "text": "y", "expected_label": "positive"},
+    )
     ev = evaluate_cases(t, binary([0.9, 0.2]), BINARY, S)
     assert ev.predicted.tolist() == ["positive", "negative"]
     assert ev.passed.tolist() == [True, False]
@@ -37,24 +39,52 @@ def test_mft_passes_when_prediction_equals_expected_label():
 
 
 def test_inv_compares_with_the_perturbed_case_prediction():
-    t = cases({"case_id": "o", "text": "orig", "expected_label": "positive"},
-              {"case_id": "same", "text": "o2", "test_type": "INV", "perturbs": "o", "relation": "same"},
-              {"case_id": "flip", "text": "o3", "test_type": "INV", "perturbs": "o"})
+    t = cases(
+        {"case_id": "o", "text": "orig", "expected_label": "positive"},
+        {"case_id": "same", "text": "o2", "test_type": "INV", "perturbs": "o", "relation": "same"},
+        {"case_id": "flip", "text": "o3", "test_type": "INV", "perturbs": "o"},
+    )
     ev = evaluate_cases(t, binary([0.2, 0.4, 0.7]), BINARY, S)
     # The original is wrong (negative) but INV only asks for the same prediction.
     assert ev.passed.tolist() == [False, True, False]
 
 
 def test_dir_up_and_down_respect_the_tolerance():
-    t = cases({"case_id": "o", "text": "orig", "expected_label": "positive"},
-              {"case_id": "up_ok", "text": "a", "test_type": "DIR", "perturbs": "o", "relation": "up",
-               "expected_label": "positive"},
-              {"case_id": "up_small_drop", "text": "b", "test_type": "DIR", "perturbs": "o", "relation": "up",
-               "expected_label": "positive"},
-              {"case_id": "up_big_drop", "text": "c", "test_type": "DIR", "perturbs": "o", "relation": "up",
-               "expected_label": "positive"},
-              {"case_id": "down_rise", "text": "d", "test_type": "DIR", "perturbs": "o", "relation": "down",
-               "expected_label": "positive"})
+    t = cases(
+        {"case_id": "o", "text": "orig", "expected_label": "positive"},
+        {
+            "case_id": "up_ok",
+            "text": "a",
+            "test_type": "DIR",
+            "perturbs": "o",
+            "relation": "up",
+            "expected_label": "positive",
+        },
+        {
+            "case_id": "up_small_drop",
+            "text": "b",
+            "test_type": "DIR",
+            "perturbs": "o",
+            "relation": "up",
+            "expected_label": "positive",
+        },
+        {
+            "case_id": "up_big_drop",
+            "text": "c",
+            "test_type": "DIR",
+            "perturbs": "o",
+            "relation": "up",
+            "expected_label": "positive",
+        },
+        {
+            "case_id": "down_rise",
+            "text": "d",
+            "test_type": "DIR",
+            "perturbs": "o",
+            "relation": "down",
+            "expected_label": "positive",
+        },
+    )
     probs = binary([0.6, 0.9, 0.55, 0.3, 0.8])
     ev = evaluate_cases(t, probs, BINARY, ExpectationSettings(dir_tolerance=0.1))
     assert ev.passed.tolist()[1:] == [True, True, False, False]
@@ -63,8 +93,10 @@ def test_dir_up_and_down_respect_the_tolerance():
 
 
 def test_dir_without_expected_label_uses_the_perturbed_prediction():
-    t = cases({"case_id": "o", "text": "orig", "expected_label": "negative"},
-              {"case_id": "d", "text": "more", "test_type": "DIR", "perturbs": "o", "relation": "up"})
+    t = cases(
+        {"case_id": "o", "text": "orig", "expected_label": "negative"},
+        {"case_id": "d", "text": "more", "test_type": "DIR", "perturbs": "o", "relation": "up"},
+    )
     # The original is predicted negative (P(neg)=0.7); "up" means P(negative) must not fall.
     assert evaluate_cases(t, binary([0.3, 0.1]), BINARY, S).passed.tolist()[1] is True
     assert evaluate_cases(t, binary([0.3, 0.6]), BINARY, S).passed.tolist()[1] is False
@@ -93,10 +125,26 @@ def test_three_label_model_predicts_neutral_by_argmax():
 
 
 def test_label_map_mismatch_errors_only_that_suite():
-    t = make_cases([
-        {"case_id": "a", "suite": "sentiment", "method": "m", "capability": "c", "text": "x", "expected_label": "positive"},
-        {"case_id": "b", "suite": "nli", "method": "m", "capability": "c", "text": "y", "expected_label": "entailment"},
-    ])
+    t = make_cases(
+        [
+            {
+                "case_id": "a",
+                "suite": "sentiment",
+                "method": "m",
+                "capability": "c",
+                "text": "x",
+                "expected_label": "positive",
+            },
+            {
+                "case_id": "b",
+                "suite": "nli",
+                "method": "m",
+                "capability": "c",
+                "text": "y",
+                "expected_label": "entailment",
+            },
+        ]
+    )
     ev = evaluate_cases(t, binary([0.9, 0.9]), BINARY, S)
     assert ev.passed.tolist() == [True, None]
     assert ev.error[0] is None and "label-map mismatch" in ev.error[1] and "entailment" in ev.error[1]
@@ -104,8 +152,10 @@ def test_label_map_mismatch_errors_only_that_suite():
 
 
 def test_unsupported_relation_is_a_case_error_not_a_crash():
-    t = cases({"case_id": "o", "text": "o", "expected_label": "positive"},
-              {"case_id": "c", "text": "c", "test_type": "DIR", "perturbs": "o", "relation": "closer"})
+    t = cases(
+        {"case_id": "o", "text": "o", "expected_label": "positive"},
+        {"case_id": "c", "text": "c", "test_type": "DIR", "perturbs": "o", "relation": "closer"},
+    )
     ev = evaluate_cases(t, binary([0.9, 0.9]), BINARY, S)
     assert ev.passed.tolist() == [True, None] and "closer" in ev.error[1]
 
@@ -121,9 +171,11 @@ def test_check_suite_rejects_empty_bad_schema_and_dangling_perturbs():
 
 
 def test_versions_come_from_meta_then_seed_and_inputs_are_deduplicated():
-    t = cases({"case_id": "a", "text": "same", "meta": {"version": 2}, "provenance": {"seed": 7}},
-              {"case_id": "b", "text": "same", "provenance": {"seed": 7}},
-              {"case_id": "c", "text": "other"})
+    t = cases(
+        {"case_id": "a", "text": "same", "meta": {"version": 2}, "provenance": {"seed": 7}},
+        {"case_id": "b", "text": "same", "provenance": {"seed": 7}},
+        {"case_id": "c", "text": "other"},
+    )
     assert case_versions(t).to_pylist() == ["2", "7", None]
     other = cases({"case_id": "z", "text": "other"})
     prepared, inputs = prepare_cases([t, other])
@@ -158,9 +210,14 @@ def test_summary_pools_versions_and_reports_their_mean_and_std():
 
 
 def test_leaderboard_ranks_by_failure_rate_and_puts_failed_models_last():
-    rows = [("good", "s", "c", None, None, True, None, "MFT", "1"), ("good", "s", "c", None, None, False, None, "MFT", "2"),
-            ("bad", "s", "c", None, None, False, None, "MFT", "1"), ("bad", "s", "c", None, None, False, None, "MFT", "2"),
-            ("broken", "s", "c", None, None, None, "boom", "MFT", "1"), ("best", "s", "c", None, None, True, None, "MFT", "1")]
+    rows = [
+        ("good", "s", "c", None, None, True, None, "MFT", "1"),
+        ("good", "s", "c", None, None, False, None, "MFT", "2"),
+        ("bad", "s", "c", None, None, False, None, "MFT", "1"),
+        ("bad", "s", "c", None, None, False, None, "MFT", "2"),
+        ("broken", "s", "c", None, None, None, "boom", "MFT", "1"),
+        ("best", "s", "c", None, None, True, None, "MFT", "1"),
+    ]
     board = model_leaderboard(_results(rows), {"good": 0.8}).to_pylist()
     assert [r["model"] for r in board] == ["best", "good", "bad", "broken"]
     assert board[1]["accuracy"] == 0.8 and board[1]["failure_rate"] == 0.5

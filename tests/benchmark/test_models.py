@@ -10,20 +10,36 @@ import joblib
 import numpy as np
 import pytest
 
-from actors.models.common import lexicon_probabilities
-from engine.errors import InputError
 from actors.models import families, load_model
+from actors.models.common import lexicon_probabilities
 from engine.benchmark.registry import ModelSpec, ModelUnderTest
+from engine.errors import InputError
 from tests.fakes.tiny_hf import build_tiny_bert
 
-POS = ["a wonderful , moving film", "great acting and a smart script", "funny , warm and beautifully made",
-       "an excellent , delightful movie", "the best comedy of the year", "a charming and clever story",
-       "brilliant performances all around", "i loved every minute of it", "a joyous , good time",
-       "superb direction and lovely music"]
-NEG = ["a dull , boring mess", "terrible acting and a stupid script", "flat , lifeless and badly made",
-       "an awful , tedious movie", "the worst comedy of the year", "a clumsy and pointless story",
-       "dreadful performances all around", "i hated every minute of it", "a miserable , bad time",
-       "lazy direction and annoying music"]
+POS = [
+    "a wonderful , moving film",
+    "great acting and a smart script",
+    "funny , warm and beautifully made",
+    "an excellent , delightful movie",
+    "the best comedy of the year",
+    "a charming and clever story",
+    "brilliant performances all around",
+    "i loved every minute of it",
+    "a joyous , good time",
+    "superb direction and lovely music",
+]
+NEG = [
+    "a dull , boring mess",
+    "terrible acting and a stupid script",
+    "flat , lifeless and badly made",
+    "an awful , tedious movie",
+    "the worst comedy of the year",
+    "a clumsy and pointless story",
+    "dreadful performances all around",
+    "i hated every minute of it",
+    "a miserable , bad time",
+    "lazy direction and annoying music",
+]
 TEXTS = POS + NEG
 GOLD = ["positive"] * len(POS) + ["negative"] * len(NEG)
 
@@ -51,8 +67,9 @@ def tiny_bert(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def loud_bert(tmp_path_factory) -> Path:
     """Large random weights, so different inputs give visibly different outputs."""
-    return build_tiny_bert(tmp_path_factory.mktemp("hf") / "loud", TEXTS, id2label={0: "negative", 1: "positive"},
-                           initializer_range=0.5)
+    return build_tiny_bert(
+        tmp_path_factory.mktemp("hf") / "loud", TEXTS, id2label={0: "negative", 1: "positive"}, initializer_range=0.5
+    )
 
 
 def test_every_required_family_is_registered():
@@ -76,7 +93,9 @@ def test_sklearn_integer_classes_map_by_position(tmp_path):
     from sklearn.pipeline import make_pipeline
 
     path = tmp_path / "nb.joblib"
-    joblib.dump(make_pipeline(CountVectorizer(), MultinomialNB()).fit(TEXTS, [int(g == "positive") for g in GOLD]), path)
+    joblib.dump(
+        make_pipeline(CountVectorizer(), MultinomialNB()).fit(TEXTS, [int(g == "positive") for g in GOLD]), path
+    )
     model = load_model(spec(family="sklearn", path=str(path)))
     assert model.predict_proba(["a wonderful , delightful film"])[0].argmax() == 1  # labels[1] == positive
 
@@ -174,7 +193,9 @@ def test_lexicon_models(family):
 def test_lexicon_probability_mapping():
     two = lexicon_probabilities(spec(family="vader"), np.array([-1.0, 0.0, 0.5]), 0.05)
     assert np.allclose(two, [[1, 0], [0.5, 0.5], [0.25, 0.75]])
-    three = lexicon_probabilities(spec(family="vader", labels=["positive", "neutral", "negative"]), np.array([0.0, 0.05, -0.2]), 0.05)
+    three = lexicon_probabilities(
+        spec(family="vader", labels=["positive", "neutral", "negative"]), np.array([0.0, 0.05, -0.2]), 0.05
+    )
     assert np.allclose(three, [[0, 1, 0], [0.5, 0.5, 0], [0, 0, 1]])
 
 
@@ -183,8 +204,9 @@ def test_fine_tune_learns_and_saves_an_hf_dir(tmp_path, tiny_bert):
     from actors.zoo.trainers import fine_tune
     from engine.training import FineTuneConfig
 
-    cfg = FineTuneConfig(train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3,
-                         warmup_ratio=0.0, weight_decay=0.0)
+    cfg = FineTuneConfig(
+        train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0, weight_decay=0.0
+    )
     model, tokenizer, details = fine_tune(str(tiny_bert), TEXTS, GOLD, ["negative", "positive"], cfg, seed=0, threads=1)
     assert details["steps"] == 20 * 3 and details["loss_last"] < details["loss_first"] / 4
     model.save_pretrained(tmp_path / "ft")
@@ -206,7 +228,7 @@ def _split_zip(tmp_path: Path, pieces: int) -> list[Path]:
     parts = []
     for i in range(pieces):
         part = tmp_path / f"m.zip.{i + 1:03d}"
-        part.write_bytes(data[cuts[i]:cuts[i + 1]])
+        part.write_bytes(data[cuts[i] : cuts[i + 1]])
         parts.append(part)
     return parts
 

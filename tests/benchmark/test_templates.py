@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from engine.lang import lexicons
 from engine.errors import InputError
+from engine.lang import lexicons
 from engine.lang.lexicons import indefinite_article, with_article
 from engine.schema import TEST_CASE_SCHEMA
 from engine.templates.expand import GENERATOR, METHOD, Slot, expand, parse_template, product_indices, read_spec, render
@@ -35,14 +35,39 @@ def texts_of(expansion) -> list[str]:
 
 # ------------------------------------------------------------------------- articles
 
-@pytest.mark.parametrize("phrase, article", [
-    ("apple", "an"), ("banana", "a"), ("excellent flight", "an"),
-    ("hour", "an"), ("honest answer", "an"), ("heir", "an"), ("hotel", "a"),
-    ("university", "a"), ("unique", "a"), ("European", "a"), ("one-way ticket", "a"), ("useful", "a"),
-    ("uninformed", "an"), ("umbrella", "an"), ("onerous", "an"), ("urban", "an"),
-    ("FBI agent", "an"), ("MBA", "an"), ("UN report", "a"), ("X-ray", "an"), ("U-turn", "a"), ("NASA", "a"),
-    ("8", "an"), ("11-year-old", "an"), ("18,000", "an"), ("100", "a"), ("1", "a"),
-])
+
+@pytest.mark.parametrize(
+    "phrase, article",
+    [
+        ("apple", "an"),
+        ("banana", "a"),
+        ("excellent flight", "an"),
+        ("hour", "an"),
+        ("honest answer", "an"),
+        ("heir", "an"),
+        ("hotel", "a"),
+        ("university", "a"),
+        ("unique", "a"),
+        ("European", "a"),
+        ("one-way ticket", "a"),
+        ("useful", "a"),
+        ("uninformed", "an"),
+        ("umbrella", "an"),
+        ("onerous", "an"),
+        ("urban", "an"),
+        ("FBI agent", "an"),
+        ("MBA", "an"),
+        ("UN report", "a"),
+        ("X-ray", "an"),
+        ("U-turn", "a"),
+        ("NASA", "a"),
+        ("8", "an"),
+        ("11-year-old", "an"),
+        ("18,000", "an"),
+        ("100", "a"),
+        ("1", "a"),
+    ],
+)
 def test_indefinite_article_follows_sound(phrase, article):
     assert indefinite_article(phrase) == article
 
@@ -54,6 +79,7 @@ def test_article_slot_and_capital_article(tmp_path):
 
 
 # ------------------------------------------------------------------ slots and parsing
+
 
 def test_parse_template_slots_and_literal_braces():
     parts = parse_template("{{x}} {a:noun} {pair[1]} {who.name} {name2}")
@@ -85,9 +111,13 @@ def test_same_slot_twice_gets_same_filler_numbered_slots_differ(tmp_path):
 
 
 def test_indexed_pool_values_and_bad_index(tmp_path):
-    spec = write_spec(tmp_path, record("Did they {v[0]} it? It was {v[1]}.", {"v": [["buy", "bought"], ["sell", "sold"]]}))
+    spec = write_spec(
+        tmp_path, record("Did they {v[0]} it? It was {v[1]}.", {"v": [["buy", "bought"], ["sell", "sold"]]})
+    )
     assert sorted(texts_of(expand(read_spec(spec), "s", nsamples=0))) == [
-        "Did they buy it? It was bought.", "Did they sell it? It was sold."]
+        "Did they buy it? It was bought.",
+        "Did they sell it? It was sold.",
+    ]
     bad = write_spec(tmp_path, record("{v[2]}", {"v": [["buy", "bought"]]}), name="bad.jsonl")
     with pytest.raises(InputError, match=r"\{v\[2\]\} does not fit"):
         read_spec(bad)
@@ -97,6 +127,7 @@ def test_indexed_pool_values_and_bad_index(tmp_path):
 
 
 # ------------------------------------------------------------------------- sampling
+
 
 def five_by_five_by_five(tmp_path) -> Path:
     pool = {"a": list("ABCDE"), "b": list("FGHIJ"), "c": list("KLMNO")}
@@ -117,7 +148,7 @@ def test_huge_product_is_sampled_without_materializing(tmp_path):
     pool = {f"s{i}": [f"w{i}_{j}" for j in range(100)] for i in range(10)}
     spec = write_spec(tmp_path, record(" ".join(f"{{s{i}}}" for i in range(10)), pool))
     (template,) = read_spec(spec)
-    assert template.combinations == 100 ** 10
+    assert template.combinations == 100**10
     cases = expand([template], "s", nsamples=50, seed=1)
     assert cases.cases.num_rows == 50 and not cases.short
     with pytest.raises(InputError, match="exceed max_combinations"):
@@ -128,8 +159,8 @@ def test_product_indices_are_distinct_and_cover_small_products():
     import random
 
     assert sorted(product_indices(30, 5, random.Random(0))) == list(range(30))  # lazy shuffle
-    big = list(zip(range(200), product_indices(10 ** 30, 200, random.Random(0))))
-    assert len({i for _, i in big}) == 200 and all(0 <= i < 10 ** 30 for _, i in big)
+    big = list(zip(range(200), product_indices(10**30, 200, random.Random(0))))
+    assert len({i for _, i in big}) == 200 and all(0 <= i < 10**30 for _, i in big)
 
 
 def test_duplicate_cases_are_removed(tmp_path):
@@ -149,6 +180,7 @@ def test_different_fillings_with_the_same_text_count_once(tmp_path):
 
 
 # ------------------------------------------------------- the shared (TestAug) format
+
 
 def test_small_spec_in_shared_format(tmp_path):
     templates = read_spec(SMALL_SPEC)
@@ -204,8 +236,11 @@ def test_pair_templates_share_fillings(tmp_path):
 
 def test_yaml_spec(tmp_path):
     path = tmp_path / "caps.yaml"
-    path.write_text("templates:\n  - template: 'I {v} it.'\n    label: 0\n    capability: Vocabulary\n"
-                    "    pool: {v: [hate, dislike]}\n", encoding="utf-8")
+    path.write_text(
+        "templates:\n  - template: 'I {v} it.'\n    label: 0\n    capability: Vocabulary\n"
+        "    pool: {v: [hate, dislike]}\n",
+        encoding="utf-8",
+    )
     result = expand(read_spec(path), "caps", nsamples=0)
     assert sorted(texts_of(result)) == ["I dislike it.", "I hate it."]
     assert set(result.cases.column("expected_label").to_pylist()) == {"negative"}
@@ -213,9 +248,14 @@ def test_yaml_spec(tmp_path):
 
 # -------------------------------------------------------------------- built-in lexicons
 
+
 def test_builtin_lexicon_pools(tmp_path):
-    spec = write_spec(tmp_path, record("{first_name} flew to {city} with {w}.",
-                                       {"first_name": "@first_name", "city": "@city", "w": "@names.women"}))
+    spec = write_spec(
+        tmp_path,
+        record(
+            "{first_name} flew to {city} with {w}.", {"first_name": "@first_name", "city": "@city", "w": "@names.women"}
+        ),
+    )
     rows = expand(read_spec(spec), "s", nsamples=20, seed=3).cases.to_pylist()
     first, cities, women = (set(lexicons.resolve_lexicon(n)) for n in ("@first_name", "@city", "@names.women"))
     assert len(women) > 5000 and "Ashley" in women
@@ -250,6 +290,7 @@ def test_missing_checklist_package_is_a_clear_error(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- bad input
 
+
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="spec file not found"):
         read_spec(tmp_path / "nope.jsonl")
@@ -257,7 +298,7 @@ def test_missing_file(tmp_path):
 
 def test_bad_json_line_names_the_line(tmp_path):
     path = tmp_path / "broken.jsonl"
-    path.write_text(json.dumps(record("ok")) + "\n\n{\"template\": \"x\",\n", encoding="utf-8")
+    path.write_text(json.dumps(record("ok")) + '\n\n{"template": "x",\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"broken.jsonl:3: bad JSON line"):
         read_spec(path)
 
@@ -295,14 +336,29 @@ def test_record_with_unknown_or_missing_field(tmp_path):
 
 # ---------------------------------------------------------------------------- the CLI
 
+
 def test_cli_end_to_end(tmp_path):
     from typer.testing import CliRunner
 
     from jobs.cli import app  # imports every job module, as the console entry point does
 
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["templates", "--spec", str(SMALL_SPEC), "--out", str(out),
-                                      "--nsamples", "3", "--seed", "5", "--suite", "mini"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "templates",
+            "--spec",
+            str(SMALL_SPEC),
+            "--out",
+            str(out),
+            "--nsamples",
+            "3",
+            "--seed",
+            "5",
+            "--suite",
+            "mini",
+        ],
+    )
     assert result.exit_code == 0, result.output
     line = result.stdout.strip()
     assert "\n" not in line
@@ -313,8 +369,11 @@ def test_cli_end_to_end(tmp_path):
     assert not list(out.glob("*.tmp-*"))  # atomic write left no temp file
     # config file section, with the YAML int keys of a label map
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(f"templates:\n  spec: {SMALL_SPEC}\n  nsamples: 2\n  label_map: {{0: bad, 1: good, 2: meh}}\n"
-                   f"out: {tmp_path / 'run2'}\n", encoding="utf-8")
+    cfg.write_text(
+        f"templates:\n  spec: {SMALL_SPEC}\n  nsamples: 2\n  label_map: {{0: bad, 1: good, 2: meh}}\n"
+        f"out: {tmp_path / 'run2'}\n",
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(app, ["templates", "--config", str(cfg)])
     assert result.exit_code == 0, result.output
     labels = set(pq.read_table(tmp_path / "run2" / "suite.parquet").column("expected_label").to_pylist())

@@ -3,7 +3,6 @@ recorded accuracies reproduced by loading the registry), plus ``resolve_models``
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,13 +10,13 @@ import pyarrow.csv as pacsv
 import pytest
 import yaml
 
-from jobs.config import load_config
-from engine.errors import ConfigError, InputError
 from actors.models import load_model
 from engine.benchmark.registry import read_registry
+from engine.errors import ConfigError, InputError
 from engine.training import accuracy, stratified_split
-from tests.fakes.tiny_hf import build_tiny_bert
+from jobs.config import load_config
 from tests.fakes.cli import run_cli
+from tests.fakes.tiny_hf import build_tiny_bert
 
 TINY_MODELS = [
     {"name": "tfidf_lr", "kind": "tfidf", "head": "logreg", "params": {"C": 4.0}, "tiny": True},
@@ -29,21 +28,30 @@ TINY_MODELS = [
 ]
 
 
-
-
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory, rt_corpus) -> Path:
     path = tmp_path_factory.mktemp("corpus") / "rt.csv"
-    rows = rt_corpus.take(np.r_[0:80, rt_corpus.num_rows - 80:rt_corpus.num_rows]).select(["text", "label"])
+    rows = rt_corpus.take(np.r_[0:80, rt_corpus.num_rows - 80 : rt_corpus.num_rows]).select(["text", "label"])
     pacsv.write_csv(rows, path)
     return path
 
 
 def write_recipe(path: Path, corpus: Path, models: list[dict], **zoo) -> Path:
-    path.write_text(yaml.safe_dump({
-        "corpus": {"path": str(corpus)},
-        "zoo": {"tiny": True, "tiny_sample": 120, "cache_dir": str(path.parent / "cache"), "models": models, **zoo},
-    }), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "corpus": {"path": str(corpus)},
+                "zoo": {
+                    "tiny": True,
+                    "tiny_sample": 120,
+                    "cache_dir": str(path.parent / "cache"),
+                    "models": models,
+                    **zoo,
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -58,21 +66,32 @@ def test_default_recipe_has_every_family_and_tiny_mode_drops_fine_tuning():
     zoo = cfg.section("zoo")
     kinds = {(m.kind, m.head) for m in zoo.models}
     assert len(zoo.models) >= 10
-    assert {("tfidf", "logreg"), ("tfidf", "lightgbm"), ("tfidf", "naive_bayes"), ("embedding", "logreg"),
-            ("embedding", "mlp"), ("finetune", None), ("vader", None), ("textblob", None)} <= kinds
+    assert {
+        ("tfidf", "logreg"),
+        ("tfidf", "lightgbm"),
+        ("tfidf", "naive_bayes"),
+        ("embedding", "logreg"),
+        ("embedding", "mlp"),
+        ("finetune", None),
+        ("vader", None),
+        ("textblob", None),
+    } <= kinds
     assert any(m.encoder == "builtin:mpnet" for m in zoo.models)
     tiny = zoo.model_copy(update={"tiny": True}).selected()
     assert tiny and all(m.tiny and m.kind != "finetune" for m in tiny)
 
 
-@pytest.mark.parametrize("models,message", [
-    ([{"name": "a", "kind": "vader"}, {"name": "a", "kind": "textblob"}], "duplicate model names: a"),
-    ([{"name": "x", "kind": "embedding", "head": "naive_bayes"}], "non-negative features"),
-    ([{"name": "x", "kind": "tfidf", "head": "logreg", "params": {"Cee": 1}}], "Cee"),
-    ([{"name": "x", "kind": "tfidf"}], "needs a head"),
-    ([{"name": "../x", "kind": "vader"}], "names a directory"),
-    ([{"name": "x", "kind": "forest"}], "zoo.models.0.kind"),
-])
+@pytest.mark.parametrize(
+    "models,message",
+    [
+        ([{"name": "a", "kind": "vader"}, {"name": "a", "kind": "textblob"}], "duplicate model names: a"),
+        ([{"name": "x", "kind": "embedding", "head": "naive_bayes"}], "non-negative features"),
+        ([{"name": "x", "kind": "tfidf", "head": "logreg", "params": {"Cee": 1}}], "Cee"),
+        ([{"name": "x", "kind": "tfidf"}], "needs a head"),
+        ([{"name": "../x", "kind": "vader"}], "names a directory"),
+        ([{"name": "x", "kind": "forest"}], "zoo.models.0.kind"),
+    ],
+)
 def test_bad_recipes_are_config_errors(tmp_path, models, message):
     import jobs.zoo.job  # noqa: F401
 
@@ -140,10 +159,17 @@ def test_tiny_zoo_through_the_cli_caches_and_reproduces_accuracy(ray_session, tm
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_fine_tune_model_through_the_job(ray_session, tmp_path, small_corpus, rt_corpus):
-    base = build_tiny_bert(tmp_path / "base", rt_corpus.column("text").to_pylist()[:80] +
-                           rt_corpus.column("text").to_pylist()[-80:])
-    models = [{"name": "ft", "kind": "finetune", "encoder": str(base),
-               "finetune": {"train_size": 64, "epochs": 1, "max_length": 32, "batch_size": 16}}]
+    base = build_tiny_bert(
+        tmp_path / "base", rt_corpus.column("text").to_pylist()[:80] + rt_corpus.column("text").to_pylist()[-80:]
+    )
+    models = [
+        {
+            "name": "ft",
+            "kind": "finetune",
+            "encoder": str(base),
+            "finetune": {"train_size": 64, "epochs": 1, "max_length": 32, "batch_size": 16},
+        }
+    ]
     recipe = write_recipe(tmp_path / "recipe.yaml", small_corpus, models, tiny=False)
     from jobs.zoo.job import run_zoo
 

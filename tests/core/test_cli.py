@@ -19,14 +19,23 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(CHECKRAY), *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
-@pytest.mark.parametrize("args, expected", [
-    (("topics", "--corpsu", "reviews.csv", "--out", "runs/t"),
-     "error: No such option: --corpsu (Possible options: --corpus, --out) (see 'checkray topics --help')"),
-    (("mft", "--out", "runs/m"), "error: Missing option '--topics'. (see 'checkray mft --help')"),
-    (("topics", "--clusters", "many", "--out", "runs/t"), "error: Invalid value for '--clusters' / '-k':"),
-    (("topcs", "--out", "runs/t"), "error: No such command 'topcs'. Did you mean 'topics'? (see 'checkray --help')"),
-    (("validity", "trian"), "error: No such command 'trian'. Did you mean 'train'?"),
-], ids=["unknown-option", "missing-option", "bad-value", "unknown-command", "unknown-subcommand"])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ("topics", "--corpsu", "reviews.csv", "--out", "runs/t"),
+            "error: No such option: --corpsu (Possible options: --corpus, --out) (see 'checkray topics --help')",
+        ),
+        (("mft", "--out", "runs/m"), "error: Missing option '--topics'. (see 'checkray mft --help')"),
+        (("topics", "--clusters", "many", "--out", "runs/t"), "error: Invalid value for '--clusters' / '-k':"),
+        (
+            ("topcs", "--out", "runs/t"),
+            "error: No such command 'topcs'. Did you mean 'topics'? (see 'checkray --help')",
+        ),
+        (("validity", "trian"), "error: No such command 'trian'. Did you mean 'train'?"),
+    ],
+    ids=["unknown-option", "missing-option", "bad-value", "unknown-command", "unknown-subcommand"],
+)
 def test_usage_error_is_one_line_and_exit_2(args, expected):
     proc = run(*args)
     assert proc.returncode == 2, proc.stderr
@@ -40,10 +49,12 @@ def test_version_and_help_list_every_job_without_importing_them():
 
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("checkray ")
-    code = ("import sys; from jobs.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "jobs = [m for m in sys.modules if m.startswith('jobs.') and m.endswith('.job')]\n"
-            "assert not jobs and 'ray' not in sys.modules, jobs")
+    code = (
+        "import sys; from jobs.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "jobs = [m for m in sys.modules if m.startswith('jobs.') and m.endswith('.job')]\n"
+        "assert not jobs and 'ray' not in sys.modules, jobs"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     for name in COMMANDS:

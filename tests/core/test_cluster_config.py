@@ -57,8 +57,11 @@ def test_ray_validator_accepts_cluster_yaml(cluster):
     prepared = prepare_config(cluster)
     validate_config(prepared)  # raises jsonschema.ValidationError / ValueError when wrong
     assert prepared["head_node_type"] == "head.cpu"
-    gpu_workers = [n for n in prepared["available_node_types"].values()
-                   if n["node_config"]["InstanceType"].startswith(("g4dn", "g5", "g6", "p3", "p4", "p5"))]
+    gpu_workers = [
+        n
+        for n in prepared["available_node_types"].values()
+        if n["node_config"]["InstanceType"].startswith(("g4dn", "g5", "g6", "p3", "p4", "p5"))
+    ]
     assert gpu_workers and all(n["min_workers"] == 0 and n["max_workers"] >= 1 for n in gpu_workers)
 
 
@@ -98,8 +101,11 @@ def test_no_ingress_is_open_to_the_world(cluster):
 @pytest.mark.timeout(30)
 def test_world_open_rule_is_detected(cluster):
     """The ingress check above can fail on a world-open rule."""
-    sg = {"IpPermissions": [{"IpProtocol": "tcp", "FromPort": 8265, "ToPort": 8265,
-                             "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]}
+    sg = {
+        "IpPermissions": [
+            {"IpProtocol": "tcp", "FromPort": 8265, "ToPort": 8265, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}
+        ]
+    }
     opened = dict(cluster, provider=dict(cluster["provider"], security_group=sg))
     assert WORLD & set(ingress_cidrs(opened))
 
@@ -108,8 +114,11 @@ def test_world_open_rule_is_detected(cluster):
 def test_setup_installs_the_mounted_repo_with_declared_extras(cluster, pyproject):
     mounted = [remote for remote, local in cluster["file_mounts"].items() if local in (".", "./")]
     assert len(mounted) == 1, "the repo root must be mounted exactly once"
-    commands = (cluster.get("setup_commands", []) + cluster.get("head_setup_commands", [])
-                + cluster.get("worker_setup_commands", []))
+    commands = (
+        cluster.get("setup_commands", [])
+        + cluster.get("head_setup_commands", [])
+        + cluster.get("worker_setup_commands", [])
+    )
     editable = [c for c in commands if "pip install" in c and " -e " in c]
     assert editable, "no `pip install -e` of the repo"
     declared = set(pyproject["project"]["optional-dependencies"])

@@ -2,9 +2,9 @@
 
 import pytest
 
-from jobs.config import load_config
 from engine.errors import ConfigError, ResourceError
 from engine.runtime import choose_device, plan_actor_pool
+from jobs.config import load_config
 
 
 def test_defaults_load_without_a_file():
@@ -35,10 +35,13 @@ def test_unknown_section_is_named(tmp_path):
         load_config(p)
 
 
-@pytest.mark.parametrize("text,match", [
-    ("topics: [1, 2\n", "bad YAML"),
-    ("- just\n- a list\n", "top level must be a mapping"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("topics: [1, 2\n", "bad YAML"),
+        ("- just\n- a list\n", "top level must be a mapping"),
+    ],
+)
 def test_bad_yaml(tmp_path, text, match):
     p = tmp_path / "c.yaml"
     p.write_text(text)

@@ -42,9 +42,11 @@ def test_shipped_config_validates_and_reads_back(path):
 
 
 def test_a_config_loads_without_the_cli_or_ray():
-    code = ("import sys; from jobs.config import load_config; cfg = load_config('configs/demo.yaml'); "
-            "cfg.section('costello'); "
-            "assert 'jobs.cli' not in sys.modules and 'ray' not in sys.modules, sorted(sys.modules)")
+    code = (
+        "import sys; from jobs.config import load_config; cfg = load_config('configs/demo.yaml'); "
+        "cfg.section('costello'); "
+        "assert 'jobs.cli' not in sys.modules and 'ray' not in sys.modules, sorted(sys.modules)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 

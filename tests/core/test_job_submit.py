@@ -31,9 +31,17 @@ BIN = Path(sys.executable).parent
 # Never uploaded with the working dir: the venv alone is hundreds of MB, over Ray's
 # package limit; runs/ and .git are large and useless to the job.
 UPLOAD_EXCLUDES = [".venv", ".git", "runs", "**/__pycache__", ".pytest_cache", "*.egg-info"]
-PORT_FLAGS = ("--port", "--dashboard-port", "--ray-client-server-port", "--node-manager-port",
-              "--object-manager-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
-              "--runtime-env-agent-port", "--metrics-export-port")
+PORT_FLAGS = (
+    "--port",
+    "--dashboard-port",
+    "--ray-client-server-port",
+    "--node-manager-port",
+    "--object-manager-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+    "--runtime-env-agent-port",
+    "--metrics-export-port",
+)
 
 
 def free_ports(n: int) -> list[int]:
@@ -51,17 +59,19 @@ def head_env() -> dict[str, str]:
     env = dict(os.environ)
     for var in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS"):
         env.pop(var, None)  # the fixture's cluster must not be the one we talk to
-    env.update({
-        # Ray 2.60: token auth would need ~/.ray/auth_token on both sides; this head
-        # listens on 127.0.0.1 only, so disable it on both sides (OFFLINE.md).
-        "RAY_AUTH_MODE": "disabled",
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `checkray` for the job's entrypoint
-    })
+    env.update(
+        {
+            # Ray 2.60: token auth would need ~/.ray/auth_token on both sides; this head
+            # listens on 127.0.0.1 only, so disable it on both sides (OFFLINE.md).
+            "RAY_AUTH_MODE": "disabled",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `checkray` for the job's entrypoint
+        }
+    )
     return env
 
 
@@ -132,11 +142,24 @@ def test_topics_job_submitted_to_a_local_head(tmp_path, small_corpus_csv):
     ports = dict(zip(PORT_FLAGS, free_ports(len(PORT_FLAGS))))
     env = head_env()
     head = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", "--num-cpus=2", f"--temp-dir={temp_dir}",
-         "--disable-usage-stats", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-         "--node-ip-address=127.0.0.1", f"--object-store-memory={200 * 1024 * 1024}",
-         *(f"{flag}={port}" for flag, port in ports.items())],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        [
+            str(BIN / "ray"),
+            "start",
+            "--head",
+            "--block",
+            "--num-cpus=2",
+            f"--temp-dir={temp_dir}",
+            "--disable-usage-stats",
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            "--node-ip-address=127.0.0.1",
+            f"--object-store-memory={200 * 1024 * 1024}",
+            *(f"{flag}={port}" for flag, port in ports.items()),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     out = tmp_path / "run"
     submission_id = f"checkray-topics-{os.getpid()}-{int(time.time())}"
@@ -144,12 +167,38 @@ def test_topics_job_submitted_to_a_local_head(tmp_path, small_corpus_csv):
     try:
         wait_for_dashboard(dashboard, head, timeout=120)
         submit = subprocess.run(
-            [str(BIN / "ray"), "job", "submit", "--address", dashboard, "--submission-id", submission_id,
-             "--working-dir", str(ROOT),
-             "--runtime-env-json", json.dumps({"excludes": UPLOAD_EXCLUDES}),
-             "--", "checkray", "topics", "--corpus", str(small_corpus_csv), "--text-column", "text",
-             "--label-column", "label", "--clusters", "3", "--top-k", "3", "--out", str(out)],
-            env=env, capture_output=True, text=True, timeout=400,
+            [
+                str(BIN / "ray"),
+                "job",
+                "submit",
+                "--address",
+                dashboard,
+                "--submission-id",
+                submission_id,
+                "--working-dir",
+                str(ROOT),
+                "--runtime-env-json",
+                json.dumps({"excludes": UPLOAD_EXCLUDES}),
+                "--",
+                "checkray",
+                "topics",
+                "--corpus",
+                str(small_corpus_csv),
+                "--text-column",
+                "text",
+                "--label-column",
+                "label",
+                "--clusters",
+                "3",
+                "--top-k",
+                "3",
+                "--out",
+                str(out),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
         )
         log = submit.stdout[-4000:] + submit.stderr[-4000:]
         assert submit.returncode == 0, log

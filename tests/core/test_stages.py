@@ -61,7 +61,7 @@ def test_resume_after_crash_equals_uninterrupted_run(tmp_path):
 def test_atomic_write_leaves_no_partial_file(tmp_path):
     run = RunDir(str(tmp_path))
 
-    with pytest.raises(Exception):
+    with pytest.raises(AttributeError):
         run.write_table("out.parquet", "not a table")  # fails while writing
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

@@ -9,12 +9,19 @@ import json
 import numpy as np
 import pytest
 
+from engine.costello.metrics import distance, ground_truth, nearest_neighbour_distances, table2, thresholds, violates
+from engine.costello.mutations import (
+    Variant,
+    gender_lexicon,
+    gender_swap,
+    inversion,
+    read_inversions,
+    shared_substitutions,
+    substitutions,
+    tokens_from_doc,
+)
 from engine.costello.triples import Seed, combine, triple_table, triples_to_cases
-from engine.costello.metrics import (distance, ground_truth, nearest_neighbour_distances, table2, thresholds,
-                                     violates)
 from engine.errors import InputError
-from engine.costello.mutations import (Variant, gender_lexicon, gender_swap, inversion, read_inversions,
-                              shared_substitutions, substitutions, tokens_from_doc)
 from engine.lang.polarity import polarity_class
 from engine.schema import validate_cases
 
@@ -31,6 +38,7 @@ def toks(nlp, text):
 
 
 # ------------------------------------------------------------------ WordNet
+
 
 def test_lexnames_are_the_45_lexicographer_files():
     from engine.lang.wordnet import lexnames_text
@@ -67,6 +75,7 @@ def test_missing_wordnet_package_is_one_line(monkeypatch):
 
 
 # ------------------------------------------------------------------ operators
+
 
 def test_polarity_guard_synonym_keeps_sign_antonym_flips(nlp):
     tokens = toks(nlp, "The acting is good and the plot is boring .")
@@ -126,6 +135,7 @@ def test_shared_word_substitution_changes_both_sentences(nlp):
 
 # ------------------------------------------------------------------ CR assembly
 
+
 def test_combine_builds_each_cr_and_links_variants_to_seed():
     seed = Seed("d1", "he is good and brave .", "positive")
     variants = [
@@ -168,6 +178,7 @@ def test_no_triple_without_matching_variants():
 
 # ------------------------------------------------------------------ metrics
 
+
 def test_distances_on_known_vectors():
     a, b = np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[3.0, 4.0], [0.0, 2.0]])
     np.testing.assert_allclose(distance(a, b, "l1"), [7.0, 3.0])
@@ -208,8 +219,17 @@ def test_table2_layout_and_precision():
     rows = []
     for model, verdicts, gta in (("m1", [1, 1, 0, 0], [1, 0, 1, 0]), ("m2", [1, 0, 0, 0], [1, 1, 1, 1])):
         for v, g in zip(verdicts, gta):
-            rows.append({"model": model, "capability": "CR1", "distance": "l2", "threshold": "zero",
-                         "verdict": bool(v), "gt_a": bool(g), "gt_b": True})
+            rows.append(
+                {
+                    "model": model,
+                    "capability": "CR1",
+                    "distance": "l2",
+                    "threshold": "zero",
+                    "verdict": bool(v),
+                    "gt_a": bool(g),
+                    "gt_b": True,
+                }
+            )
     (rec,) = table2(rows, ["CR1", "CR2"])
     assert rec["CR1 N_M"] == 2 and rec["CR1 N_V"] == 1.5
     assert rec["CR1 P_A%"] == 75.0 and rec["CR1 P_B%"] == 100.0  # mean of 50% and 100%
@@ -217,6 +237,7 @@ def test_table2_layout_and_precision():
 
 
 # ------------------------------------------------------------------ repair
+
 
 def test_epoch_plan_halves_and_upsamples():
     from actors.costello.repair import epoch_plan
@@ -236,11 +257,15 @@ def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
     from actors.costello.repair import RepairSettings, mean_triplet_loss, train_repair
     from tests.fakes.tiny_hf import build_tiny_bert
 
-    violated = [("the film is good", "the film is bad", "the film is fine"),
-                ("he loves the plot", "she hates the plot", "he likes the plot"),
-                ("a great movie", "an awful movie", "a fine movie")]
-    benign = [("the cast is fine", "the cast is good", "the cast is awful"),
-              ("a dull story", "a boring story", "a lively story")]
+    violated = [
+        ("the film is good", "the film is bad", "the film is fine"),
+        ("he loves the plot", "she hates the plot", "he likes the plot"),
+        ("a great movie", "an awful movie", "a fine movie"),
+    ]
+    benign = [
+        ("the cast is fine", "the cast is good", "the cast is awful"),
+        ("a dull story", "a boring story", "a lively story"),
+    ]
     words = [w for tr in violated + benign for s in tr for w in s.split()]
     path = build_tiny_bert(tmp_path / "tiny", words, seed=0, initializer_range=0.2)
     model = load_encoder(EmbedderSpec(name="tiny", model=str(path), pooling="mean"), device="cpu", threads=1)

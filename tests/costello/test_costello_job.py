@@ -13,13 +13,12 @@ import numpy as np
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
+
 from engine.costello.mutations import normalize, read_inversions
 from tests.fakes.cli import run_cli
 
 HERE = Path(__file__).resolve().parent
 INVERSIONS = HERE.parents[1] / "configs" / "costello" / "inversions.jsonl"
-
-
 
 
 def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
@@ -46,15 +45,19 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, ca
     embedders = tmp_path / "emb.yaml"
     embedders.write_text("embedders:\n  - {name: minilm, model: builtin:minilm, pooling: mean, max_length: 48}\n")
     config = tmp_path / "c.yaml"
-    config.write_text("costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
-                      "  dictionary_size: 60\n  batch_size: 32\n")
+    config.write_text(
+        "costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
+        "  dictionary_size: 60\n  batch_size: 32\n"
+    )
     out = tmp_path / "run"
-    code = run_cli("costello", "--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config),
-                   "--out", str(out))
+    code = run_cli(
+        "costello", "--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config), "--out", str(out)
+    )
     output = capsys.readouterr()
     assert code == 0, output
     assert output.out.startswith("costello: CR1 ") and output.out.rstrip().endswith(
-        f"triples -> {out}/triples.parquet, violations.parquet, report.html")
+        f"triples -> {out}/triples.parquet, violations.parquet, report.html"
+    )
 
     cases = validate_cases(pq.read_table(out / "triples.parquet"))
     assert set(cases.column("method").to_pylist()) == {"costello"}
@@ -74,8 +77,21 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, ca
 
     # test -> repair -> retest
     rep = tmp_path / "repair"
-    code = run_cli("repair", "--violations", str(out), "--model", "minilm", "--out", str(rep),
-                   "--epochs", "1", "--lr", "0.001", "--threshold", "zero")
+    code = run_cli(
+        "repair",
+        "--violations",
+        str(out),
+        "--model",
+        "minilm",
+        "--out",
+        str(rep),
+        "--epochs",
+        "1",
+        "--lr",
+        "0.001",
+        "--threshold",
+        "zero",
+    )
     output = capsys.readouterr()
     assert code == 0, output
     assert output.out.startswith("repair: minilm: ") and f"-> {rep}/fixing.parquet" in output.out
@@ -91,8 +107,14 @@ def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, ca
     assert meta["embedders"][0]["name"] == "minilm"
     # The repair read only what costello published (its manifest lists them).
     published = json.loads((out / "manifest.json").read_text())["published"]
-    assert {"triples.parquet", "violations.parquet", "train.parquet", "dictionaries.parquet",
-            "classifiers.parquet", "costello.json"} <= set(published)
+    assert {
+        "triples.parquet",
+        "violations.parquet",
+        "train.parquet",
+        "dictionaries.parquet",
+        "classifiers.parquet",
+        "costello.json",
+    } <= set(published)
     assert json.loads((rep / "manifest.json").read_text())["job"] == "repair"
 
 
@@ -100,9 +122,25 @@ def test_missing_embedder_path_is_one_line(tmp_path):
     embedders = tmp_path / "emb.yaml"
     missing = tmp_path / "no" / "such-model"
     embedders.write_text(f"embedders:\n  - {{name: ghost, model: {missing}}}\n")
-    proc = subprocess.run([sys.executable, "-m", "jobs.cli", "costello", "--corpus", "builtin:rotten_tomatoes",
-                           "--embedders", str(embedders), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120, cwd=HERE.parents[1], check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobs.cli",
+            "costello",
+            "--corpus",
+            "builtin:rotten_tomatoes",
+            "--embedders",
+            str(embedders),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=HERE.parents[1],
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: embedder 'ghost': {missing}: model path does not exist"]
     assert not (tmp_path / "o").exists()

@@ -45,7 +45,7 @@ class RuleBasedChat:
         text = _input_text(messages)
         words = re.findall(r"[A-Za-z']+", text)
         if "minimal functional test samples" in user:
-            chunks = [" ".join(words[i:i + 8]) for i in range(0, min(len(words), 32), 8)] or ["nothing to say"]
+            chunks = [" ".join(words[i : i + 8]) for i in range(0, min(len(words), 32), 8)] or ["nothing to say"]
             cases = [f"Test Case {i}: part {i}\nCustomer Review: {c.capitalize()}." for i, c in enumerate(chunks, 1)]
             return make_generation("Sure! Here are the MFT samples:\n" + "\n".join(cases), "stop")
         if "Rephrase" in user:

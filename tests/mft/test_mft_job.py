@@ -6,11 +6,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.config import load_config
 from engine.errors import InputError
 from engine.schema import validate_cases
-from tests.fakes.llm import RuleBasedChat
+from jobs.config import load_config
 from jobs.mft.job import run_mft
+from tests.fakes.llm import RuleBasedChat
 
 pytestmark = pytest.mark.ray
 
@@ -26,8 +26,13 @@ def _embed(texts):
 
 
 def _cfg(**over):
-    base = {"mft.versions": 2, "mft.representatives_per_cluster": 3, "mft.paraphrases": 2,
-            "mft.paraphrase_limit": 4, "mft.mft_topics": 3}
+    base = {
+        "mft.versions": 2,
+        "mft.representatives_per_cluster": 3,
+        "mft.paraphrases": 2,
+        "mft.paraphrase_limit": 4,
+        "mft.mft_topics": 3,
+    }
     base.update(over)
     return load_config(None, base)
 
@@ -46,11 +51,17 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     assert all(r["method"] == "mft" and r["test_type"] == "MFT" for r in rows)
     assert all(r["expected_label"] in ("positive", "negative") for r in rows)
     assert any(m["paraphrase_of"] for m in metas) and all(
-        r["suite"].endswith("extended") for r, m in zip(rows, metas) if m["paraphrase_of"])
+        r["suite"].endswith("extended") for r, m in zip(rows, metas) if m["paraphrase_of"]
+    )
     assert len({r["topic"] for r in rows}) == 3  # second-level MFT topics
     gates = pq.read_table(run.path("stages/generate/gates.parquet")).to_pylist()
-    assert {g["gate"] for g in gates} >= {"few-shot examples", "generated MFTs", "de-duplication", "paraphrases",
-                                           "label check"}
+    assert {g["gate"] for g in gates} >= {
+        "few-shot examples",
+        "generated MFTs",
+        "de-duplication",
+        "paraphrases",
+        "label check",
+    }
     label = [g for g in gates if g["gate"] == "label check"]
     assert sum(g["dropped"] for g in label) > 0  # VADER disagrees or finds neutral text
     parsing = {p["step"]: p for p in pq.read_table(run.path("stages/generate/parsing.parquet")).to_pylist()}
@@ -63,8 +74,13 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
 def test_llm_that_labels_everything_hard_gives_a_clear_error(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     with pytest.raises(InputError, match="kept no test case"):
-        run_mft(_cfg(**{"mft.versions": 1, "mft.splits": ["test"]}), str(topics_dir), str(tmp_path / "m"),
-                chat=RuleBasedChat(always_hard=True), embed=_embed)
+        run_mft(
+            _cfg(**{"mft.versions": 1, "mft.splits": ["test"]}),
+            str(topics_dir),
+            str(tmp_path / "m"),
+            chat=RuleBasedChat(always_hard=True),
+            embed=_embed,
+        )
 
 
 def test_not_a_topics_run(tmp_path):
@@ -76,5 +92,10 @@ def test_not_a_topics_run(tmp_path):
 def test_label_without_label_word_is_named(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     with pytest.raises(InputError, match="label_words"):
-        run_mft(_cfg(**{"mft.label_words": {"positive": "positive"}}), str(topics_dir), str(tmp_path / "m"),
-                chat=RuleBasedChat(), embed=_embed)
+        run_mft(
+            _cfg(**{"mft.label_words": {"positive": "positive"}}),
+            str(topics_dir),
+            str(tmp_path / "m"),
+            chat=RuleBasedChat(),
+            embed=_embed,
+        )

@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from engine.errors import ConfigError
-from engine.mft.parsing import (ParseStats, dedupe_exact, dedupe_near, format_mft_cases, parse_label,
-                        parse_mft_cases, parse_paraphrases)
+from engine.mft.parsing import (
+    ParseStats,
+    dedupe_exact,
+    dedupe_near,
+    format_mft_cases,
+    parse_label,
+    parse_mft_cases,
+    parse_paraphrases,
+)
 from engine.prompts import load_prompt, parse_prompt
 
 FIGURE_5 = """Sure! Here are the minimum functionality test (MFT) samples:
@@ -26,8 +33,12 @@ Test Case 3: Standout Tracks Customer Review: From the opening notes, it's clear
 def test_parse_mft_cases_reads_the_paper_format_and_variants():
     stats = ParseStats()
     pairs = parse_mft_cases(FIGURE_5, stats)
-    assert [s for s, _ in pairs] == ["Complex Sound and Maturity", "Flow and Structure", "Standout Tracks",
-                                     "Emotional Resonance"]
+    assert [s for s, _ in pairs] == [
+        "Complex Sound and Maturity",
+        "Flow and Structure",
+        "Standout Tracks",
+        "Emotional Resonance",
+    ]
     assert pairs[3][1] == "With its themes of love, this album resonates deeply."
     assert stats.outputs == 1 and stats.items == 4 and stats.unparsed == 0
 
@@ -46,22 +57,32 @@ def test_format_round_trip():
 
 
 def test_parse_paraphrases_numbered_quoted_and_dupes():
-    raw = ('1. "Underwhelming experience with too much repetition."\n2. Disappointing read with too much dullness.\n'
-           "3. Disappointing read with too much monotony.\n- Monotonous content without any excitement.\n")
+    raw = (
+        '1. "Underwhelming experience with too much repetition."\n2. Disappointing read with too much dullness.\n'
+        "3. Disappointing read with too much monotony.\n- Monotonous content without any excitement.\n"
+    )
     out = parse_paraphrases(raw, "Disappointing read with too much monotony.", n=5)
-    assert out == ["Underwhelming experience with too much repetition.", "Disappointing read with too much dullness.",
-                   "Monotonous content without any excitement."]
+    assert out == [
+        "Underwhelming experience with too much repetition.",
+        "Disappointing read with too much dullness.",
+        "Monotonous content without any excitement.",
+    ]
     assert parse_paraphrases("no list here", "x y", 5) == []
-    assert parse_paraphrases("1. The movie\n2. The film is a fine example.", "x y", 5) == ["The film is a fine example."]
+    assert parse_paraphrases("1. The movie\n2. The film is a fine example.", "x y", 5) == [
+        "The film is a fine example."
+    ]
 
 
-@pytest.mark.parametrize("raw,label", [
-    ("Of course! Here's my response: Label: Negative Reason: The sentence expresses dislike.", "negative"),
-    ("Label: 1.Positive\nReason: praise", "positive"),
-    ("Label: **Hard to Decide** Reason: mixed", "hard"),
-    ("Label: [Fill label here]", None),
-    ("The sentiment is unclear.", None),
-])
+@pytest.mark.parametrize(
+    "raw,label",
+    [
+        ("Of course! Here's my response: Label: Negative Reason: The sentence expresses dislike.", "negative"),
+        ("Label: 1.Positive\nReason: praise", "positive"),
+        ("Label: **Hard to Decide** Reason: mixed", "hard"),
+        ("Label: [Fill label here]", None),
+        ("The sentiment is unclear.", None),
+    ],
+)
 def test_parse_label(raw, label):
     assert parse_label(raw)[0] == label
 
@@ -95,28 +116,40 @@ def test_cases_without_review_fields_fall_back_to_case_lines():
 
 
 def test_generate_prompt_is_a_few_shot_conversation():
-    messages = load_prompt("mft_generate").render(example_text="e", example_cases="Test Case 1: a\nCustomer Review: b c",
-                                                  input_text="doc")
+    messages = load_prompt("mft_generate").render(
+        example_text="e", example_cases="Test Case 1: a\nCustomer Review: b c", input_text="doc"
+    )
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[-1]["content"].endswith("doc")
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("Customer Review: having had the good sense to cast actors, khouri gets terrific performances.",
-     [("", "having had the good sense to cast actors, khouri gets terrific performances.")]),
-    ("Sample Case 1: The music makes it hard to imagine more fun.\nSample Case 2: Great documentary overall.",
-     [("", "The music makes it hard to imagine more fun."), ("", "Great documentary overall.")]),
-    ("Minimal functional test (MFT) samples for this sample text in one sentence: something", []),
-    # the real answers of the packaged 0.5B model in the demo: one review after an intro
-    ("One minimal functional test sample as customer review in one sentence is:\n"
-     "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.",
-     [("", "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.")]),
-    ("Minimal functional test (MFT) samples for this sample text in one sentence: The cinema is a perfect "
-     "example of the puro genre, without complex elements.",
-     [("", "The cinema is a perfect example of the puro genre, without complex elements.")]),
-    ("No visual content provided.", []),
-    ("Here is the answer: The minimal functional test sample targets one behavior.", []),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (
+            "Customer Review: having had the good sense to cast actors, khouri gets terrific performances.",
+            [("", "having had the good sense to cast actors, khouri gets terrific performances.")],
+        ),
+        (
+            "Sample Case 1: The music makes it hard to imagine more fun.\nSample Case 2: Great documentary overall.",
+            [("", "The music makes it hard to imagine more fun."), ("", "Great documentary overall.")],
+        ),
+        ("Minimal functional test (MFT) samples for this sample text in one sentence: something", []),
+        # the real answers of the packaged 0.5B model in the demo: one review after an intro
+        (
+            "One minimal functional test sample as customer review in one sentence is:\n"
+            "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.",
+            [("", "The wordy wisp of a comedy is a simple, comedic play that fails to engage the viewer.")],
+        ),
+        (
+            "Minimal functional test (MFT) samples for this sample text in one sentence: The cinema is a perfect "
+            "example of the puro genre, without complex elements.",
+            [("", "The cinema is a perfect example of the puro genre, without complex elements.")],
+        ),
+        ("No visual content provided.", []),
+        ("Here is the answer: The minimal functional test sample targets one behavior.", []),
+    ],
+)
 def test_half_formatted_answers_of_small_models(raw, expected):
     assert parse_mft_cases(raw) == expected
 
@@ -132,7 +165,7 @@ def test_grammar_section_is_kept_out_of_the_messages():
     assert prompt.grammar == "root ::= [a-z]{2,5}\n" and prompt.fields == {"x"}
     assert [m["role"] for m in prompt.render(x=1)] == ["system", "user"]
     with pytest.raises(ConfigError, match="more than one"):
-        parse_prompt("p", text + "### grammar\nroot ::= \"a\"\n")
+        parse_prompt("p", text + '### grammar\nroot ::= "a"\n')
 
 
 def test_constrained_decoding_uses_each_prompt_files_grammar():
@@ -146,9 +179,15 @@ def test_constrained_decoding_uses_each_prompt_files_grammar():
         assert prompt_params(prompt, base, constrained=True).grammar == prompt.grammar
         assert prompt_params(prompt, base, constrained=False).grammar is None
     # what the grammars admit is what the parsers read
-    example = ("Test Case 1: Acting\nCustomer Review: The cast is great.\nTest Case 2: Plot\n"
-               "Customer Review: The plot is thin.\nTest Case 3: Music\nCustomer Review: I loved the songs!\n"
-               "Test Case 4: Length\nCustomer Review: It runs far too long.\n")
-    assert [r for _, r in parse_mft_cases(example)] == ["The cast is great.", "The plot is thin.",
-                                                       "I loved the songs!", "It runs far too long."]
+    example = (
+        "Test Case 1: Acting\nCustomer Review: The cast is great.\nTest Case 2: Plot\n"
+        "Customer Review: The plot is thin.\nTest Case 3: Music\nCustomer Review: I loved the songs!\n"
+        "Test Case 4: Length\nCustomer Review: It runs far too long.\n"
+    )
+    assert [r for _, r in parse_mft_cases(example)] == [
+        "The cast is great.",
+        "The plot is thin.",
+        "I loved the songs!",
+        "It runs far too long.",
+    ]
     assert parse_label("Label: Hard to Decide\nReason: mixed") == ("hard", "mixed")

@@ -12,8 +12,14 @@ import pyarrow as pa
 import pytest
 
 from actors.s2lct.parser import dep_to_const, token_dicts
-from engine.s2lct.grammar import count_productions, expansion_candidates, grammar_table, reference_index, tree_productions
 from engine.errors import ConfigError
+from engine.s2lct.grammar import (
+    count_productions,
+    expansion_candidates,
+    grammar_table,
+    reference_index,
+    tree_productions,
+)
 from engine.s2lct.mask_fill import BigramLM, fill, validate_fill
 from engine.s2lct.search import build_seeds, matching_rules
 from engine.s2lct.spec import load_capabilities
@@ -53,15 +59,22 @@ def test_builtin_specs_are_the_eleven_capabilities_of_table_1(caps):
 
 def test_lc1_and_lc2_rules(nlp, caps):
     neutral = "The meeting is in the small room."
-    labels = {neutral: "neutral", "The beautiful room is small.": "neutral", "A wonderful film.": "positive",
-              "A wonderful but bad film.": "positive", "A boring film.": "negative",
-              "The meeting is in the small room on the left side of the old building.": "neutral"}
+    labels = {
+        neutral: "neutral",
+        "The beautiful room is small.": "neutral",
+        "A wonderful film.": "positive",
+        "A wonderful but bad film.": "positive",
+        "A boring film.": "negative",
+        "The meeting is in the small room on the left side of the old building.": "neutral",
+    }
     found, seeds = seeds_for(caps["LC1"], nlp, list(labels), labels)
     assert [s["text"] for s in seeds] == [neutral]  # polar adjective and >9 words are out
     assert seeds[0]["label"] == "neutral"
     found, seeds = seeds_for(caps["LC2"], nlp, list(labels), labels)
-    assert {(s["text"], s["label"]) for s in seeds} == {("A wonderful film.", "positive"),
-                                                       ("A boring film.", "negative")}
+    assert {(s["text"], s["label"]) for s in seeds} == {
+        ("A wonderful film.", "positive"),
+        ("A boring film.", "negative"),
+    }
 
 
 def test_neutral_proxy_on_a_binary_corpus(nlp, caps):
@@ -74,14 +87,20 @@ def test_neutral_proxy_on_a_binary_corpus(nlp, caps):
 
 
 def test_negation_capabilities_lc4_lc5(nlp, caps):
-    labels = {"This is a bad film.": "negative", "It is a bad film.": "negative",
-              "This is not a bad film.": "negative", "These are the actors of the film.": "neutral"}
+    labels = {
+        "This is a bad film.": "negative",
+        "It is a bad film.": "negative",
+        "This is not a bad film.": "negative",
+        "These are the actors of the film.": "neutral",
+    }
     _, seeds = seeds_for(caps["LC4"], nlp, list(labels), labels)
     assert [s["text"] for s in seeds] in (["This is not a bad film."], ["This isn't a bad film."])
     assert seeds[0]["label"] == "positive" and seeds[0]["accepts"] == ["positive", "neutral"]
     _, seeds = seeds_for(caps["LC5"], nlp, list(labels), labels)
-    assert [s["text"] for s in seeds] in (["These are not the actors of the film."],
-                                          ["These aren't the actors of the film."])
+    assert [s["text"] for s in seeds] in (
+        ["These are not the actors of the film."],
+        ["These aren't the actors of the film."],
+    )
     assert seeds[0]["label"] == "neutral"
 
 
@@ -90,16 +109,20 @@ def test_template_capabilities_lc3_lc6_to_lc11(nlp, caps):
     labels = {pos: "positive", neg: "negative", neu: "neutral"}
     body = {pos: "the acting is wonderful", neg: "the plot is dull and boring", neu: "the film is about a family"}
     expected = {  # capability -> {regex: label}
-        "LC3": {r"^(Previously, I used to like it saying that|Last time, I agreed with saying that|I liked it much "
-                r"as to say that) (POS|NEG) (but|although|on the other hand) now I (don't like|hate) it\.$": "negative",
-                r"^(I used to disagree with saying that|Last time, I didn't like it saying that|I hated it much as to "
-                r"say that) (NEG|POS) (but|although|on the other hand) now I like it\.$": "positive"},
+        "LC3": {
+            r"^(Previously, I used to like it saying that|Last time, I agreed with saying that|I liked it much "
+            r"as to say that) (POS|NEG) (but|although|on the other hand) now I (don't like|hate) it\.$": "negative",
+            r"^(I used to disagree with saying that|Last time, I didn't like it saying that|I hated it much as to "
+            r"say that) (NEG|POS) (but|although|on the other hand) now I like it\.$": "positive",
+        },
         "LC6": {r"^I (agreed|thought) that NEG but (it wasn't|I didn't)\.$": "positive"},
         "LC7": {r"^I (wouldn't say|do not think|don't agree with), NEU, POS$": "negative"},
-        "LC8": {r"^(Some people think that|Many people agree with that|They think that|You agree with that) POS but I "
-                r"think that NEG$": "negative",
-                r"^(Some people think that|Many people agree with that|They think that|You agree with that) NEG but I "
-                r"think that POS$": "positive"},
+        "LC8": {
+            r"^(Some people think that|Many people agree with that|They think that|You agree with that) POS but I "
+            r"think that NEG$": "negative",
+            r"^(Some people think that|Many people agree with that|They think that|You agree with that) NEG but I "
+            r"think that POS$": "positive",
+        },
         "LC9": {r"^Do I (think|agree) that POS\? yes$": "positive", r"^Do I (think|agree) that NEG\? yes$": "negative"},
         "LC10": {r"^Do I (think|agree) that POS\? no$": "negative"},
         "LC11": {r"^Do I (think|agree) that NEG\? no$": "positive"},
@@ -107,8 +130,10 @@ def test_template_capabilities_lc3_lc6_to_lc11(nlp, caps):
     for cap_id, patterns in expected.items():
         _, seeds = seeds_for(caps[cap_id], nlp, [pos, neg, neu], labels)
         assert seeds, cap_id
-        compiled = {re.compile(p.replace("POS", body[pos]).replace("NEG", body[neg]).replace("NEU", body[neu])): lab
-                    for p, lab in patterns.items()}
+        compiled = {
+            re.compile(p.replace("POS", body[pos]).replace("NEG", body[neg]).replace("NEU", body[neu])): lab
+            for p, lab in patterns.items()
+        }
         for seed in seeds:
             hits = [lab for rx, lab in compiled.items() if rx.match(seed["text"])]
             assert hits == [seed["label"]], (cap_id, seed["text"])
@@ -120,8 +145,11 @@ def test_capability_file_errors(tmp_path):
     with pytest.raises(ConfigError, match=r"lc_bad\.yaml: search\.0\.lenght: unknown field"):
         load_capabilities([str(bad)])
     dangling = tmp_path / "lc_ref.yaml"
-    dangling.write_text("id: X2\nname: x\nsearch: [{name: a, label: positive}]\n"
-                        "transforms: [{label: negative, parts: [{sentence: [b]}]}]\n", encoding="utf-8")
+    dangling.write_text(
+        "id: X2\nname: x\nsearch: [{name: a, label: positive}]\n"
+        "transforms: [{label: negative, parts: [{sentence: [b]}]}]\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError, match="unknown search rule 'b'"):
         load_capabilities([str(dangling)])
     with pytest.raises(ConfigError, match="capability file not found"):
@@ -130,11 +158,16 @@ def test_capability_file_errors(tmp_path):
 
 def test_dep_to_const_running_example_and_a_clause(nlp):
     # "Or both." as the paper's Figure 3 parses it: FRAG -> CC NP . and NP -> DT.
-    or_both = [{"t": "Or", "tag": "CC", "dep": "cc", "head": 1}, {"t": "both", "tag": "DT", "dep": "ROOT", "head": 1},
-               {"t": ".", "tag": ".", "dep": "punct", "head": 1}]
+    or_both = [
+        {"t": "Or", "tag": "CC", "dep": "cc", "head": 1},
+        {"t": "both", "tag": "DT", "dep": "ROOT", "head": 1},
+        {"t": ".", "tag": ".", "dep": "punct", "head": 1},
+    ]
     assert dep_to_const(or_both) == "(FRAG (CC Or) (NP (DT both)) (. .))"
-    assert dep_to_const(toks(nlp, "The film is good.")) == \
-        "(S (NP (DT The) (NN film)) (VP (VBZ is) (ADJP (JJ good))) (. .))"
+    assert (
+        dep_to_const(toks(nlp, "The film is good."))
+        == "(S (NP (DT The) (NN film)) (VP (VBZ is) (ADJP (JJ good))) (. .))"
+    )
     tree = dep_to_const(toks(nlp, "It is not bad because the actors are very funny."))
     assert "(SBAR (IN because) (S (NP (DT the) (NNS actors)) (VP (VBP are) (ADJP (RB very) (JJ funny)))))" in tree
     assert "(VP (VBZ is) (RB not) (ADJP (JJ bad))" in tree
@@ -145,23 +178,36 @@ def test_algorithm_1_on_the_papers_running_example():
     seed_tree = "(FRAG (CC Or) (NP (DT both)) (. .))"
     seed_tokens = [{"t": "Or", "ws": " "}, {"t": "both", "ws": ""}, {"t": ".", "ws": ""}]
     assert [str(p) for p in tree_productions(seed_tree)] == ["NP -> DT", "FRAG -> CC NP ."]
-    grammar = grammar_table(count_productions(["(NP (DT some) (NNS things))", "(NP (NP (DT the) (NN way)) (PP (IN of)"
-                                               " (NP (NNS things))))"]))
+    grammar = grammar_table(
+        count_productions(["(NP (DT some) (NNS things))", "(NP (NP (DT the) (NN way)) (PP (IN of) (NP (NNS things))))"])
+    )
     found = expansion_candidates(seed_tree, seed_tokens, reference_index(grammar))
     assert sorted((m["masked"], m["tags"], m["reference"]) for m in found) == [
-        ("Or both {MASK}.", ["NN"], "NP -> DT NN"), ("Or both {MASK}.", ["NNS"], "NP -> DT NNS")]
+        ("Or both {MASK}.", ["NN"], "NP -> DT NN"),
+        ("Or both {MASK}.", ["NNS"], "NP -> DT NNS"),
+    ]
     # NP -> NP PP would insert a phrase, not a word: no mask for it; nor for a reference
     # right side that does not contain the seed's in order.
-    assert expansion_candidates(seed_tree, seed_tokens, reference_index(grammar_table(
-        count_productions(["(NP (NNS things) (NP (DT both)))", "(NP (NNS all))"])))) == []
+    assert (
+        expansion_candidates(
+            seed_tree,
+            seed_tokens,
+            reference_index(grammar_table(count_productions(["(NP (NNS things) (NP (DT both)))", "(NP (NNS all))"]))),
+        )
+        == []
+    )
 
 
 def test_algorithm_1_places_masks_where_the_symbols_stand():
     tree = "(S (NP (DT The) (NN film)) (VP (VBZ is) (ADJP (JJ good))) (. .))"
-    tokens = [{"t": w, "ws": " " if w not in ("good",) else ""} for w in ["The", "film", "is", "good"]] + \
-        [{"t": ".", "ws": ""}]
-    grammar = grammar_table(count_productions(["(NP (DT a) (JJ long) (NN film))", "(ADJP (RB very) (JJ good))",
-                                               "(VP (VBZ is) (RB not) (ADJP (JJ fine)))"]))
+    tokens = [{"t": w, "ws": " " if w not in ("good",) else ""} for w in ["The", "film", "is", "good"]] + [
+        {"t": ".", "ws": ""}
+    ]
+    grammar = grammar_table(
+        count_productions(
+            ["(NP (DT a) (JJ long) (NN film))", "(ADJP (RB very) (JJ good))", "(VP (VBZ is) (RB not) (ADJP (JJ fine)))"]
+        )
+    )
     masked = {m["masked"]: m["tags"] for m in expansion_candidates(tree, tokens, reference_index(grammar))}
     assert masked == {"The {MASK} film is good.": ["JJ"], "The film is {MASK} good.": ["RB"]}
 
@@ -179,14 +225,22 @@ def test_validation_rejects_wrong_tag_polar_words_negators_and_broken_rules(nlp,
     assert check("ways") == "ok" and check("things") == "ok"
     assert check("disasters") == "polarity"  # NNS, but negative in VADER/AFINN
     assert check("quickly") == "tag"  # neutral, but an adverb
-    rb = [{"t": "It", "ws": " "}, {"t": "is", "ws": " "}, {"mask": "RB", "ws": " "}, {"t": "red", "ws": ""},
-          {"t": ".", "ws": ""}]
+    rb = [
+        {"t": "It", "ws": " "},
+        {"t": "is", "ws": " "},
+        {"mask": "RB", "ws": " "},
+        {"t": "red", "ws": ""},
+        {"t": ".", "ws": ""},
+    ]
     assert check("not", it=rb, tags=("RB",)) == "negation"
     assert check("very", it=rb, tags=("RB",)) == "ok"
     # LC1's rule (fewer than 10 words) re-checked on the expansion
     lc1 = caps["LC1"].search[0]
-    long_items = [{"t": w, "ws": " "} for w in "the meeting is in the small room on".split()] + \
-        [{"mask": "DT", "ws": " "}, {"t": "side", "ws": ""}, {"t": ".", "ws": ""}]
+    long_items = [{"t": w, "ws": " "} for w in "the meeting is in the small room on".split()] + [
+        {"mask": "DT", "ws": " "},
+        {"t": "side", "ws": ""},
+        {"t": ".", "ws": ""},
+    ]
     assert check("the", rule=lc1, it=long_items, tags=("DT",)) == "rule"
     assert check("the", rule=None, it=long_items, tags=("DT",)) == "ok"
 
@@ -202,16 +256,37 @@ def test_table3_counts_pass_to_fail():
 
     def case(cid, kind, seed=None):
         meta = {"kind": kind, **({"seed_case_id": seed} if seed else {})}
-        return {"case_id": cid, "suite": "s", "method": "s2lct", "capability": "LC9", "text": cid,
-                "expected_label": "positive", "meta": meta}
+        return {
+            "case_id": cid,
+            "suite": "s",
+            "method": "s2lct",
+            "capability": "LC9",
+            "text": cid,
+            "expected_label": "positive",
+            "meta": meta,
+        }
 
-    suite = make_cases([case("s1", "seed"), case("s2", "seed"), case("e1", "expansion", "s1"),
-                        case("e2", "expansion", "s1"), case("e3", "expansion", "s2")])
+    suite = make_cases(
+        [
+            case("s1", "seed"),
+            case("s2", "seed"),
+            case("e1", "expansion", "s1"),
+            case("e2", "expansion", "s1"),
+            case("e3", "expansion", "s2"),
+        ]
+    )
     outcome = {"s1": True, "s2": False, "e1": False, "e2": True, "e3": False}
     results = pa.table({"model": ["m"] * 5, "case_id": list(outcome), "pass": list(outcome.values())})
     [row] = table3(results, suite)
-    assert row == {"model": "m", "capability": "LC9", "seeds": 2, "seed_fail_pct": 50.0, "expansions": 3,
-                   "exp_fail_pct": 66.67, "pass_to_fail": 1}
+    assert row == {
+        "model": "m",
+        "capability": "LC9",
+        "seeds": 2,
+        "seed_fail_pct": 50.0,
+        "expansions": 3,
+        "exp_fail_pct": 66.67,
+        "pass_to_fail": 1,
+    }
 
 
 def test_boundary_coverage_and_minimal_tokens():
@@ -233,10 +308,10 @@ def test_boundary_coverage_and_minimal_tokens():
 
 
 def test_layer_activations_of_a_tiny_bert(tmp_path):
-    from tests.fakes.tiny_hf import build_tiny_bert
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from engine.s2lct.coverage import layer_activations
+    from tests.fakes.tiny_hf import build_tiny_bert
 
     texts = ["the film is good", "the film is bad", "a dull film"]
     path = build_tiny_bert(tmp_path / "bert", texts)
@@ -261,13 +336,26 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     words = ["or", "both", ".", "ways", "things", "disasters"]
     tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(specials + words)}, do_lower_case=True)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(specials) + len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=len(specials) + len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
     tokenizer.save_pretrained(tmp_path / "mlm")
-    actor = ExpansionActor(reference={"NP": [(["DT", "NNS"], 3)]}, vocabulary={}, backend="hf",
-                           hf_model=str(tmp_path / "mlm"), k=2, candidates=len(specials) + len(words), keep=3,
-                           keep_columns=("case_id",))
+    actor = ExpansionActor(
+        reference={"NP": [(["DT", "NNS"], 3)]},
+        vocabulary={},
+        backend="hf",
+        hf_model=str(tmp_path / "mlm"),
+        k=2,
+        candidates=len(specials) + len(words),
+        keep=3,
+        keep_columns=("case_id",),
+    )
     out = actor(pa.table({"case_id": ["s1"], "text": ["Or both."], "rule": pa.nulls(1, pa.string())})).to_pylist()[0]
     assert out["tree"] == "(FRAG (CC Or) (NP (DT both)) (. .))" and out["parser"] == "spacy-dep2const"
     [masked] = json.loads(out["expansions"])

@@ -9,19 +9,30 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
+
 from tests.fakes.cli import run_cli
 
 HANDMADE = [
-    ("This is a wonderful film.", "positive"), ("The acting is great.", "positive"),
-    ("A beautiful and moving story.", "positive"), ("The cast is excellent and the script is smart.", "positive"),
-    ("I loved the music in this movie.", "positive"), ("These are the best scenes of the year.", "positive"),
-    ("A charming film.", "positive"), ("The director did a fine job with the actors.", "positive"),
-    ("The film is about a family in a small town.", "positive"), ("That is a movie about the old city.", "positive"),
-    ("This is a bad film.", "negative"), ("The plot is dull and boring.", "negative"),
-    ("A terrible waste of time.", "negative"), ("That is an awful script.", "negative"),
-    ("The story is weak and the actors are bad.", "negative"), ("I hated the ending.", "negative"),
-    ("These are ugly sets.", "negative"), ("A boring film.", "negative"),
-    ("The second half is in the small room.", "negative"), ("The movie has two parts.", "negative"),
+    ("This is a wonderful film.", "positive"),
+    ("The acting is great.", "positive"),
+    ("A beautiful and moving story.", "positive"),
+    ("The cast is excellent and the script is smart.", "positive"),
+    ("I loved the music in this movie.", "positive"),
+    ("These are the best scenes of the year.", "positive"),
+    ("A charming film.", "positive"),
+    ("The director did a fine job with the actors.", "positive"),
+    ("The film is about a family in a small town.", "positive"),
+    ("That is a movie about the old city.", "positive"),
+    ("This is a bad film.", "negative"),
+    ("The plot is dull and boring.", "negative"),
+    ("A terrible waste of time.", "negative"),
+    ("That is an awful script.", "negative"),
+    ("The story is weak and the actors are bad.", "negative"),
+    ("I hated the ending.", "negative"),
+    ("These are ugly sets.", "negative"),
+    ("A boring film.", "negative"),
+    ("The second half is in the small room.", "negative"),
+    ("The movie has two parts.", "negative"),
 ]
 
 
@@ -37,12 +48,18 @@ def corpus_csv(tmp_path_factory, rt_corpus):
 
 
 def write_config(path, **s2lct):
-    section = {"max_seeds": 4, "k": 2, "reference": [], "grammar_min_count": 1, "pool_size": 1,
-               "filler": {"vocabulary_min_count": 1, "keep": 1}, "explain": {"failures": 2}, **s2lct}
+    section = {
+        "max_seeds": 4,
+        "k": 2,
+        "reference": [],
+        "grammar_min_count": 1,
+        "pool_size": 1,
+        "filler": {"vocabulary_min_count": 1, "keep": 1},
+        "explain": {"failures": 2},
+        **s2lct,
+    }
     path.write_text(json.dumps({"runtime": {"object_store_mb": 256}, "s2lct": section}), encoding="utf-8")
     return path
-
-
 
 
 @pytest.mark.timeout(300)
@@ -50,11 +67,24 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     from engine.schema import validate_cases
 
     registry = tmp_path / "models.yaml"
-    registry.write_text(json.dumps({"models": [{"name": "keyword", "family": "callable",
-                                                "path": "tests.fakes.models:keyword_sentiment"}]}), encoding="utf-8")
+    registry.write_text(
+        json.dumps(
+            {"models": [{"name": "keyword", "family": "callable", "path": "tests.fakes.models:keyword_sentiment"}]}
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "run"
-    code = run_cli("s2lct", "--corpus", str(corpus_csv), "--out", str(out), "--models", str(registry),
-                   "--config", str(write_config(tmp_path / "cfg.json")))
+    code = run_cli(
+        "s2lct",
+        "--corpus",
+        str(corpus_csv),
+        "--out",
+        str(out),
+        "--models",
+        str(registry),
+        "--config",
+        str(write_config(tmp_path / "cfg.json")),
+    )
     output = capsys.readouterr()
     assert code == 0, output
     assert output.out.strip() == f"wrote {out}/suite.parquet, grammar.parquet, report.html"
@@ -102,8 +132,11 @@ def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, co
 
     bad = tmp_path / "mine.yaml"
     bad.write_text("id: LC99\nname: mine\nsearch:\n  - {name: a, label: positive, max_token: 5}\n", encoding="utf-8")
-    monkeypatch.setattr(sys, "argv", ["checkray", "s2lct", "--corpus", str(corpus_csv), "--out", str(tmp_path / "o"),
-                                      "--capabilities", str(bad)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["checkray", "s2lct", "--corpus", str(corpus_csv), "--out", str(tmp_path / "o"), "--capabilities", str(bad)],
+    )
     with pytest.raises(SystemExit) as exit_info:
         main()
     assert exit_info.value.code == 2
@@ -113,8 +146,8 @@ def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, co
 
 
 def test_unknown_config_field_is_one_line_error(tmp_path):
-    from jobs.config import load_config
     from engine.errors import ConfigError
+    from jobs.config import load_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("s2lct:\n  filler:\n    candidate: 3\n", encoding="utf-8")

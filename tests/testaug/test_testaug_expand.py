@@ -9,15 +9,22 @@ import math
 import pytest
 
 from actors.spacy_nlp import load_spacy
-from engine.testaug.diversity import bleu_against_others, dependency_paths, self_bleu, token_paths
 from engine.templates.expand import read_spec
+from engine.testaug.diversity import bleu_against_others, dependency_paths, self_bleu, token_paths
 from engine.testaug.expand import case_template, expand_new_template, seed_candidates
 from engine.testaug.prompt import SeedCase
 
-SEED_RECORD = {"template": "No one {pos_verb} {the} {air_noun}.", "label": 0, "capability": "Negation",
-               "description": "A negative sentiment sentence with negated positive word.",
-               "pool": {"pos_verb": ["enjoys", "admires", "appreciates"], "the": ["that", "the"],
-                        "air_noun": ["airline", "seat", "pilot", "service"]}}
+SEED_RECORD = {
+    "template": "No one {pos_verb} {the} {air_noun}.",
+    "label": 0,
+    "capability": "Negation",
+    "description": "A negative sentiment sentence with negated positive word.",
+    "pool": {
+        "pos_verb": ["enjoys", "admires", "appreciates"],
+        "the": ["that", "the"],
+        "air_noun": ["airline", "seat", "pilot", "service"],
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +40,9 @@ def seed_template(tmp_path):
 
 
 def _seed(t, verb="appreciates", the="that", noun="airline"):
-    return SeedCase(f"No one {verb} {the} {noun}.", None, t.template_id, {"pos_verb": verb, "the": the, "air_noun": noun})
+    return SeedCase(
+        f"No one {verb} {the} {noun}.", None, t.template_id, {"pos_verb": verb, "the": the, "air_noun": noun}
+    )
 
 
 def test_paper_example_slot_detection(nlp, seed_template):
@@ -42,17 +51,21 @@ def test_paper_example_slot_detection(nlp, seed_template):
     assert new.texts == ["No one {pos_verb} that air traffic controller."]  # 'that' is not a content word
     template, cases = expand_new_template(new, "Negation", "negative", SEED_RECORD["description"], 10, 0, "t")
     assert sorted(texts[0] for texts, _ in cases) == sorted(
-        f"No one {v} that air traffic controller." for v in ("enjoys", "admires", "appreciates"))
+        f"No one {v} that air traffic controller." for v in ("enjoys", "admires", "appreciates")
+    )
 
 
 def test_two_words_of_one_slot_become_two_slots(nlp, seed_template):
     seeds = [_seed(seed_template, noun="seat"), _seed(seed_template, verb="admires", noun="pilot")]
-    new = case_template([nlp("No one admires the seat. No one admires the pilot.")],
-                        seed_candidates(seeds, {seed_template.template_id: seed_template}))
+    new = case_template(
+        [nlp("No one admires the seat. No one admires the pilot.")],
+        seed_candidates(seeds, {seed_template.template_id: seed_template}),
+    )
     assert new.texts == ["No one {pos_verb} the {air_noun}. No one {pos_verb} the {air_noun2}."]
     _, cases = expand_new_template(new, "Negation", "negative", "d", 20, 0, "t")
-    assert len(cases) == 20 and all(c[0][0].split(". ")[0].split()[-1] != c[0][0].split()[-1].rstrip(".")
-                                    for c in cases)  # {air_noun} and {air_noun2} never take the same noun
+    assert len(cases) == 20 and all(
+        c[0][0].split(". ")[0].split()[-1] != c[0][0].split()[-1].rstrip(".") for c in cases
+    )  # {air_noun} and {air_noun2} never take the same noun
 
 
 def test_pool_matching_and_articles(nlp, seed_template):
@@ -61,8 +74,10 @@ def test_pool_matching_and_articles(nlp, seed_template):
     assert case_template([doc], seed_candidates([_seed(seed_template)], templates)) is None  # 'service' not filled
     new = case_template([doc], seed_candidates([_seed(seed_template)], templates, match="pool"))
     assert new.texts == ["This is not an easy {air_noun} to appreciate."]  # Table 12, first row
-    new = case_template([nlp("I would never call it a seat worth the money.")],
-                        seed_candidates([_seed(seed_template, noun="seat")], templates))
+    new = case_template(
+        [nlp("I would never call it a seat worth the money.")],
+        seed_candidates([_seed(seed_template, noun="seat")], templates),
+    )
     assert new.texts == ["I would never call it {a:air_noun} worth the money."]
     _, cases = expand_new_template(new, "Negation", "negative", "d", 10, 0, "t")
     assert "I would never call it an airline worth the money." in [c[0][0] for c in cases]
@@ -81,10 +96,17 @@ def test_self_bleu_hand_computed():
 def test_self_bleu_equals_sacrebleu_sentence_score():
     from sacrebleu.metrics import BLEU
 
-    sents = ["the seat was not good", "the seat was good", "no one likes the seat", "the the seat seat was",
-             "a b", "no one likes that crew at all , really", "the seat was not good"]
+    sents = [
+        "the seat was not good",
+        "the seat was good",
+        "no one likes the seat",
+        "the the seat seat was",
+        "a b",
+        "no one likes that crew at all , really",
+        "the seat was not good",
+    ]
     scorer = BLEU(max_ngram_order=4, effective_order=True)
-    expected = [scorer.sentence_score(s, sents[:i] + sents[i + 1:]).score / 100 for i, s in enumerate(sents)]
+    expected = [scorer.sentence_score(s, sents[:i] + sents[i + 1 :]).score / 100 for i, s in enumerate(sents)]
     assert bleu_against_others(sents, range(len(sents))) == pytest.approx(expected, abs=1e-12)
 
 
@@ -101,8 +123,11 @@ def test_dependency_paths(nlp):
     two = token_paths(nlp("I love chicken. We hate fish."))  # two trees: no path across them
     assert two == token_paths(nlp("I love chicken.")) | token_paths(nlp("We hate fish."))
     unique, mean = dependency_paths(["I love chicken", "I love chicken", "We hate the long flight ."], nlp)
-    assert mean > 3 and unique > 3 and unique == len(token_paths(nlp("I love chicken"))
-                                                     | token_paths(nlp("We hate the long flight .")))
+    assert (
+        mean > 3
+        and unique > 3
+        and unique == len(token_paths(nlp("I love chicken")) | token_paths(nlp("We hate the long flight .")))
+    )
 
 
 def test_closest_other_length_matches_sacrebleu():
@@ -119,4 +144,4 @@ def test_closest_other_length_matches_sacrebleu():
         lens = [rng.randint(1, 12) for _ in range(rng.randint(2, 8))]
         counts, sizes = Counter(lens), sorted(set(lens))
         for i, h in enumerate(lens):
-            assert _closest_other_length(h, counts, sizes) == scorer._get_closest_ref_len(h, lens[:i] + lens[i + 1:])
+            assert _closest_other_length(h, counts, sizes) == scorer._get_closest_ref_len(h, lens[:i] + lens[i + 1 :])

@@ -19,13 +19,24 @@ from jobs.config import load_config
 from jobs.testaug.job import run_testaug
 
 SPEC = [
-    {"template": "No one {pos_verb} {the} {noun}.", "label": 0, "capability": "Negation",
-     "description": "A negative sentence with a negated positive verb.",
-     "pool": {"pos_verb": ["enjoys", "likes", "loves", "admires"], "the": ["that", "the"],
-              "noun": ["flight", "seat", "crew", "food"]}},
-    {"template": "The {noun} was {pos_adj}.", "label": 1, "capability": "Vocabulary",
-     "description": "A positive sentence with a positive adjective.",
-     "pool": {"noun": ["flight", "seat", "crew", "food"], "pos_adj": ["great", "good", "excellent", "fun"]}},
+    {
+        "template": "No one {pos_verb} {the} {noun}.",
+        "label": 0,
+        "capability": "Negation",
+        "description": "A negative sentence with a negated positive verb.",
+        "pool": {
+            "pos_verb": ["enjoys", "likes", "loves", "admires"],
+            "the": ["that", "the"],
+            "noun": ["flight", "seat", "crew", "food"],
+        },
+    },
+    {
+        "template": "The {noun} was {pos_adj}.",
+        "label": 1,
+        "capability": "Vocabulary",
+        "description": "A positive sentence with a positive adjective.",
+        "pool": {"noun": ["flight", "seat", "crew", "food"], "pos_adj": ["great", "good", "excellent", "fun"]},
+    },
 ]
 
 
@@ -72,22 +83,43 @@ def _zoo_model(tmp_path) -> ModelSpec:
     zoo = tmp_path / "zoo"
     (zoo / "stages" / "split").mkdir(parents=True)
     (zoo / "stages" / "model-tiny_lr").mkdir(parents=True)
-    pq.write_table(pa.table({"id": [str(i) for i in range(12)], "text": texts, "label": labels,
-                             "held_out": [i % 6 == 5 for i in range(12)]}), zoo / "stages/split/data.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "id": [str(i) for i in range(12)],
+                "text": texts,
+                "label": labels,
+                "held_out": [i % 6 == 5 for i in range(12)],
+            }
+        ),
+        zoo / "stages/split/data.parquet",
+    )
     pipe = Pipeline([("tfidf", TfidfVectorizer()), ("clf", LogisticRegression())]).fit(texts, labels)
     joblib.dump(pipe, zoo / "stages/model-tiny_lr/model.joblib")
-    return ModelSpec(name="tiny_lr", family="sklearn", path=str(zoo / "stages/model-tiny_lr/model.joblib"),
-                     accuracy=0.5)
+    return ModelSpec(
+        name="tiny_lr", family="sklearn", path=str(zoo / "stages/model-tiny_lr/model.joblib"), accuracy=0.5
+    )
 
 
 @pytest.mark.timeout(300)
 def test_testaug_end_to_end(ray_session, tmp_path):
     spec = tmp_path / "spec.jsonl"
     spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
-    cfg = load_config(None, {"testaug.spec": str(spec), "testaug.prompts_per_description": 3,
-                             "testaug.first_sample": 6, "testaug.baseline_nsamples": 20,
-                             "testaug.patch.seeds": [11, 14], "testaug.expansion_per_template": 3})
-    specs = [_zoo_model(tmp_path), ModelSpec(name="keywords", family="callable", path="tests.fakes.models:keyword_sentiment")]
+    cfg = load_config(
+        None,
+        {
+            "testaug.spec": str(spec),
+            "testaug.prompts_per_description": 3,
+            "testaug.first_sample": 6,
+            "testaug.baseline_nsamples": 20,
+            "testaug.patch.seeds": [11, 14],
+            "testaug.expansion_per_template": 3,
+        },
+    )
+    specs = [
+        _zoo_model(tmp_path),
+        ModelSpec(name="keywords", family="callable", path="tests.fakes.models:keyword_sentiment"),
+    ]
     chat = RuleBasedAugChat()
     run, sections = run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)
     suite = validate_cases(pq.read_table(run.path("suite.parquet")))
@@ -95,7 +127,10 @@ def test_testaug_end_to_end(ray_session, tmp_path):
     assert {r["suite"] for r in rows} == {"testaug-gpt", "testaug-expansion"}
     assert all(r["method"] == "testaug" for r in rows)
     gpt = [r for r in rows if r["suite"] == "testaug-gpt"]
-    assert {(r["capability"], r["expected_label"]) for r in gpt} == {("Negation", "negative"), ("Vocabulary", "positive")}
+    assert {(r["capability"], r["expected_label"]) for r in gpt} == {
+        ("Negation", "negative"),
+        ("Vocabulary", "positive"),
+    }
     assert all(json.loads(r["meta"])["description"] == r["topic"] for r in rows)
     assert not any("really" in r["text"] for r in gpt)  # the labeler's invalid cases were filtered
     decisions = pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()
@@ -113,14 +148,24 @@ def test_testaug_end_to_end(ray_session, tmp_path):
     assert {r["model"] for r in summary} == {"tiny_lr", "keywords"}
     assert {r["topic"] for r in summary} == {d["description"] for d in SPEC}
     patch = pq.read_table(run.path("stages/patch/data.parquet")).to_pylist()
-    assert {r["column"] for r in patch} == {"Unpatched", "T_CheckList", "T_TestAug", "T_TestAug\\T_GPT",
-                                            "T_TestAug\\T_Expansion"}
+    assert {r["column"] for r in patch} == {
+        "Unpatched",
+        "T_CheckList",
+        "T_TestAug",
+        "T_TestAug\\T_GPT",
+        "T_TestAug\\T_Expansion",
+    }
     assert {r["seed"] for r in patch} == {11, 14} and {r["model"] for r in patch} == {"tiny_lr"}
     skipped = pq.read_table(run.path("stages/patch/skipped.parquet")).to_pylist()
     assert [s["model"] for s in skipped] == ["keywords"]
     html = (tmp_path / "out" / "report.html").read_text()
-    for needle in ("Table 3 shape", "Table 4 shape", "Table 5 shape", "LLM labeler (rule-based-testaug-llm)",
-                   "failure rates per description"):
+    for needle in (
+        "Table 3 shape",
+        "Table 4 shape",
+        "Table 5 shape",
+        "LLM labeler (rule-based-testaug-llm)",
+        "failure rates per description",
+    ):
         assert needle in html
     sheet = [json.loads(x) for x in (tmp_path / "out" / "annotate.jsonl").read_text().splitlines()]
     assert len(sheet) == 12 and all(s["validity"] is None and s["llm_validity"] in (0, 1) for s in sheet)
@@ -133,7 +178,9 @@ def test_missing_spec_is_one_line(tmp_path):
     with pytest.raises(InputError, match="no spec"):
         run_testaug(load_config(None, {}), str(tmp_path), chat=RuleBasedAugChat())
     with pytest.raises(InputError, match="spec file not found"):
-        run_testaug(load_config(None, {"testaug.spec": str(tmp_path / "x.jsonl")}), str(tmp_path), chat=RuleBasedAugChat())
+        run_testaug(
+            load_config(None, {"testaug.spec": str(tmp_path / "x.jsonl")}), str(tmp_path), chat=RuleBasedAugChat()
+        )
 
 
 def test_cli_without_spec_is_one_line(tmp_path, capsys):
@@ -159,8 +206,14 @@ def test_people_annotations_and_classifier_filter(tmp_path):
 
     spec = tmp_path / "spec.jsonl"
     spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
-    over = {"testaug.spec": str(spec), "testaug.prompts_per_description": 2, "testaug.first_sample": 4,
-            "testaug.baseline_nsamples": 5, "testaug.diversity_per_description": 10, "testaug.llm_labeler": False}
+    over = {
+        "testaug.spec": str(spec),
+        "testaug.prompts_per_description": 2,
+        "testaug.first_sample": 4,
+        "testaug.baseline_nsamples": 5,
+        "testaug.diversity_per_description": 10,
+        "testaug.llm_labeler": False,
+    }
     first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
     parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
     people = [{"text": r["text"], "validity": int("pilot" not in r["text"])} for r in parsed[:4]]
@@ -169,8 +222,14 @@ def test_people_annotations_and_classifier_filter(tmp_path):
     clf_rows = [{"text": r["text"], "validity": int("really" not in r["text"])} for r in parsed]
     train_validity(clf_rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
     chat = RuleBasedAugChat()
-    run, _ = run_testaug(load_config(None, {**over, "testaug.annotations": str(tmp_path / "people.jsonl"),
-                                            "testaug.validity": str(tmp_path / "clf")}), str(tmp_path / "b"), chat=chat)
+    run, _ = run_testaug(
+        load_config(
+            None,
+            {**over, "testaug.annotations": str(tmp_path / "people.jsonl"), "testaug.validity": str(tmp_path / "clf")},
+        ),
+        str(tmp_path / "b"),
+        chat=chat,
+    )
     decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
     assert decisions["d01"]["annotated_by"] == "people" and decisions["d01"]["filter"]
     assert decisions["d01"]["valid_share"] == sum(p["validity"] for p in people) / 4

@@ -12,11 +12,24 @@ from engine.errors import InputError
 from engine.testaug.validity import read_annotations
 from engine.training import FineTuneConfig
 
-VALID = ["No one enjoys that flight.", "Nobody likes the food on this plane.", "I don't love the cabin crew.",
-         "No one admires this airline.", "I never liked the pilot.", "Nobody appreciates that seat.",
-         "We don't enjoy the service at all.", "No one would recommend that company."]
-INVALID = ["The flight was amazing and I loved it.", "What a wonderful crew!", "Banana purple seven the of.",
-           "I love this airline so much.", "The seat is great.", "Best service ever, thank you!"]
+VALID = [
+    "No one enjoys that flight.",
+    "Nobody likes the food on this plane.",
+    "I don't love the cabin crew.",
+    "No one admires this airline.",
+    "I never liked the pilot.",
+    "Nobody appreciates that seat.",
+    "We don't enjoy the service at all.",
+    "No one would recommend that company.",
+]
+INVALID = [
+    "The flight was amazing and I loved it.",
+    "What a wonderful crew!",
+    "Banana purple seven the of.",
+    "I love this airline so much.",
+    "The seat is great.",
+    "Best service ever, thank you!",
+]
 
 
 def _write(path, rows):
@@ -26,8 +39,9 @@ def _write(path, rows):
 
 @pytest.fixture
 def annotations(tmp_path):
-    rows = [{"text": t, "validity": 1, "description": "A negative sentence with a negated positive word."}
-            for t in VALID] + [{"text": t, "validity": 0} for t in INVALID]
+    rows = [
+        {"text": t, "validity": 1, "description": "A negative sentence with a negated positive word."} for t in VALID
+    ] + [{"text": t, "validity": 0} for t in INVALID]
     return _write(tmp_path / "ann.jsonl", rows)
 
 
@@ -48,10 +62,15 @@ def test_validity_train_and_score_cli(tmp_path, annotations, capsys):
     assert stdout.rstrip().endswith(f"wrote {out}/metadata.json")
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["backend"] == "embedding_lr" and meta["n_train"] == 14 and meta["n_valid"] == 8
-    held = _write(tmp_path / "held.jsonl", [{"text": "No one enjoys the crew.", "validity": 1},
-                                            {"text": "Nobody likes this plane.", "validity": 1},
-                                            {"text": "I love that airline!", "validity": 0},
-                                            {"text": "The food is wonderful.", "validity": 0}])
+    held = _write(
+        tmp_path / "held.jsonl",
+        [
+            {"text": "No one enjoys the crew.", "validity": 1},
+            {"text": "Nobody likes this plane.", "validity": 1},
+            {"text": "I love that airline!", "validity": 0},
+            {"text": "The food is wonderful.", "validity": 0},
+        ],
+    )
     code, stdout, stderr = _cli(capsys, "validity", "score", "--model", str(out), "--annotations", str(held))
     assert code == 0, stderr
     line = json.loads(stdout.strip().splitlines()[-1])
@@ -78,8 +97,15 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
 
     rows = read_annotations(annotations)
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
-    clf = train_validity(rows, "finetune", str(base), seed=0,
-                         finetune=FineTuneConfig(train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0))
+    clf = train_validity(
+        rows,
+        "finetune",
+        str(base),
+        seed=0,
+        finetune=FineTuneConfig(
+            train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0
+        ),
+    )
     before = clf.predict_proba([r["text"] for r in rows])
     clf.save(str(tmp_path / "ft"))
     again = ValidityClassifier.load(str(tmp_path / "ft"))

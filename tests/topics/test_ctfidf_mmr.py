@@ -8,8 +8,8 @@ import pytest
 
 from engine.config import RepresentationConfig, RepresentativesConfig
 from engine.topics.ctfidf import class_tfidf_weights, fit_class_tfidf, topic_name
-from engine.topics.representatives import label_quotas, mmr_select
 from engine.topics.describe import describe_clusters
+from engine.topics.representatives import label_quotas, mmr_select
 
 
 def test_ctfidf_matches_hand_computation():
@@ -20,10 +20,12 @@ def test_ctfidf_matches_hand_computation():
     assert terms == ["apple", "banana", "cherry"]
     # A = (3 + 2) / 2 = 2.5 words per class; f = apple 2, banana 2, cherry 1
     idf = {"apple": math.log(1 + 2.5 / 2), "banana": math.log(1 + 2.5 / 2), "cherry": math.log(1 + 2.5 / 1)}
-    expected = np.array([
-        [2 / 3 * idf["apple"], 1 / 3 * idf["banana"], 0.0],
-        [0.0, 1 / 2 * idf["banana"], 1 / 2 * idf["cherry"]],
-    ])
+    expected = np.array(
+        [
+            [2 / 3 * idf["apple"], 1 / 3 * idf["banana"], 0.0],
+            [0.0, 1 / 2 * idf["banana"], 1 / 2 * idf["cherry"]],
+        ]
+    )
     np.testing.assert_allclose(model.class_matrix.toarray(), expected, rtol=1e-12)
     np.testing.assert_allclose(model.idf, [idf[t] for t in terms])
 
@@ -50,8 +52,15 @@ def test_keywords_and_topic_name():
 
 
 def test_mmr_does_not_pick_near_duplicates_together():
-    docs = ["Five Stars", "five stars!!!", "Five stars! Five stars!", "stars for this album",
-            "great album", "great songs on the album", "loved the songs"]
+    docs = [
+        "Five Stars",
+        "five stars!!!",
+        "Five stars! Five stars!",
+        "stars for this album",
+        "great album",
+        "great songs on the album",
+        "loved the songs",
+    ]
     model = fit_class_tfidf(docs, [0] * len(docs))
     vectors = model.transform(docs)
     no_diversity = mmr_select(vectors, model.class_matrix[0], k=5, diversity=0.0)
@@ -66,7 +75,10 @@ def test_label_quotas_keep_proportions():
     assert label_quotas(labels, 10) == {"positive": 4, "negative": 6}
     q = label_quotas(["a"] * 5 + ["b"] * 3 + ["c"] * 2, 5)
     assert sum(q.values()) == 5 and q["a"] >= q["b"] >= q["c"]
-    assert label_quotas(["a"] * 2 + ["b"] * 50, 10) == {"a": 1, "b": 9} or label_quotas(["a"] * 2 + ["b"] * 50, 10)["b"] == 10
+    assert (
+        label_quotas(["a"] * 2 + ["b"] * 50, 10) == {"a": 1, "b": 9}
+        or label_quotas(["a"] * 2 + ["b"] * 50, 10)["b"] == 10
+    )
     assert label_quotas(["a", "b"], 10) == {"a": 1, "b": 1}  # never more than exist
 
 
@@ -74,8 +86,9 @@ def test_mmr_with_quotas_respects_label_counts():
     rng = np.random.default_rng(0)
     vectors = rng.random((30, 8))
     labels = ["pos"] * 12 + ["neg"] * 18
-    picks = mmr_select(vectors, vectors.mean(axis=0), k=10, diversity=0.5,
-                       quotas=label_quotas(labels, 10), labels=labels)
+    picks = mmr_select(
+        vectors, vectors.mean(axis=0), k=10, diversity=0.5, quotas=label_quotas(labels, 10), labels=labels
+    )
     picked = [labels[i] for i in picks]
     assert picked.count("pos") == 4 and picked.count("neg") == 6
 
@@ -86,12 +99,18 @@ def _corpus(texts, labels):
 
 
 def test_describe_clusters_stratifies_representatives():
-    texts = ([f"lego set number {i} was fun to build" for i in range(20)]
-             + [f"album track {i} has great songs" for i in range(20)])
+    texts = [f"lego set number {i} was fun to build" for i in range(20)] + [
+        f"album track {i} has great songs" for i in range(20)
+    ]
     labels = ["positive"] * 8 + ["negative"] * 12 + ["positive"] * 15 + ["negative"] * 5
     clusters = np.array([0] * 20 + [1] * 20)
-    table, reps = describe_clusters(_corpus(texts, labels), clusters, RepresentationConfig(min_df=1),
-                                    RepresentativesConfig(top_k=10, diversity=0.5), seed=0)
+    table, reps = describe_clusters(
+        _corpus(texts, labels),
+        clusters,
+        RepresentationConfig(min_df=1),
+        RepresentativesConfig(top_k=10, diversity=0.5),
+        seed=0,
+    )
     assert table.column("size").to_pylist() == [20, 20]
     assert table.column("topic").to_pylist()[0].startswith("0_")
     assert "lego" in table.column("keywords").to_pylist()[0]
@@ -105,14 +124,24 @@ def test_describe_clusters_stratifies_representatives():
 
 def test_top_k_is_not_capped():
     texts = [f"word{i} common text" for i in range(60)]
-    _, reps = describe_clusters(_corpus(texts, ["positive"] * 60), np.zeros(60, dtype=int),
-                                RepresentationConfig(min_df=1), RepresentativesConfig(top_k=25), seed=1)
+    _, reps = describe_clusters(
+        _corpus(texts, ["positive"] * 60),
+        np.zeros(60, dtype=int),
+        RepresentationConfig(min_df=1),
+        RepresentativesConfig(top_k=25),
+        seed=1,
+    )
     assert reps.num_rows == 25
 
 
 @pytest.mark.parametrize("stratify", [True, False])
 def test_unlabeled_corpus_still_gets_representatives(stratify):
     texts = [f"doc about thing {i}" for i in range(12)]
-    _, reps = describe_clusters(_corpus(texts, [None] * 12), np.array([0, 1] * 6), RepresentationConfig(min_df=1),
-                                RepresentativesConfig(top_k=3, stratify=stratify), seed=0)
+    _, reps = describe_clusters(
+        _corpus(texts, [None] * 12),
+        np.array([0, 1] * 6),
+        RepresentationConfig(min_df=1),
+        RepresentativesConfig(top_k=3, stratify=stratify),
+        seed=0,
+    )
     assert reps.num_rows == 6

@@ -10,10 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.topics.job import run_topics
+from tests.conftest import TOPICS_DOCS as N_DOCS
 
 pytestmark = pytest.mark.ray
-
-from tests.conftest import TOPICS_DOCS as N_DOCS
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +34,12 @@ def test_outputs_have_the_contracted_shape(topics_run):
     for row in clusters.to_pylist():
         assert row["topic"].startswith(f"{row['cluster']}_") and len(row["keywords"]) >= 4
     # stratified: each cluster's picks follow its label proportions (within rounding)
-    labels = dict(zip(pq.read_table(out / "stages/corpus/data.parquet").column("id").to_pylist(),
-                      pq.read_table(out / "stages/corpus/data.parquet").column("label").to_pylist()))
+    labels = dict(
+        zip(
+            pq.read_table(out / "stages/corpus/data.parquet").column("id").to_pylist(),
+            pq.read_table(out / "stages/corpus/data.parquet").column("label").to_pylist(),
+        )
+    )
     by_cluster = {}
     for doc, cluster in zip(assignments.column("id").to_pylist(), assignments.column("cluster").to_pylist()):
         by_cluster.setdefault(cluster, []).append(labels[doc])
@@ -65,15 +68,19 @@ def test_rerun_resumes_from_checkpoints_with_identical_output(topics_run):
 def _cli(*args, cwd=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240
+    )
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("args,message", [
-    (["--clusters", "5", "--limit", "3"], "3 documents but 5 clusters requested"),
-    (["--clusters", "2", "--limit", "20", "--config", "MODEL"], "model path does not exist"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--clusters", "5", "--limit", "3"], "3 documents but 5 clusters requested"),
+        (["--clusters", "2", "--limit", "20", "--config", "MODEL"], "model path does not exist"),
+    ],
+)
 def test_cli_errors_are_one_line_and_leave_no_outputs(tmp_path, args, message):
     if "MODEL" in args:
         cfg = tmp_path / "c.yaml"
@@ -82,7 +89,7 @@ def test_cli_errors_are_one_line_and_leave_no_outputs(tmp_path, args, message):
     out = tmp_path / "out"
     res = _cli("topics", "--corpus", "builtin:rotten_tomatoes", *args, "--out", str(out))
     assert res.returncode == 2, res.stderr
-    lines = [l for l in res.stderr.splitlines() if l.startswith("error:")]
+    lines = [line for line in res.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and message in lines[0], res.stderr[-2000:]
     assert not (out / "clusters.parquet").exists() and not (out / "report.html").exists()
 
