@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from actors.assets import resolve_builtin
+from engine.arrays import embeddings_column
 from engine.errors import InputError
 
 
@@ -52,19 +52,6 @@ def load_sentence_transformer(model: str, device: str | None = None, threads: in
     except (OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{model}: cannot load sentence-transformers model: {first}") from None
-
-
-def embeddings_column(vectors: np.ndarray) -> pa.FixedSizeListArray:
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
-
-
-def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Fixed-size-list embeddings column back to an (n, d) float32 matrix, zero-copy if possible."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    width = col.type.list_size
-    return col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width).astype(np.float32, copy=False)
 
 
 class EmbeddingActor:

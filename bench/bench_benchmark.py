@@ -255,8 +255,8 @@ def build_suites(n_cases: int):
 
 def sequential(parts, specs, batch_size: int = 32):
     """The usual loop: one model after another, each suite in batches of 32, in-process."""
+    from actors.models import load_model
     from engine.benchmark.expectations import evaluate_cases
-    from engine.benchmark.registry import load_model
     from jobs.benchmark.job import BenchmarkConfig
 
     settings = BenchmarkConfig().settings()

@@ -28,7 +28,8 @@ def write_embed_stage(run_uri: str, n: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from actors.embedder import embeddings_column, load_sentence_transformer
+    from actors.embedder import load_sentence_transformer
+    from engine.arrays import embeddings_column
     from engine.stages import RunDir
 
     corpus = rt_table(n)

@@ -54,7 +54,7 @@ def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
     cc = cfg.section("costello")
     with tempfile.TemporaryDirectory(prefix="crbench") as tmp:
         runner = StageRunner(RunDir(tmp), on_stage=lambda *_: None)
-        runner.run_all([seeds_stage(cfg, cc), mutate_stage(cc), triples_stage(cc)])
+        runner.run_all([seeds_stage(cfg, cc, cfg.seed), mutate_stage(cc), triples_stage(cc)])
         wide = triple_table(runner.output("triples"))
     rows = [r for r in wide.to_pylist() if r["seed_pair"] is None]
     return [(r["seed"], r["positive"], r["negative"]) for r in rows][:n]

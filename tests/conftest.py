@@ -66,7 +66,7 @@ def topics_run_2000(ray_session, tmp_path_factory):
 # Fixtures whose users start Ray or load a model: such tests are marked, so that
 # `make test-fast` (-m "not ray and not slow and not integration") needs neither.
 _RAY_FIXTURES = {"ray_session"}
-_SLOW_FIXTURES = {"minilm_path", "rt_corpus"}
+_SLOW_FIXTURES = {"minilm_path", "rt_corpus", "qwen_path"}  # qwen_path: the packaged GGUF
 
 
 def pytest_collection_modifyitems(config, items):

@@ -112,7 +112,7 @@ class ContrastEmbedder:
         ).astype(np.float32)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from actors.embedder import embeddings_column
+        from engine.arrays import embeddings_column
 
         vectors = self.encode(batch.column("text").to_pylist())
         return pa.table({"embedding": embeddings_column(vectors)})
@@ -131,8 +131,8 @@ def embed_all(
     between them (torch threads set to match). Sequential (``parallel=False``, for the
     bench): one model after another, each actor with the whole share.
     """
-    from actors.embedder import column_to_numpy
     from actors.pool import map_with_actors
+    from engine.arrays import column_to_numpy
     from engine.runtime import cluster_resources, plan_actor_pool
 
     for spec in specs:

@@ -46,7 +46,7 @@ def _read_split(run: RunDir):
 
 def read_embeddings(run: RunDir, stage: str) -> np.ndarray:
     """Embeddings of the split table's rows, in row order (shards arrive in any order)."""
-    from actors.embedder import column_to_numpy
+    from engine.arrays import column_to_numpy
 
     data = pads.dataset(run.path("stages", stage, "embeddings"), filesystem=run.fs, format="parquet").to_table()
     data = data.take(pc.sort_indices(data, [("pos", "ascending")]))

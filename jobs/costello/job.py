@@ -139,8 +139,7 @@ def model_dictionaries(
     return out
 
 
-def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig) -> Stage:
-    seed = cfg.seed if cc.seed is None else cc.seed
+def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
     # Each stage sees only the fields it reads (Section.view): changing the verdict,
     # the classifiers or the report reruns validation, not mutation or embedding.
     cc = cc.view("seeds", "inversions", "pairs", "classifier_train", "dictionary_size")
@@ -233,7 +232,7 @@ def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) ->
 
     def run(ctx: StageContext):
         from actors.costello.embedders import embed_all
-        from actors.embedder import embeddings_column
+        from engine.arrays import embeddings_column
 
         dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
         texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
@@ -249,7 +248,7 @@ def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) ->
 
 def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
-        from actors.embedder import column_to_numpy
+        from engine.arrays import column_to_numpy
         from jobs.costello.validate import score_model
 
         wide = triple_table(ctx.input("triples"))
@@ -305,7 +304,7 @@ class CostelloJob(Job[CostelloConfig]):
 
     def stages(self):
         cc, seed = self.conf, self.seed
-        yield seeds_stage(self.cfg, cc)
+        yield seeds_stage(self.cfg, cc, seed)
         yield mutate_stage(cc)
         yield triples_stage(cc)
         yield embed_stage(cc, self.embedders, seed)

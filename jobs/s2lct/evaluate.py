@@ -182,10 +182,11 @@ def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple
     return rows
 
 
-def evaluate_suite(cfg: CheckrayConfig, s, suite: pa.Table, specs: list[ModelSpec], run: RunDir) -> Evaluation:
+def evaluate_suite(
+    cfg: CheckrayConfig, s, suite: pa.Table, specs: list[ModelSpec], run: RunDir, seed: int
+) -> Evaluation:
     from jobs.benchmark.job import run_benchmark
 
-    seed = cfg.seed if s.seed is None else s.seed
     results, summary = run_benchmark(suite, specs, cfg, RunDir(f"{run.uri.rstrip('/')}/benchmark"))
     ev = Evaluation(results, summary, table3(results, suite))
     torch_specs = [

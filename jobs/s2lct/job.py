@@ -310,7 +310,7 @@ class S2lctJob(Job[S2lctConfig]):
         grammar = runner.output("grammar")
         run.write_table(SUITE_FILE, suite)
         run.write_table(GRAMMAR_FILE, grammar)
-        evaluation = evaluate_suite(self.cfg, s, suite, self.models, run) if self.models else None
+        evaluation = evaluate_suite(self.cfg, s, suite, self.models, run, self.seed) if self.models else None
         return s2lct_sections(runner, suite, grammar, self.capabilities, s, evaluation)
 
 

@@ -89,7 +89,7 @@ def read_embeddings(run: RunDir) -> pads.Dataset:
 def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
     """UMAP (n-D for clustering, 2-D for the map) and k-means; fit on a bounded sample,
     then transform/predict every document in chunks. Runs where the device is."""
-    from actors.embedder import column_to_numpy
+    from engine.arrays import column_to_numpy
 
     run = RunDir(run_uri)
     t = cfg.section(TopicsConfig)

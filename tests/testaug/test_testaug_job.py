@@ -199,6 +199,7 @@ def test_cli_without_spec_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow  # trains a validity classifier on MiniLM embeddings
 def test_people_annotations_and_classifier_filter(tmp_path):
     """People's labels decide phase 1 where they cover the first sample; the classifier
     filters the rest of a description under threshold; no LLM labeler call."""
