@@ -31,13 +31,11 @@ from engine.errors import InputError
 from engine.llm import LLMConfig, count_finish_reasons, make_generation
 from engine.prompts import load_prompt
 from engine.report import Section as ReportSection
-from engine.schema import make_cases
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
-from engine.templates.expand import expand, read_spec
+from engine.templates.expand import read_spec
 from engine.testaug.prompt import (
     Description,
     ParseCount,
-    SeedCase,
     dedupe,
     describe_templates,
     parse_pair_cases,
@@ -52,10 +50,10 @@ from jobs.console import console
 from jobs.testaug.config import TestAugConfig
 from jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
 from jobs.testaug.report import testaug_sections
+from jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
 from jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
-METHOD = "testaug"
 VERSION = "2"  # generate stage: raw answers
 EXPAND_VERSION = "3"  # numbered slots ({noun2})
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
@@ -263,97 +261,6 @@ def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage
         }
 
     return Stage("expand", run, inputs=("validity",), config=[t, seed], version=EXPAND_VERSION)
-
-
-def shown_seed(entry: str) -> SeedCase:
-    """A seed shown in a prompt, as the generate stage recorded it ("template_id<TAB>filling")."""
-    template_id, filling = entry.split("\t", 1)
-    return SeedCase("", None, template_id, json.loads(filling))
-
-
-def build_suites(
-    t: TestAugConfig, descs: list[Description], valid: pa.Table, expanded: pa.Table, generator: str, seed: int
-) -> tuple[pa.Table, pa.Table]:
-    """(TestAug suite: <suite>-gpt + <suite>-expansion, template-only baseline suite)."""
-    by_key = {d.key: d for d in descs}
-    rows = []
-    for r in valid.to_pylist():
-        if not r["kept"]:
-            continue
-        d = by_key[r["key"]]
-        rows.append(
-            _case(
-                f"{t.suite}-gpt",
-                d,
-                r["text"],
-                r["text_pair"],
-                "testaug_generate",
-                generator,
-                seed,
-                {"prompt": r["prompt"], "validity": r["decided_by"], "valid_p": r["valid_p"]},
-            )
-        )
-    for r in expanded.to_pylist():
-        d = by_key[r["key"]]
-        rows.append(
-            _case(
-                f"{t.suite}-expansion",
-                d,
-                r["text"],
-                r["text_pair"],
-                r["template_id"],
-                "testaug-expansion",
-                seed,
-                {"template": json.loads(r["template"]), "source": r["source"], "fillings": json.loads(r["filling"])},
-            )
-        )
-    base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=t.baseline_nsamples, seed=seed)
-    desc_of = {x.template_id: d for d in descs for x in d.templates}
-    base_rows = [
-        {
-            **r,
-            "topic": desc_of[r["provenance"]["template_id"]].description,
-            "meta": {**json.loads(r["meta"]), "description_key": desc_of[r["provenance"]["template_id"]].key},
-        }
-        for r in base.cases.to_pylist()
-    ]
-    return make_cases(rows), make_cases(base_rows)
-
-
-def _case(
-    suite: str, d: Description, text: str, pair: str | None, template_id: str, generator: str, seed: int, meta: dict
-) -> dict:
-    return {
-        "suite": suite,
-        "method": METHOD,
-        "capability": d.capability,
-        "topic": d.description,
-        "text": text,
-        "text_pair": pair,
-        "expected_label": d.label,
-        "test_type": "MFT",
-        "provenance": {"source_id": None, "template_id": template_id, "generator": generator, "seed": seed},
-        "meta": {"description": d.description, "description_key": d.key, **meta},
-    }
-
-
-def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
-    """Each description's phase-1 sample; ``validity`` is people's label when known, else
-    null for an annotator to fill (the LLM's verdict is shown as ``llm_validity``)."""
-    by_key = {d.key: d for d in descs}
-    return [
-        {
-            "description": by_key[r["key"]].description,
-            "capability": by_key[r["key"]].capability,
-            "label": by_key[r["key"]].label,
-            "text": r["text"],
-            "text_pair": r["text_pair"],
-            "validity": r["valid_people"],
-            "llm_validity": r["valid_llm"],
-        }
-        for r in valid.to_pylist()
-        if r["first_sample"]
-    ]
 
 
 class TestAugJob(Job[TestAugConfig]):

@@ -1,0 +1,108 @@
+"""TestAug's suites from the filtered and expanded cases (T_TestAug and the generated-only baseline), and the annotation sheet of each description's phase-1 sample."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from engine.schema import make_cases
+from engine.templates.expand import expand
+from engine.testaug.prompt import (
+    Description,
+    SeedCase,
+)
+from jobs.testaug.config import TestAugConfig
+
+METHOD = "testaug"  # the test-case schema's method column
+
+
+def shown_seed(entry: str) -> SeedCase:
+    """A seed shown in a prompt, as the generate stage recorded it ("template_id<TAB>filling")."""
+    template_id, filling = entry.split("\t", 1)
+    return SeedCase("", None, template_id, json.loads(filling))
+
+
+def build_suites(
+    t: TestAugConfig, descs: list[Description], valid: pa.Table, expanded: pa.Table, generator: str, seed: int
+) -> tuple[pa.Table, pa.Table]:
+    """(TestAug suite: <suite>-gpt + <suite>-expansion, template-only baseline suite)."""
+    by_key = {d.key: d for d in descs}
+    rows = []
+    for r in valid.to_pylist():
+        if not r["kept"]:
+            continue
+        d = by_key[r["key"]]
+        rows.append(
+            _case(
+                f"{t.suite}-gpt",
+                d,
+                r["text"],
+                r["text_pair"],
+                "testaug_generate",
+                generator,
+                seed,
+                {"prompt": r["prompt"], "validity": r["decided_by"], "valid_p": r["valid_p"]},
+            )
+        )
+    for r in expanded.to_pylist():
+        d = by_key[r["key"]]
+        rows.append(
+            _case(
+                f"{t.suite}-expansion",
+                d,
+                r["text"],
+                r["text_pair"],
+                r["template_id"],
+                "testaug-expansion",
+                seed,
+                {"template": json.loads(r["template"]), "source": r["source"], "fillings": json.loads(r["filling"])},
+            )
+        )
+    base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=t.baseline_nsamples, seed=seed)
+    desc_of = {x.template_id: d for d in descs for x in d.templates}
+    base_rows = [
+        {
+            **r,
+            "topic": desc_of[r["provenance"]["template_id"]].description,
+            "meta": {**json.loads(r["meta"]), "description_key": desc_of[r["provenance"]["template_id"]].key},
+        }
+        for r in base.cases.to_pylist()
+    ]
+    return make_cases(rows), make_cases(base_rows)
+
+
+def _case(
+    suite: str, d: Description, text: str, pair: str | None, template_id: str, generator: str, seed: int, meta: dict
+) -> dict:
+    return {
+        "suite": suite,
+        "method": METHOD,
+        "capability": d.capability,
+        "topic": d.description,
+        "text": text,
+        "text_pair": pair,
+        "expected_label": d.label,
+        "test_type": "MFT",
+        "provenance": {"source_id": None, "template_id": template_id, "generator": generator, "seed": seed},
+        "meta": {"description": d.description, "description_key": d.key, **meta},
+    }
+
+
+def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
+    """Each description's phase-1 sample; ``validity`` is people's label when known, else
+    null for an annotator to fill (the LLM's verdict is shown as ``llm_validity``)."""
+    by_key = {d.key: d for d in descs}
+    return [
+        {
+            "description": by_key[r["key"]].description,
+            "capability": by_key[r["key"]].capability,
+            "label": by_key[r["key"]].label,
+            "text": r["text"],
+            "text_pair": r["text_pair"],
+            "validity": r["valid_people"],
+            "llm_validity": r["valid_llm"],
+        }
+        for r in valid.to_pylist()
+        if r["first_sample"]
+    ]
