@@ -42,6 +42,7 @@ from jobs.config import CheckrayConfig, load_config
 from jobs.costello.config import CostelloConfig, RepairConfig
 from jobs.costello.repair import most_violated, run_repair
 from jobs.costello.validate import texts_to_embed
+from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
 from jobs.zoo.resolve import select_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -368,10 +369,10 @@ def costello_command(
         None, "--corpus", help="Seed corpus (.parquet/.csv/.jsonl) or builtin:<name>."
     ),
     embedders: Optional[str] = typer.Option(None, "--embedders", help="YAML list of embedding models to test."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'costello' section."),
-    text_column: Optional[str] = typer.Option(None, "--text-column"),
-    label_column: Optional[str] = typer.Option(None, "--label-column"),
+    out: RunOut = None,
+    config: ConfigFile = None,
+    text_column: TextColumn = None,
+    label_column: LabelColumn = None,
     seeds: Optional[int] = typer.Option(None, "--seeds", help="Seed sentences to mutate."),
     classifiers: Optional[int] = typer.Option(None, "--classifiers", help="Downstream MLPs per model (>= 5)."),
     zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
@@ -380,9 +381,7 @@ def costello_command(
     cfg = load_config(
         config,
         {
-            "corpus.path": corpus,
-            "corpus.text_column": text_column,
-            "corpus.label_column": label_column,
+            **corpus_overrides(corpus, text_column, label_column),
             "costello.embedders": embedders,
             "costello.seeds": seeds,
             "costello.classifiers": classifiers,

@@ -39,6 +39,7 @@ from engine.schema import case_id
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
+from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
 from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 from jobs.zoo.resolve import select_models
 
@@ -327,13 +328,13 @@ def s2lct_command(
     corpus: Optional[str] = typer.Option(
         None, "--corpus", help="Labeled corpus (.parquet/.csv/.jsonl) or builtin:<name>."
     ),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory (local path or s3://...)."),
+    out: RunOut = None,
     models: Optional[str] = typer.Option(
         None, "--models", "-m", help="Model registry (zoo.yaml): benchmark the suite."
     ),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with an 's2lct' section."),
-    text_column: Optional[str] = typer.Option(None, "--text-column"),
-    label_column: Optional[str] = typer.Option(None, "--label-column"),
+    config: ConfigFile = None,
+    text_column: TextColumn = None,
+    label_column: LabelColumn = None,
     capabilities: Optional[list[str]] = typer.Option(None, "--capabilities", help="Capability spec files or folders."),
     sample: Optional[int] = typer.Option(None, "--sample", help="Search N corpus sentences drawn at random."),
     max_seeds: Optional[int] = typer.Option(None, "--max-seeds", help="Seeds per capability."),
@@ -343,9 +344,7 @@ def s2lct_command(
     cfg = load_config(
         config,
         {
-            "corpus.path": corpus,
-            "corpus.text_column": text_column,
-            "corpus.label_column": label_column,
+            **corpus_overrides(corpus, text_column, label_column),
             "s2lct.models": models,
             "s2lct.capabilities": capabilities or None,
             "s2lct.search_sample": sample,

@@ -7,7 +7,6 @@ report.html; stage checkpoints under DIR/stages/ make a rerun resume where it st
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -25,6 +24,7 @@ from engine.topics.describe import describe_clusters
 from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
+from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
 from jobs.topics.config import TopicsConfig
 from jobs.topics.report import topics_sections
 
@@ -197,25 +197,23 @@ def run_topics(cfg: CheckrayConfig, out: str) -> RunDir:
 
 
 def topics_command(
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (configs/demo.yaml)."),
+    config: ConfigFile = None,
     corpus: Optional[str] = typer.Option(
         None, "--corpus", help="Corpus file (.parquet/.csv/.jsonl) or builtin:<name>."
     ),
-    text_column: Optional[str] = typer.Option(None, "--text-column"),
-    label_column: Optional[str] = typer.Option(None, "--label-column"),
+    text_column: TextColumn = None,
+    label_column: LabelColumn = None,
     clusters: Optional[int] = typer.Option(None, "--clusters", "-k", help="Number of k-means clusters."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Representative documents per cluster."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use the first N documents."),
     sample: Optional[int] = typer.Option(None, "--sample", help="Use N documents drawn at random (seeded)."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory (local path or s3://...)."),
+    out: RunOut = None,
 ):
     """Cluster a corpus into topics and pick representative documents."""
     cfg = load_config(
         config,
         {
-            "corpus.path": corpus,
-            "corpus.text_column": text_column,
-            "corpus.label_column": label_column,
+            **corpus_overrides(corpus, text_column, label_column),
             "corpus.limit": limit,
             "corpus.sample": sample,
             "topics.clusterer.n_clusters": clusters,
