@@ -103,9 +103,6 @@ class Job(ABC, Generic[C]):
     def subtitle(self) -> str:
         return self.cfg.corpus.path
 
-    def manifest(self) -> dict[str, Any]:
-        return {}
-
 
 def require_out(out: str | None) -> str:
     if not out:
@@ -148,7 +145,6 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
                 "published": published,
                 "config": job.cfg.model_dump(mode="json"),
                 "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
-                **job.manifest(),
             },
             indent=1,
             default=str,

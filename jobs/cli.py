@@ -22,19 +22,14 @@ from jobs.registry import COMMANDS, JOBS
 
 
 def _click_modules() -> list:
-    """The click package(s) in use: typer's own copy and/or the real one."""
+    """The click package(s) whose errors may reach us: typer's vendored copy (typer >= 0.29)
+    and the real one (older typer, or a command that uses click directly)."""
     mods = []
-    for base in typer.core.TyperGroup.__mro__:
-        top = base.__module__.rsplit(".core", 1)[0]
-        if top.endswith("click") and top not in [m.__name__ for m in mods]:
-            mods.append(importlib.import_module(top))
-    try:
-        import click
-
-        if click not in mods:
-            mods.append(click)
-    except ImportError:
-        pass
+    for name in ("typer._click", "click"):
+        try:
+            mods.append(importlib.import_module(name))
+        except ImportError:
+            pass
     return mods
 
 
@@ -67,12 +62,6 @@ class JobCommands(typer.core.TyperGroup):
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
-
-    def format_commands(self, ctx, formatter) -> None:
-        # The table's one-line help, so listing commands imports none of them.
-        rows = [(c.name, c.help) for c in COMMANDS.values()]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
 
     def resolve_command(self, ctx, args):
         # click's "No such command" with a "did you mean" from the job table.

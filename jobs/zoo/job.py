@@ -19,7 +19,6 @@ import typer
 
 from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
 from engine.benchmark.registry import ModelSpec, read_registry, write_registry
-from engine.config import Section as ConfigSection
 from engine.config import read_yaml
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
@@ -36,18 +35,9 @@ REGISTRY = "zoo.yaml"
 VERSION = "1"  # bump when a trainer changes what it builds
 
 
-class SplitSettings(ConfigSection):
-    """What the split reads from the zoo section, and so all its fingerprint needs: a stage
-    fingerprints exactly what its function is given (adding a model must not resplit)."""
-
-    held_out: float
-    seed: int
-    tiny: bool
-    tiny_sample: int
-
-
-def split_stage(cfg: CheckrayConfig, zoo_section: ZooConfig) -> Stage:
-    zoo = SplitSettings(**zoo_section.model_dump(include=set(SplitSettings.model_fields)))
+def split_stage(cfg: CheckrayConfig, zoo: ZooConfig) -> Stage:
+    # Only what the split reads (Section.view): adding a model must not resplit.
+    zoo = zoo.view("held_out", "seed", "tiny", "tiny_sample")
 
     def run(ctx: StageContext):
         from sklearn.model_selection import train_test_split
