@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from engine.errors import InputError
 
@@ -23,8 +24,8 @@ from engine.errors import InputError
 class TestType(str, Enum):
     """CheckList's three test types."""
 
-    MFT = "MFT"  # minimum functionality: prediction must equal ``expected_label``
-    INV = "INV"  # invariance: prediction must not change w.r.t. ``perturbs``
+    MFT = "MFT"  # minimum functionality: prediction must be ``expected_label`` (or in ``expected_labels``)
+    INV = "INV"  # invariance: prediction must not change w.r.t. ``perturbs`` (within ``tolerance``)
     DIR = "DIR"  # directional: confidence must move as ``relation`` says w.r.t. ``perturbs``
 
     __test__ = False  # not a pytest test class
@@ -71,6 +72,10 @@ TEST_CASE_SCHEMA = pa.schema(
         pa.field("test_type", pa.string(), nullable=False),
         pa.field("perturbs", pa.string(), nullable=True),
         pa.field("relation", pa.string(), nullable=True),
+        # CheckList expectations beyond one label (all nullable: older suites read unchanged)
+        pa.field("expected_labels", pa.list_(pa.string()), nullable=True),  # MFT: any of these labels
+        pa.field("tolerance", pa.float64(), nullable=True),  # INV/DIR probability tolerance
+        pa.field("testcase", pa.string(), nullable=True),  # CheckList test case (group) the row belongs to
         pa.field("provenance", PROVENANCE_TYPE, nullable=True),
         pa.field("meta", pa.string(), nullable=True),  # JSON object
     ]
@@ -83,6 +88,9 @@ _CASE_DEFAULTS: dict[str, Any] = {
     "test_type": TestType.MFT.value,
     "perturbs": None,
     "relation": None,
+    "expected_labels": None,
+    "tolerance": None,
+    "testcase": None,
     "provenance": None,
     "meta": None,
 }
@@ -135,9 +143,17 @@ def validate_cases(table: pa.Table) -> pa.Table:
     ids = table.column("case_id")
     if len(ids) != len(pa.compute.unique(ids)):
         raise InputError("test-case table: case_id values are not unique")
-    for row_type, perturbs in zip(table.column("test_type").to_pylist(), table.column("perturbs").to_pylist()):
-        if row_type != TestType.MFT.value and perturbs is None:
-            raise InputError(f"test-case table: a {row_type} case has no 'perturbs' id")
+    mft_perturbs = pc.and_(
+        pc.equal(table.column("test_type"), TestType.MFT.value), pc.is_valid(table.column("perturbs"))
+    )
+    if pc.any(mft_perturbs).as_py():
+        raise InputError("test-case table: an MFT case has a 'perturbs' id (only INV/DIR cases perturb another)")
+    tolerance = table.column("tolerance")
+    if (
+        tolerance.null_count < len(tolerance)
+        and not pc.all(pc.and_(pc.greater_equal(tolerance, 0.0), pc.less_equal(tolerance, 1.0))).as_py()
+    ):
+        raise InputError("test-case table: 'tolerance' values must lie in [0, 1]")
     return table
 
 

@@ -5,6 +5,8 @@ Layout of a run directory (a local path or any pyarrow filesystem URI, e.g. ``s3
 
     <run>/stages/<stage>/<output>.parquet   stage outputs (or a directory of shards)
     <run>/stages/<stage>/_SUCCESS.json      commit marker, written last
+    <run>/stages/<stage>.parts/<key>.parquet  per-item checkpoints of a long stage (one per
+                                            model, say): they survive a crash of the stage
     <run>/<published files>                 the job's user-facing outputs
 
 A stage directory without a matching ``_SUCCESS.json`` is debris of a crash and is
@@ -162,10 +164,44 @@ class StageContext:
     run: RunDir
     stage: Stage
     done: dict[str, StageRecord]
+    # Set by a stage that finished with some items failed (a model that crashed, say): its
+    # outputs are used by this run, but the next run reruns it, reusing its parts.
+    incomplete: str | None = None
+    extra_outputs: dict[str, int] = field(default_factory=dict)  # rows of files the stage wrote itself
+    parts_used: set[str] = field(default_factory=set)
 
     @property
     def stage_path(self) -> str:
         return self.run.path("stages", self.stage.name)
+
+    def _part(self, key: str) -> str:
+        return f"stages/{self.stage.name}.parts/{key}.parquet"
+
+    def read_part(self, key: str) -> pa.Table | None:
+        """A per-item checkpoint written by an earlier (maybe crashed) run of this stage,
+        or None. An unreadable part is debris: ignored and recomputed."""
+        self.parts_used.add(key)
+        if not self.run.exists(self._part(key)):
+            return None
+        try:
+            return self.run.read_table(self._part(key))
+        except (pa.ArrowInvalid, OSError):
+            return None
+
+    def write_part(self, key: str, table: pa.Table) -> None:
+        """Commit one item's result at once (atomically), so a crash later keeps it."""
+        self.parts_used.add(key)
+        self.run.write_table(self._part(key), table)
+
+    def prune_parts(self) -> None:
+        """Delete parts this run did not use (models dropped from the registry, old inputs)."""
+        folder = self.run.path("stages", f"{self.stage.name}.parts")
+        if not self.run.exists("stages", f"{self.stage.name}.parts"):
+            return
+        for info in self.run.fs.get_file_info(pafs.FileSelector(folder)):
+            name = info.base_name
+            if name.endswith(".parquet") and name[: -len(".parquet")] not in self.parts_used:
+                self.run.fs.delete_file(info.path)
 
     def input_path(self, stage: str, output: str = "data") -> str:
         return self.run.path("stages", stage, f"{output}.parquet")
@@ -183,6 +219,7 @@ class StageRecord:
     skipped: bool
     seconds: float
     outputs: dict[str, int] = field(default_factory=dict)  # output -> rows
+    incomplete: str | None = None  # why the next run must run this stage again
 
 
 class StageRunner:
@@ -213,24 +250,32 @@ class StageRunner:
             [self.done[i].fingerprint for i in stage.inputs],
         )
         marker = self._committed(stage.name)
-        if marker and marker.get("fingerprint") == fp:
+        upstream = next((self.done[i].incomplete for i in stage.inputs if self.done[i].incomplete), None)
+        if marker and marker.get("fingerprint") == fp and not marker.get("incomplete") and not upstream:
             rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}))
             self.on_stage(stage.name, "cached")
         else:
             self.run.delete_dir(f"stages/{stage.name}")  # debris or a stale result
             self.on_stage(stage.name, "running")
             start = time.perf_counter()
-            result = stage.fn(StageContext(self.run, stage, self.done))
-            outputs: dict[str, int] = {}
+            ctx = StageContext(self.run, stage, self.done)
+            result = stage.fn(ctx)
+            outputs: dict[str, int] = dict(ctx.extra_outputs)
             for out_name, table in (result or {}).items():
                 self.run.write_table(f"stages/{stage.name}/{out_name}.parquet", table)
                 outputs[out_name] = table.num_rows
-            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs)
+            incomplete = ctx.incomplete or (f"input stage incomplete: {upstream}" if upstream else None)
+            if not incomplete and ctx.parts_used:
+                ctx.prune_parts()
+            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs, incomplete)
             self.run.write_text(
                 f"stages/{stage.name}/{SUCCESS}",
-                json.dumps({"fingerprint": fp, "outputs": outputs, "seconds": rec.seconds}),
+                json.dumps({"fingerprint": fp, "outputs": outputs, "seconds": rec.seconds, "incomplete": incomplete}),
             )
-            self.on_stage(stage.name, f"done in {rec.seconds:.1f}s")
+            status = f"done in {rec.seconds:.1f}s" + (
+                f" (incomplete: {incomplete}; rerun retries it)" if incomplete else ""
+            )
+            self.on_stage(stage.name, status)
         self.done[stage.name] = rec
         return rec
 

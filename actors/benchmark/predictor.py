@@ -1,98 +1,59 @@
-"""One Ray actor per model under test, and the driver loop that feeds them all at once.
+"""Running every model under test at once: hosts, batches, timeouts, crash isolation.
 
-``ModelPredictor`` loads its model once and answers ``predict`` calls on batches of
-texts. ``predict_all`` starts an actor per model (at most ``max_concurrent`` alive),
-keeps ``in_flight`` batches queued on each so no actor idles between batches, and
-collects every model's probabilities. A model that fails to load or raises while
-predicting is recorded with its error and its actor is dropped; the others go on.
+``predict_all`` groups the models into hosts (``actors.benchmark.host.ModelHost``): each
+heavy model alone, cheap models several to a host (about one host per CPU), heads on one
+sentence encoder reading embeddings computed once (``actors.benchmark.shared_encoder``).
+At most ``plan.pool_size`` hosts are alive; each keeps ``in_flight`` batches queued so
+none idles. A model is done when all its rows are back; ``on_done`` then receives it
+(the benchmark checkpoints it there), so a crash later loses nothing finished.
+
+Failures stay with the model that caused them:
+* a model that fails to load, raises, or returns garbage: that model fails, one line;
+* a host process that dies (segfault, OOM kill, ``os._exit``) or answers nothing within
+  the timeout: a host of one model fails that model; a shared host is restarted as one
+  host per model, so only the culprit fails.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from actors.models import families
+from actors.benchmark.host import ModelHost, one_line
+from actors.models import families, is_heavy
 from engine.benchmark.registry import ModelSpec
 from engine.config import Backend
 from engine.runtime import ActorPlan, plan_actor_pool
 
-
-def one_line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    name = type(exc).__name__
-    line = f"{name}: {text}" if text and not text.startswith(name) else (text or name)
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-class ModelPredictor:
-    """Holds one model. Errors while loading are kept and reported by ``status``, because
-    an exception in an actor's constructor only surfaces later as an opaque actor death."""
-
-    def __init__(self, spec: dict, threads: int = 1, import_paths: Sequence[str] = (), head_only: bool = False):
-        # A local Ray does not give workers the driver's sys.path; "callable" models named
-        # as module:function from a script's folder must still import.
-        for path in import_paths:
-            if path not in sys.path and os.path.isdir(path):
-                sys.path.append(path)
-        from actors.models import load_model
-
-        self.spec = ModelSpec.model_validate(spec)
-        self.error: str | None = None
-        self.labels: list[str] = list(self.spec.labels)
-        start = time.perf_counter()
-        try:
-            if head_only:  # embeddings come from a SharedEncoder: load the head alone
-                from actors.models.sklearn_models import EncoderHeadModel, load_estimator
-
-                self.model = EncoderHeadModel(self.spec, load_estimator(self.spec), encoder=None)
-            else:
-                self.model = load_model(self.spec)
-            self.labels = list(self.model.labels)
-        except Exception as exc:  # any adapter failure becomes this model's error
-            self.model, self.error = None, one_line(exc)
-        if "torch" in sys.modules and threads:
-            sys.modules["torch"].set_num_threads(threads)  # share the node's cores with the other actors
-        self.load_seconds = time.perf_counter() - start
-
-    def status(self) -> tuple[list[str], str | None, float]:
-        return self.labels, self.error, self.load_seconds
-
-    def predict(self, texts: list[str], pairs: list[str | None] | None) -> np.ndarray:
-        if self.model is None:
-            raise RuntimeError(self.error or "model is not loaded")
-        return self._checked(self.model.predict_proba(texts, pairs), len(texts))
-
-    def predict_embedded(self, embeddings: np.ndarray) -> np.ndarray:
-        """Head probabilities for a batch of embeddings from a shared encoder."""
-        if self.model is None:
-            raise RuntimeError(self.error or "model is not loaded")
-        return self._checked(self.model.predict_embeddings(embeddings), len(embeddings))
-
-    def _checked(self, probs, n: int) -> np.ndarray:
-        probs = np.asarray(probs, dtype=np.float32)
-        if probs.shape != (n, len(self.labels)):
-            raise ValueError(f"predict_proba returned shape {probs.shape}, expected {(n, len(self.labels))}")
-        return probs
+__all__ = ["ModelRun", "Timeouts", "batch_order", "one_line", "plan_hosts", "plan_predictors", "predict_all"]
 
 
 @dataclass
 class ModelRun:
-    """What one model produced: probabilities for every text, or an error."""
+    """What one model produced: probabilities for its rows, or an error."""
 
     name: str
     labels: list[str]
-    probs: np.ndarray | None
+    probs: np.ndarray | None  # (len(rows), labels), aligned with ``rows``
     error: str | None = None
-    load_seconds: float = 0.0  # loading the model inside its actor
-    ready_seconds: float = 0.0  # actor requested -> model loaded (process start, imports, load)
-    predict_seconds: float = 0.0  # model loaded -> last batch back
+    rows: list[int] = field(default_factory=list)  # input rows the model was run on
+    load_seconds: float = 0.0  # loading the model inside its host
+    ready_seconds: float = 0.0  # host requested -> models loaded (process start, imports, load)
+    predict_seconds: float = 0.0  # loaded -> last batch back
+    host_size: int = 1  # models sharing its host
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    load_s: float = 900.0  # host start and model load
+    batch_s: float = 600.0  # no batch back for this long: the host is stuck
 
 
 def plan_predictors(
@@ -102,10 +63,10 @@ def plan_predictors(
     max_concurrent: int | None = None,
     gpu_fraction: float | None = None,
 ) -> ActorPlan:
-    """Resources per model actor so that ``pool_size`` actors run at the same time.
+    """Resources per host so that ``pool_size`` hosts run at the same time.
 
-    CPU: the actors share the CPUs (fractional ``num_cpus``, one thread each when they
-    outnumber the cores). GPU (only when the cluster reports one): each actor gets an even
+    CPU: the hosts share the CPUs (fractional ``num_cpus``, one thread each when they
+    outnumber the cores). GPU (only when the cluster reports one): each host gets an even
     fraction of the GPUs and of the CPUs, so the whole pool fits and none waits.
     """
     size = max(1, min(n_models, max_concurrent or n_models))
@@ -118,15 +79,69 @@ def plan_predictors(
     return plan_actor_pool(resources, "cpu" if backend == "auto" else backend, pool_size=size)
 
 
-Event = Callable[[str, str, int, int], None]  # (model, status, texts done, texts total)
-
-
 def batch_order(rows: Sequence[int], pairs: Sequence[str | None] | None) -> list[int]:
     """Single texts first, then pairs: most batches are then all-single (sent without
     ``pairs``, which single-text adapters refuse) or all-pair."""
     if pairs is None:
         return list(rows)
     return sorted(rows, key=lambda i: pairs[i] is not None)
+
+
+@dataclass
+class HostPlan:
+    """Models that run in one host on the same rows."""
+
+    members: list[ModelSpec]
+    rows: list[int]
+    head_only: bool = False  # heads fed by a shared encoder
+
+
+def plan_hosts(
+    specs: Sequence[ModelSpec],
+    rows_of: Mapping[str, list[int]],
+    fed: Mapping[str, object],
+    cpus: int,
+    models_per_host: int | None = None,
+) -> list[HostPlan]:
+    """Heavy models alone; cheap models with the same rows (and feed) several to a host.
+
+    ``fed`` maps a head fed by a shared encoder to its feed's identity (heads of different
+    encoders never share a host).
+    ``models_per_host`` None: about one host per CPU for each such group, so cheap models
+    use every core without paying a process each.
+    """
+    hosts: list[HostPlan] = []
+    groups: dict[tuple, list[ModelSpec]] = {}
+    for spec in specs:
+        feed = fed.get(spec.name)
+        if is_heavy(spec) and feed is None:
+            hosts.append(HostPlan([spec], list(rows_of[spec.name])))
+        else:
+            groups.setdefault((feed, tuple(rows_of[spec.name])), []).append(spec)
+    for (feed, rows), members in groups.items():
+        head = feed is not None
+        size = models_per_host or max(1, math.ceil(len(members) / max(1, cpus)))
+        for lo in range(0, len(members), size):
+            hosts.append(HostPlan(members[lo : lo + size], list(rows), head))
+    return hosts
+
+
+Event = Callable[[str, str, int, int], None]  # (model, status, rows done, rows total)
+
+
+@dataclass
+class _Live:
+    """A running host and its bookkeeping in the driver."""
+
+    plan: HostPlan
+    actor: object
+    t0: float
+    alive: list[str] = field(default_factory=list)  # members still predicting
+    out: dict[str, np.ndarray] = field(default_factory=dict)
+    next: int = 0
+    done: int = 0
+    ready: bool = False
+    last_progress: float = 0.0
 
 
 def predict_all(
@@ -139,115 +154,181 @@ def predict_all(
     on_event: Event | None = None,
     needed: Mapping[str, Sequence[int]] | None = None,
     share_encoders: bool = True,
+    on_done: Callable[[ModelRun], None] | None = None,
+    models_per_host: int | None = None,
+    timeouts: Timeouts = Timeouts(),
 ) -> dict[str, ModelRun]:
-    """Run every model on ``texts`` (and ``pairs``) in concurrent actors.
+    """Run every model on ``texts`` (and ``pairs``); ``needed[model]`` limits it to some rows.
 
-    ``needed[model]`` limits a model to some rows (the others stay NaN): no time is spent
-    on suites whose labels the model cannot produce. With ``share_encoders``, heads on one
-    sentence encoder read embeddings computed once (``actors.benchmark.shared_encoder``).
+    Returns a ``ModelRun`` per spec. With ``on_done``, each finished model is handed over
+    there and its probabilities are not kept (memory does not grow with the models).
     """
     import ray
 
     on_event = on_event or (lambda *a: None)
     n = len(texts)
     rows_of = {s.name: batch_order(needed[s.name] if needed and s.name in needed else range(n), pairs) for s in specs}
-    known = set(families())
     runs: dict[str, ModelRun] = {}
-    pending = []
+    known = set(families())
+    runnable = []
     for spec in specs:
-        if spec.family not in known:  # no actor for a typo
-            runs[spec.name] = ModelRun(
-                spec.name, list(spec.labels), None, f"unknown family '{spec.family}' (have: {', '.join(sorted(known))})"
-            )
+        if spec.family not in known:  # no host for a typo
+            error = f"unknown family '{spec.family}' (have: {', '.join(sorted(known))})"
+            runs[spec.name] = ModelRun(spec.name, list(spec.labels), None, error, rows_of[spec.name])
             on_event(spec.name, "failed", 0, len(rows_of[spec.name]))
         else:
-            pending.append(spec)
+            runnable.append(spec)
 
-    actor_cls = ray.remote(max_restarts=0)(ModelPredictor).options(**plan.ray_options())
     import_paths = [p for p in sys.path if p and os.path.isdir(p)]
     feeds: dict[str, list] = {}  # head model -> embedding refs, one per batch
     encoders: dict[str, object] = {}  # head model -> its shared encoder actor
     if share_encoders:
         from actors.benchmark.shared_encoder import start_shared_encoders
 
-        # The encoder does most of the group's work: give it the cores a model would get alone.
+        # The encoder does most of its heads' work: give it the cores a model would get alone.
         threads = max(1, min(8, int(ray.cluster_resources().get("CPU", 1))))
-        feeds, encoders = start_shared_encoders(pending, rows_of, texts, pairs, batch_size, plan, threads, import_paths)
-    active: dict[str, dict] = {}  # model -> actor, its batch refs and its probabilities
-    waiting: dict = {}  # ObjectRef -> (model, kind, batch start)
+        feeds, encoders = start_shared_encoders(
+            runnable, rows_of, texts, pairs, batch_size, plan, threads, import_paths
+        )
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pending = plan_hosts(runnable, rows_of, {m: id(refs) for m, refs in feeds.items()}, cpus, models_per_host)
+    host_cls = ray.remote(max_restarts=0, max_task_retries=0)(ModelHost).options(**plan.ray_options())
+    live: dict[int, _Live] = {}
+    waiting: dict = {}  # ObjectRef -> (host id, kind, batch start)
+    counter = iter(range(1 << 30))
 
     def start_next() -> None:
-        spec = pending.pop(0)
-        actor = actor_cls.remote(spec.model_dump(mode="json"), plan.threads, import_paths, spec.name in feeds)
-        active[spec.name] = {"actor": actor, "spec": spec, "next": 0, "out": None, "done": 0, "t0": time.perf_counter()}
-        waiting[actor.status.remote()] = (spec.name, "status", -1)
+        host = pending.pop(0)
+        hid = next(counter)
+        actor = host_cls.remote(
+            [s.model_dump(mode="json") for s in host.members], plan.threads, import_paths, host.head_only
+        )
+        now = time.perf_counter()
+        live[hid] = _Live(host, actor, now, [s.name for s in host.members], last_progress=now)
+        waiting[actor.status.remote()] = (hid, "status", -1)
 
-    def submit(name: str) -> None:
-        state = active[name]
-        rows = rows_of[name]
-        while state["next"] < len(rows) and sum(1 for v in waiting.values() if v[0] == name) < in_flight:
-            batch = rows[state["next"] : state["next"] + batch_size]
-            batch_pairs = None if pairs is None else [pairs[i] for i in batch]
-            if batch_pairs is not None and all(p is None for p in batch_pairs):
-                batch_pairs = None
-            if name in feeds:
-                ref = state["actor"].predict_embedded.remote(feeds[name][state["next"] // batch_size])
-            else:
-                ref = state["actor"].predict.remote([texts[i] for i in batch], batch_pairs)
-            waiting[ref] = (name, "predict", state["next"])
-            state["next"] += len(batch)
+    def release_encoders(names: Sequence[str]) -> None:
+        for name in names:
+            encoder = encoders.pop(name, None)
+            if encoder is not None and not any(e is encoder for e in encoders.values()):
+                ray.kill(encoder)  # its last head is done
 
-    def finish(name: str, error: str | None = None) -> None:
-        state = active.pop(name)
-        for ref in [r for r, v in waiting.items() if v[0] == name]:
-            del waiting[ref]
-        ray.kill(state["actor"])
-        encoder = encoders.pop(name, None)
-        if encoder is not None and not any(e is encoder for e in encoders.values()):
-            ray.kill(encoder)  # its last head is done
+    def fail(name: str, error: str, host: _Live) -> None:
+        if name not in runs:  # its host died before reporting its models
+            spec = next(s for s in host.plan.members if s.name == name)
+            runs[name] = ModelRun(name, list(spec.labels), None, rows=host.plan.rows, host_size=len(host.plan.members))
         run = runs[name]
-        run.predict_seconds = time.perf_counter() - state["t0"] - run.ready_seconds
-        total = len(rows_of[name])
-        if error:
-            run.error, run.probs = error, None
-            on_event(name, "failed", state["done"], total)
-        else:
-            on_event(name, "done", total, total)
+        run.error, run.probs = error, None
+        run.predict_seconds = time.perf_counter() - host.t0 - run.ready_seconds
+        host.alive.remove(name)
+        host.out.pop(name, None)
+        release_encoders([name])
+        on_event(name, "failed", host.done, len(host.plan.rows))
+
+    def close(hid: int) -> None:
+        host = live.pop(hid)
+        for ref in [r for r, v in waiting.items() if v[0] == hid]:
+            del waiting[ref]
+        ray.kill(host.actor)
         if pending:
             start_next()
+
+    def host_failed(hid: int, error: str) -> None:
+        """The process died or hung: isolate a shared host's models, else fail the model."""
+        host = live[hid]
+        if len(host.alive) > 1:
+            for name in host.alive:
+                spec = next(s for s in host.plan.members if s.name == name)
+                pending.insert(0, HostPlan([spec], host.plan.rows, host.plan.head_only))
+                on_event(name, "isolated", 0, len(host.plan.rows))
+            host.alive = []
+        else:
+            for name in list(host.alive):
+                fail(name, error, host)
+        close(hid)
+
+    def submit(hid: int) -> None:
+        host = live[hid]
+        rows = host.plan.rows
+        queued = sum(1 for v in waiting.values() if v[0] == hid)
+        while host.next < len(rows) and queued < in_flight and host.alive:
+            batch = rows[host.next : host.next + batch_size]
+            if host.plan.head_only:
+                ref = host.actor.predict_embedded.remote(
+                    list(host.alive), feeds[host.alive[0]][host.next // batch_size]
+                )
+            else:
+                batch_pairs = None if pairs is None else [pairs[i] for i in batch]
+                if batch_pairs is not None and all(p is None for p in batch_pairs):
+                    batch_pairs = None
+                ref = host.actor.predict.remote(list(host.alive), [texts[i] for i in batch], batch_pairs)
+            waiting[ref] = (hid, "predict", host.next)
+            host.next += len(batch)
+            queued += 1
+
+    def finish_members(hid: int) -> None:
+        host = live[hid]
+        for name in list(host.alive):
+            run = runs[name]
+            run.probs = host.out.pop(name)
+            run.predict_seconds = time.perf_counter() - host.t0 - run.ready_seconds
+            on_event(name, "done", len(host.plan.rows), len(host.plan.rows))
+            if on_done is not None:
+                on_done(run)
+                run.probs = None
+        release_encoders(host.alive)
+        host.alive = []
+        close(hid)
 
     for _ in range(min(plan.pool_size, len(pending))):
         start_next()
     while waiting:
-        ready, _ = ray.wait(list(waiting), num_returns=1)
-        name, kind, lo = waiting.pop(ready[0])
-        state = active[name]
+        ready, _ = ray.wait(list(waiting), num_returns=1, timeout=5.0)
+        if not ready:
+            now = time.perf_counter()
+            for hid, host in list(live.items()):
+                limit = timeouts.batch_s if host.ready else timeouts.load_s
+                if now - host.last_progress > limit:
+                    stage = "answered no batch" if host.ready else "did not load"
+                    host_failed(hid, f"timed out: its host {stage} within {limit:.0f}s")
+            continue
+        hid, kind, lo = waiting.pop(ready[0])
+        host = live[hid]
+        host.last_progress = time.perf_counter()
         try:
             value = ray.get(ready[0])
-        except Exception as exc:  # the model raised (RayTaskError) or its actor died
+        except Exception as exc:  # the host process died, or the shared encoder failed
             cause = getattr(exc, "cause", None) or exc
-            finish(name, one_line(cause))
+            host_failed(hid, one_line(cause))
             continue
+        rows = host.plan.rows
         if kind == "status":
-            labels, error, load_seconds = value
-            runs[name] = ModelRun(name, labels, None, error, load_seconds, time.perf_counter() - state["t0"])
-            if error:
-                finish(name, error)
-                continue
-            state["out"] = np.full((n, len(labels)), np.nan, dtype=np.float32)
-            on_event(name, "loaded", 0, len(rows_of[name]))
-            if not rows_of[name]:
-                runs[name].probs = state["out"]
-                finish(name)
-                continue
+            host.ready = True
+            size = len(host.plan.members)
+            for name in list(host.alive):
+                labels, error, load_seconds = value[name]
+                runs[name] = ModelRun(
+                    name, labels, None, None, rows, load_seconds, time.perf_counter() - host.t0, host_size=size
+                )
+                if error:
+                    fail(name, error, host)
+                else:
+                    host.out[name] = np.full((len(rows), len(labels)), np.nan, dtype=np.float32)
+                    on_event(name, "loaded", 0, len(rows))
         else:
-            rows = rows_of[name]
-            state["out"][rows[lo : lo + len(value)]] = value
-            state["done"] += len(value)
-            on_event(name, "batch", state["done"], len(rows))
-            if state["done"] == len(rows):
-                runs[name].probs = state["out"]
-                finish(name)
-                continue
-        submit(name)
+            for name in list(host.alive):
+                got = value.get(name)
+                if isinstance(got, str) or got is None:
+                    fail(name, got or "no answer for this model", host)
+                else:
+                    host.out[name][lo : lo + len(got)] = got
+            host.done += len(next((v for v in value.values() if not isinstance(v, str)), []))
+            for name in host.alive:
+                on_event(name, "batch", min(host.done, len(rows)), len(rows))
+        if not host.alive:
+            close(hid)
+        elif host.ready and (host.done >= len(rows) or not rows) and not any(v[0] == hid for v in waiting.values()):
+            finish_members(hid)
+        else:
+            submit(hid)
     return {spec.name: runs[spec.name] for spec in specs}

@@ -24,6 +24,17 @@ for _family, _ref in [
     FAMILIES.add(_family, _ref)
 
 
+# Families whose models hold a network (a transformer, an LLM): each gets a host process
+# of its own. The others are cheap enough that several share one (``actors.benchmark``).
+HEAVY_FAMILIES = frozenset({"hf", "llm_zero_shot", "st_head"})
+
+
+def is_heavy(spec: ModelSpec) -> bool:
+    """Whether a model gets its own host; ``options: {heavy: true|false}`` overrides the family."""
+    flag = spec.options.get("heavy")
+    return bool(flag) if flag is not None else spec.family in HEAVY_FAMILIES
+
+
 def families() -> list[str]:
     return FAMILIES.names()
 

@@ -1,12 +1,22 @@
 """CheckList expectations: did a model pass each test case? (pure; numpy in, numpy out)
 
-* MFT: the predicted label equals ``expected_label``.
-* INV: the predicted label equals the prediction on the case named in ``perturbs``.
-* DIR (``relation`` up/down): the probability of ``expected_label`` does not decrease
-  (up) / increase (down) by more than ``dir_tolerance`` relative to the perturbed case.
-  With a null ``expected_label`` the label is the perturbed case's predicted label, as
-  CheckList's ``Expect.monotonic(label=None)`` does. CheckList's library default
-  tolerance is 0, but its released suites use 0.1 for every DIR test; we default to 0.1.
+The rules follow CheckList's ``expect.py`` (``Expect.eq``, ``Expect.inv``,
+``Expect.monotonic``) case by case; ``docs/checklist.md`` lists them.
+
+* MFT: the predicted label is ``expected_label``, or one of ``expected_labels`` when that
+  set is given (CheckList's "not negative" = positive or neutral).
+* INV: the predicted label equals the prediction on the case named in ``perturbs``; when
+  it changed, the case still passes if the probability of the original prediction's label
+  moved by at most ``tolerance`` (CheckList's ``INV(threshold=0.1)``; null: 0, exact).
+* DIR (``relation`` up/down): the probability of the label (``expected_label``, or the
+  perturbed case's predicted label when null, as ``Expect.monotonic(label=None)``) does
+  not decrease (up) / increase (down) by more than ``tolerance`` (null: the config's
+  ``dir_tolerance``, 0.1 as in CheckList's released suites). A case that cannot fail
+  (up with P_before <= tolerance, down with P_before >= 1 - tolerance) is not counted,
+  as CheckList returns None for it.
+* An INV/DIR case without ``perturbs`` is the original of its test case: the model scores
+  it and the perturbations are compared with it, but it has no verdict of its own
+  (CheckList's ``agg_fn='all_except_first'``).
 
 Binary models meet "neutral" expectations by CheckList's convention: a model with a
 positive and a negative label predicts neutral when P(positive) lies inside the neutral
@@ -99,6 +109,21 @@ def label_scores(
     return scores
 
 
+def wanted_labels(cases: pa.Table) -> dict[str, set[str]]:
+    """Per suite, every label its cases name (``expected_label`` and ``expected_labels``)."""
+    wanted: dict[str, set[str]] = {}
+    for suite, label, labels in zip(
+        cases.column("suite").to_pylist(),
+        cases.column("expected_label").to_pylist(),
+        cases.column("expected_labels").to_pylist(),
+    ):
+        bucket = wanted.setdefault(suite, set())
+        if label is not None:
+            bucket.add(label)
+        bucket.update(labels or ())
+    return wanted
+
+
 def evaluate_cases(
     cases: pa.Table, probs: np.ndarray, model_labels: Sequence[str], s: ExpectationSettings
 ) -> Evaluation:
@@ -107,14 +132,15 @@ def evaluate_cases(
     n = cases.num_rows
     suites = np.asarray(cases.column("suite").to_pylist(), dtype=object)
     expected = np.asarray(cases.column("expected_label").to_pylist(), dtype=object)
+    label_sets = cases.column("expected_labels").to_pylist()
     test_type = np.asarray(cases.column("test_type").to_pylist(), dtype=object)
     relation = np.asarray(cases.column("relation").to_pylist(), dtype=object)
+    tolerance = cases.column("tolerance").to_numpy(zero_copy_only=False).astype(float)  # NaN where null
     predicted = np.full(n, None, dtype=object)
     error: list[str | None] = [None] * n
 
-    for suite in dict.fromkeys(suites.tolist()):
+    for suite, wanted in wanted_labels(cases).items():
         rows = np.flatnonzero(suites == suite)
-        wanted = {e for e in expected[rows].tolist() if e is not None}
         problem = label_map_error(suite, wanted, model_labels, s)
         if problem:
             for i in rows:
@@ -130,18 +156,20 @@ def evaluate_cases(
 
     def settle(rows: np.ndarray, ok: np.ndarray) -> None:
         for i, value in zip(rows.tolist(), ok.tolist()):
-            if error[i] is None:
+            if error[i] is None and value is not None:
                 passed[i] = bool(value)
 
-    usable = np.array([e is None for e in error])
+    usable = np.array([e is None for e in error], dtype=bool)
     mft = np.flatnonzero((test_type == MFT) & usable)
-    no_label = mft[expected[mft] == None]  # noqa: E711  (elementwise on an object array)
-    for i in no_label:
-        error[i] = "MFT case has no expected_label"
-    mft = mft[expected[mft] != None]  # noqa: E711
-    settle(mft, predicted[mft] == expected[mft])
+    sets = [set(label_sets[i]) if label_sets[i] else ({expected[i]} if expected[i] is not None else None) for i in mft]
+    for i, wanted in zip(mft.tolist(), sets):
+        if wanted is None:
+            error[i] = "MFT case has no expected label"
+        else:
+            passed[i] = predicted[i] in wanted
 
-    pairwise = np.flatnonzero((test_type != MFT) & usable)
+    # INV/DIR originals (no ``perturbs``) are scored but not judged.
+    pairwise = np.flatnonzero((test_type != MFT) & usable & np.array([p is not None for p in perturbs], dtype=bool))
     for i in pairwise[ref[pairwise] < 0]:
         error[i] = f"perturbed case '{perturbs[i]}' is not in the suite"
     pairwise = pairwise[ref[pairwise] >= 0]
@@ -150,11 +178,17 @@ def evaluate_cases(
     pairwise = pairwise[[error[i] is None for i in pairwise]]
 
     inv = pairwise[test_type[pairwise] == INV]
-    bad_rel = inv[[r not in (None, SAME) for r in relation[inv]]]
-    for i in bad_rel:
+    for i in inv[[r not in (None, SAME) for r in relation[inv]]]:
         error[i] = f"INV case has relation '{relation[i]}' (expected 'same' or none)"
     inv = inv[[r in (None, SAME) for r in relation[inv]]]
-    settle(inv, predicted[inv] == predicted[ref[inv]])
+    if len(inv):
+        same = predicted[inv] == predicted[ref[inv]]
+        label = predicted[ref[inv]]
+        moved = np.abs(
+            label_scores(probs[inv], model_labels, label, s) - label_scores(probs[ref[inv]], model_labels, label, s)
+        )
+        tol = np.nan_to_num(tolerance[inv], nan=0.0)
+        settle(inv, same | (moved <= tol))
 
     dirs = pairwise[test_type[pairwise] == DIR]
     for i in dirs[[r not in (UP, DOWN) for r in relation[dirs]]]:
@@ -164,9 +198,26 @@ def evaluate_cases(
         label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])  # noqa: E711
         after = label_scores(probs[dirs], model_labels, label, s)
         before = label_scores(probs[ref[dirs]], model_labels, label, s)
+        tol = np.where(np.isnan(tolerance[dirs]), s.dir_tolerance, tolerance[dirs])
         up = relation[dirs] == UP
-        ok = np.where(up, after >= before - s.dir_tolerance, after <= before + s.dir_tolerance)
-        for i in dirs[np.isnan(after) | np.isnan(before)]:
-            error[i] = f"model cannot score label '{expected[i]}'"
+        diff = after - before
+        ok = np.where(up, diff + tol >= 0, diff - tol <= 0).astype(object)
+        cannot_fail = np.where(up, before <= tol, before >= 1 - tol)
+        ok[cannot_fail] = None  # CheckList: "can't fail", not counted
+        for i, lbl in zip(dirs[np.isnan(after) | np.isnan(before)], label[np.isnan(after) | np.isnan(before)]):
+            error[i] = f"model cannot score label '{lbl}'"
         settle(dirs, ok)
     return Evaluation(predicted=predicted, passed=passed, error=error)
+
+
+def case_groups(cases: pa.Table) -> list[str]:
+    """The CheckList test case (group) of each row: ``testcase`` when given, else the
+    original an INV/DIR case perturbs, else the case itself."""
+    return [
+        tc if tc is not None else (p if p is not None else cid)
+        for tc, p, cid in zip(
+            cases.column("testcase").to_pylist(),
+            cases.column("perturbs").to_pylist(),
+            cases.column("case_id").to_pylist(),
+        )
+    ]

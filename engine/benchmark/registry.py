@@ -46,6 +46,7 @@ class ModelSpec(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)  # family-specific (e.g. pooling)
     trust_remote_code: bool = False
     accuracy: float | None = None  # held-out accuracy recorded by the zoo job
+    max_cases: int | None = Field(default=None, ge=1)  # sample the suites for a slow model
     meta: dict[str, Any] = Field(default_factory=dict)  # training details, corpus, seed
 
 

@@ -10,6 +10,7 @@ from engine.benchmark.expectations import (
     ExpectationSettings,
 )
 from engine.config import (
+    NOT_FINGERPRINTED,
     Backend,
     JobSection,
 )
@@ -20,9 +21,19 @@ class BenchmarkConfig(JobSection):
 
     models: Optional[str] = None  # model registry (zoo.yaml) or zoo recipe config
     suites: list[str] = Field(default_factory=list)  # suite Parquet files
-    batch_size: int = Field(default=256, ge=1)  # texts per predict call sent to an actor
-    in_flight: int = Field(default=2, ge=1)  # batches queued per actor, so none idles
-    max_concurrent_models: Optional[int] = Field(default=None, ge=1)  # None: every model at once
+    batch_size: int = Field(default=256, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per predict call
+    in_flight: int = Field(default=2, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # batches queued per host
+    max_concurrent_models: Optional[int] = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)
+    # hosts alive at once (None: all). Cheap models share hosts (None: about one host per
+    # CPU per group of models on the same inputs); heavy ones (hf, llm_zero_shot) get their own.
+    models_per_host: Optional[int] = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)
+    load_timeout_s: float = Field(default=900.0, gt=0, json_schema_extra=NOT_FINGERPRINTED)
+    batch_timeout_s: float = Field(default=600.0, gt=0, json_schema_extra=NOT_FINGERPRINTED)
+    # Sample at most this many cases per model (whole CheckList test cases, spread over every
+    # test in proportion): for slow models such as llm_zero_shot. A model's own
+    # ``max_cases`` in the registry overrides it. None: every case.
+    max_cases_per_model: Optional[int] = Field(default=None, ge=1)
+    sample_seed: int = 0
     backend: Backend = "auto"
     gpu_fraction: Optional[float] = Field(default=None, gt=0, le=1)  # None: GPUs shared evenly
     dedup_texts: bool = True  # score each distinct (text, text_pair) once per model
@@ -32,7 +43,7 @@ class BenchmarkConfig(JobSection):
     negative_label: str = "negative"
     neutral_band: tuple[float, float] = (1 / 3, 2 / 3)  # CheckList: binary P(positive) in it -> neutral
     dir_tolerance: float = Field(default=0.1, ge=0, le=1)  # CheckList suites' monotonic tolerance
-    examples: int = Field(default=3, ge=0)  # example failures per model x capability in the report
+    examples: int = Field(default=3, ge=0)  # example failures per model x test in the report
 
     @field_validator("neutral_band")
     @classmethod

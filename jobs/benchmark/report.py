@@ -1,7 +1,10 @@
-"""Report sections of the benchmark: leaderboard, model x capability heatmap, per-suite
-failure rates (with version spread), example failures, and models that failed.
+"""Report sections of the benchmark, built from the small tables only (summary, examples,
+models), so a 36-model x 150k-case run renders without loading its results:
 
-Other jobs (demo, mft, s2lct) add these sections to their own reports.
+leaderboard; CheckList's summary (per test: type, capability, test cases, every model's
+failure rate side by side); a model x capability heatmap; failing examples per test;
+models that failed and suites they could not answer. Other jobs (demo, mft, s2lct) add
+these sections to their own reports.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.benchmark.summary import capability_matrix, model_leaderboard
+from engine.benchmark.summary import capability_matrix, model_leaderboard, per_test_table
 from engine.report import Section, figure_html, table_html
 
 
@@ -45,52 +48,53 @@ def _heatmap(matrix, order: list[str]):
     return fig
 
 
-def example_failures(results: pa.Table, per_cell: int) -> list[dict]:
-    """Up to ``per_cell`` failing cases per model x capability, with the perturbed text."""
-    if per_cell <= 0:
-        return []
-    failing = results.filter(pc.equal(results.column("pass"), False))
-    text_of = dict(zip(results.column("case_id").to_pylist(), results.column("text").to_pylist()))
-    rows, taken = [], {}
-    for r in failing.to_pylist():
-        cell = (r["model"], r["capability"])
-        if taken.get(cell, 0) >= per_cell:
-            continue
-        taken[cell] = taken.get(cell, 0) + 1
-        probs = dict(zip(r["labels"] or [], r["probabilities"] or []))
-        rows.append(
-            {
-                "model": r["model"],
-                "capability": r["capability"],
-                "suite": r["suite"],
-                "type": r["test_type"],
-                "text": r["text"],
-                "perturbs": text_of.get(r["perturbs"]) if r["perturbs"] else None,
-                "expected": r["expected_label"],
-                "predicted": r["predicted"],
-                "probabilities": ", ".join(f"{k}={v:.2f}" for k, v in probs.items()),
-            }
-        )
-    return sorted(rows, key=lambda row: (row["model"], row["capability"]))
+def _percent(value) -> str:
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{100 * value:.1f}%"
+
+
+def checklist_section(summary: pa.Table, order: list[str]) -> Section:
+    """CheckList's summary table, models side by side (test-case failure rates)."""
+    table = per_test_table(summary, order)
+    rows = []
+    for r in table.to_dict("records"):
+        row = {
+            "capability": r["capability"],
+            "test": r["topic"],
+            "type": r["test_type"],
+            "suite": r["suite"],
+            "test cases": "" if r["testcases"] is None or np.isnan(r["testcases"]) else int(r["testcases"]),
+        }
+        row.update({m: _percent(r.get(m)) for m in order if m in table.columns})
+        rows.append(row)
+    return Section(
+        "Failure rate per test (CheckList summary)",
+        [table_html(rows, max_rows=500)],
+        "One row per test, as CheckList's summary shows it: the share of failed test cases (an MFT "
+        "example, or an INV/DIR original with its perturbations: it fails when any perturbation "
+        "fails), one column per model, in leaderboard order.",
+    )
 
 
 def leaderboard_sections(
-    results: pa.Table, summary: pa.Table, accuracy: Mapping[str, float | None] | None = None, examples: int = 3
+    summary: pa.Table,
+    examples: pa.Table,
+    models: pa.Table | None = None,
+    accuracy: Mapping[str, float | None] | None = None,
 ) -> list[Section]:
-    board = model_leaderboard(results, accuracy)
+    board = model_leaderboard(summary, accuracy)
     order = board.column("model").to_pylist()
-    n_suites = len(pc.unique(results.column("suite")))
-    n_cases = results.num_rows // max(len(order), 1)
+    n_suites = len(pc.unique(summary.column("suite")))
     sections = [
         Section(
             "Benchmark leaderboard",
             [table_html(board.to_pylist())],
-            f"{len(order)} models × {n_suites} suites ({n_cases} cases each), ranked by overall failure rate "
-            "(failed cases / evaluated cases, all suites pooled). Accuracy is the held-out accuracy recorded "
-            "for the model; a low failure rate with a high accuracy is what a good model shows.",
-        )
+            f"{len(order)} models × {n_suites} suites, ranked by overall failure rate (failed cases / "
+            "evaluated cases, all suites pooled); testcase_failure_rate counts CheckList test cases. "
+            "Accuracy is the held-out accuracy recorded for the model.",
+        ),
+        checklist_section(summary, order),
     ]
-    matrix = capability_matrix(results)
+    matrix = capability_matrix(summary)
     if matrix.size and not np.isnan(matrix.to_numpy(dtype=float)).all():
         sections.append(
             Section(
@@ -99,41 +103,45 @@ def leaderboard_sections(
                 "Share of failed test cases per model and capability, pooled over suites and topics.",
             )
         )
-    evaluated = summary.filter(pc.greater(summary.column("n"), 0))
-    columns = ["model", "suite", "capability", "topic", "n", "failures", "failure_rate"]
-    note = ""
     if (pc.max(summary.column("n_versions")).as_py() or 0) >= 2:
+        evaluated = summary.filter(pc.greater(summary.column("n"), 0))
+        columns = ["model", "suite", "capability", "topic", "n", "failure_rate"]
         columns += ["n_versions", "failure_rate_mean", "failure_rate_std"]
-        note = " Suites with several versions show the mean and standard deviation of the per-version failure rate."
-    sections.append(
-        Section(
-            "Failure rates by suite, capability and topic",
-            [table_html(evaluated.select(columns).to_pylist(), max_rows=300)],
-            "One row per model × suite × capability × topic." + note,
+        sections.append(
+            Section(
+                "Failure rates over suite versions",
+                [table_html(evaluated.select(columns).to_pylist(), max_rows=300)],
+                "Suites with several versions: mean and standard deviation of the per-version failure rate.",
+            )
         )
-    )
-    failures = example_failures(results, examples)
+    shown = examples.to_pylist()
     sections.append(
         Section(
             "Example failures",
-            [table_html(failures, max_rows=300)],
-            f"Up to {examples} failing cases per model × capability; 'perturbs' is the text of "
-            "the case an INV/DIR case was compared with.",
+            [table_html(sorted(shown, key=lambda r: (r["capability"], r["topic"] or "", r["model"])), max_rows=400)],
+            "A few failing cases per model and test; 'original' is the text an INV/DIR case was compared with.",
         )
     )
-    problems = summary.filter(pc.invert(pc.is_null(summary.column("error"))))
-    if problems.num_rows:
-        rows = {}
-        for r in problems.to_pylist():
-            rows.setdefault(
-                (r["model"], r["suite"], r["error"]), {"model": r["model"], "suite": r["suite"], "error": r["error"]}
-            )
+    problems = []
+    if models is not None:
+        for r in models.to_pylist():
+            if r["error"]:
+                problems.append({"model": r["model"], "suite": "(all)", "error": r["error"]})
+    failed_models = {p["model"] for p in problems}
+    seen = set()
+    for r in summary.filter(pc.invert(pc.is_null(summary.column("error")))).to_pylist():
+        key = (r["model"], r["suite"], r["error"])
+        if r["model"] not in failed_models and key not in seen:
+            seen.add(key)
+            problems.append({"model": r["model"], "suite": r["suite"], "error": r["error"]})
+    if problems:
         sections.append(
             Section(
                 "Models and suites that could not be evaluated",
-                [table_html(list(rows.values()))],
-                "A model that failed to load or predict, a label-map mismatch, or cases whose "
-                "expectation could not be checked; the other models were still benchmarked.",
+                [table_html(problems, max_rows=300)],
+                "A model that failed to load or predict, whose host died or timed out, a label-map "
+                "mismatch, or cases whose expectation could not be checked; the other models were "
+                "still benchmarked. A rerun into the same --out retries failed models only.",
             )
         )
     return sections

@@ -199,14 +199,17 @@ def test_summary_pools_versions_and_reports_their_mean_and_std():
             rows.append(("m", "s", "Negation", None, version, i >= fails, None, "MFT", f"{version}-{i}"))
     rows.append(("m", "s", "Vocabulary", "t", None, True, None, "MFT", "v"))
     rows.append(("m", "s", "Vocabulary", "t", None, None, "model cannot score", "DIR", "w"))
-    summary = {(r["capability"]): r for r in summarize(_results(rows)).to_pylist()}
-    neg = summary["Negation"]
+    summary = {(r["capability"], r["test_type"]): r for r in summarize(_results(rows)).to_pylist()}
+    neg = summary["Negation", "MFT"]
     assert (neg["n"], neg["failures"], neg["failure_rate"], neg["n_versions"]) == (8, 4, 0.5, 2)
     assert neg["failure_rate_mean"] == pytest.approx(0.5)
     assert neg["failure_rate_std"] == pytest.approx(np.std([0.25, 0.75], ddof=1))
-    voc = summary["Vocabulary"]
-    assert (voc["n"], voc["failures"], voc["errors"], voc["error"]) == (1, 0, 1, "model cannot score")
+    assert (neg["testcases"], neg["testcase_failures"]) == (8, 4)  # one case per test case
+    voc = summary["Vocabulary", "MFT"]
+    assert (voc["n"], voc["failures"], voc["errors"], voc["error"]) == (1, 0, 0, None)
     assert voc["failure_rate_mean"] is None and voc["n_versions"] == 0
+    dirs = summary["Vocabulary", "DIR"]
+    assert (dirs["n"], dirs["errors"], dirs["error"], dirs["testcases"]) == (0, 1, "model cannot score", 0)
 
 
 def test_leaderboard_ranks_by_failure_rate_and_puts_failed_models_last():
@@ -218,11 +221,11 @@ def test_leaderboard_ranks_by_failure_rate_and_puts_failed_models_last():
         ("broken", "s", "c", None, None, None, "boom", "MFT", "1"),
         ("best", "s", "c", None, None, True, None, "MFT", "1"),
     ]
-    board = model_leaderboard(_results(rows), {"good": 0.8}).to_pylist()
+    board = model_leaderboard(summarize(_results(rows)), {"good": 0.8}).to_pylist()
     assert [r["model"] for r in board] == ["best", "good", "bad", "broken"]
     assert board[1]["accuracy"] == 0.8 and board[1]["failure_rate"] == 0.5
     assert board[3]["failure_rate"] is None and board[3]["error"] == "boom" and board[3]["failed_suites"] == 1
-    matrix = capability_matrix(_results(rows))
+    matrix = capability_matrix(summarize(_results(rows)))
     assert matrix.loc["bad", "c"] == 1.0 and np.isnan(matrix.loc["broken", "c"])
 
 

@@ -46,3 +46,31 @@ def exploding_sentiment(texts, pairs=None):
     if any("kaboom" in t for t in texts):
         raise ValueError("kaboom: this model cannot handle the input")
     return keyword_sentiment(texts, pairs)
+
+
+def garbage_sentiment(texts, pairs=None):
+    """Returns NaN probabilities (a broken model that does not raise)."""
+    return np.full((len(texts), 2), np.nan)
+
+
+def hanging_sentiment(texts, pairs=None):
+    """Never answers (a model stuck in a deadlock)."""
+    import time
+
+    time.sleep(3600)
+    return keyword_sentiment(texts, pairs)
+
+
+def suicidal_sentiment(texts, pairs=None):
+    """Kills its own process while predicting (a segfault or an OOM kill)."""
+    import os
+
+    os._exit(9)
+
+
+def slow_sentiment(texts, pairs=None):
+    """The keyword model at a few batches per second (to kill a run while it works)."""
+    import time
+
+    time.sleep(0.5)
+    return keyword_sentiment(texts, pairs)

@@ -1,0 +1,134 @@
+"""One model's per-case results and example failures (pure: Arrow in, Arrow out).
+
+``model_results`` turns a model's probabilities on the unique inputs into one row per
+case with CheckList's verdict (``engine.benchmark.expectations``); the benchmark writes
+these tables one model at a time, so ``results.parquet`` streams to disk and memory does
+not grow with models x cases. ``example_failures`` keeps a few failing cases per test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
+
+RESULTS_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("suite", pa.string()),
+        pa.field("version", pa.string()),
+        pa.field("case_id", pa.string()),
+        pa.field("testcase", pa.string()),  # CheckList test case: the MFT example or the INV/DIR original
+        pa.field("capability", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("test_type", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("expected_label", pa.string()),
+        pa.field("expected_labels", pa.list_(pa.string())),
+        pa.field("perturbs", pa.string()),
+        pa.field("predicted", pa.string()),
+        pa.field("probabilities", pa.list_(pa.float32())),
+        pa.field("labels", pa.list_(pa.string())),
+        pa.field("pass", pa.bool_()),
+        pa.field("error", pa.string()),
+    ]
+)
+_COPIED = ["suite", "version", "case_id", "capability", "topic", "test_type", "text", "expected_label"]
+
+EXAMPLES_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("suite", pa.string()),
+        pa.field("capability", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("test_type", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("original", pa.string()),  # the text an INV/DIR case was compared with
+        pa.field("expected", pa.string()),
+        pa.field("predicted", pa.string()),
+        pa.field("probabilities", pa.string()),
+    ]
+)
+
+
+def model_results(
+    cases: pa.Table,
+    model: str,
+    labels: list[str],
+    error: str | None,
+    probs: np.ndarray | None,
+    settings: ExpectationSettings,
+) -> pa.Table:
+    """Per-case verdicts of one model. ``cases`` carry ``part`` and ``input_key`` columns
+    (``engine.benchmark.inputs.prepare_cases``); ``probs[k]`` is the model's output on
+    input k (NaN rows: not run). ``error`` (the model failed) marks every case."""
+    n = cases.num_rows
+    predicted = np.full(n, None, dtype=object)
+    passed = np.full(n, None, dtype=object)
+    errors: list[str | None] = [error] * n
+    probs_col = pa.nulls(n, pa.list_(pa.float32()))
+    if error is None and probs is not None:
+        keys = cases.column("input_key").to_numpy()
+        parts = cases.column("part").to_numpy()
+        for part in np.unique(parts):  # ``perturbs`` ids resolve within one suite file
+            rows = np.flatnonzero(parts == part)
+            ev = evaluate_cases(cases.take(rows), probs[keys[rows]], labels, settings)
+            predicted[rows], passed[rows] = ev.predicted, ev.passed
+            for i, e in zip(rows.tolist(), ev.error):
+                errors[i] = e
+        unscored = np.isnan(probs[keys]).any(axis=1) & np.array([e is None for e in errors])
+        predicted[unscored], passed[unscored] = None, None  # spec and loaded labels disagree
+        for i in np.flatnonzero(unscored):
+            errors[i] = "model was not run on this input: its loaded labels differ from the spec's"
+        width = len(labels)
+        offsets = pa.array(np.arange(0, n * width + 1, width, dtype=np.int32))
+        probs_col = pa.ListArray.from_arrays(offsets, pa.array(probs[keys].reshape(-1)))
+    columns = {
+        "model": pa.array([model] * n, pa.string()),
+        **{c: cases.column(c) for c in _COPIED[:3]},
+        "testcase": pa.array(case_groups(cases), pa.string()),
+        **{c: cases.column(c) for c in _COPIED[3:]},
+        "expected_labels": cases.column("expected_labels"),
+        "perturbs": cases.column("perturbs"),
+        "predicted": pa.array(predicted.tolist(), pa.string()),
+        "probabilities": probs_col,
+        "labels": pa.array([labels] * n, pa.list_(pa.string())),
+        "pass": pa.array(passed.tolist(), pa.bool_()),
+        "error": pa.array(errors, pa.string()),
+    }
+    return pa.table(columns, schema=RESULTS_SCHEMA)
+
+
+def example_failures(results: pa.Table, per_test: int) -> pa.Table:
+    """Up to ``per_test`` failing cases per model x test (suite, capability, topic, type)."""
+    if per_test <= 0 or results.num_rows == 0:
+        return EXAMPLES_SCHEMA.empty_table()
+    failing = results.filter(pc.equal(results.column("pass"), False))
+    if failing.num_rows == 0:
+        return EXAMPLES_SCHEMA.empty_table()
+    text_of = dict(zip(results.column("case_id").to_pylist(), results.column("text").to_pylist()))
+    rows, taken = [], {}
+    for r in failing.to_pylist():
+        cell = (r["model"], r["suite"], r["capability"], r["topic"], r["test_type"])
+        if taken.get(cell, 0) >= per_test:
+            continue
+        taken[cell] = taken.get(cell, 0) + 1
+        probs = dict(zip(r["labels"] or [], r["probabilities"] or []))
+        expected = "|".join(r["expected_labels"]) if r["expected_labels"] else r["expected_label"]
+        rows.append(
+            {
+                "model": r["model"],
+                "suite": r["suite"],
+                "capability": r["capability"],
+                "topic": r["topic"],
+                "test_type": r["test_type"],
+                "text": r["text"],
+                "original": text_of.get(r["perturbs"]) if r["perturbs"] else None,
+                "expected": expected,
+                "predicted": r["predicted"],
+                "probabilities": ", ".join(f"{k}={v:.2f}" for k, v in probs.items()),
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=EXAMPLES_SCHEMA)

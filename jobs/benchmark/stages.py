@@ -1,0 +1,278 @@
+"""The benchmark's three stages: cases -> predict (one checkpoint per model) -> evaluate.
+
+* ``cases``: every suite's cases with the unique inputs models must score.
+* ``predict``: every model on its inputs (``actors.benchmark.predictor``). Each model's
+  probabilities are committed on their own as soon as it finishes (a stage *part* keyed by
+  the model's spec and the inputs), so a crash or SIGKILL at model 11 of 12 keeps models
+  1-10, and a rerun runs only the rest. A model that failed is not committed: the stage is
+  marked incomplete and the next run retries it.
+* ``evaluate``: CheckList verdicts model by model, streamed into ``results.parquet``;
+  the summary and a few failing examples per test are small tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from engine.benchmark.inputs import prepare_cases
+from engine.benchmark.registry import ModelSpec
+from engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
+from engine.benchmark.sampling import model_case_rows, needed_inputs
+from engine.benchmark.summary import summarize
+from engine.runtime import cluster_resources
+from engine.stages import Stage, StageContext, fingerprint, table_bytes
+from jobs.benchmark.config import BenchmarkConfig
+from jobs.console import console
+
+MODELS_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("family", pa.string()),
+        pa.field("labels", pa.list_(pa.string())),
+        pa.field("accuracy", pa.float64()),
+        pa.field("error", pa.string()),
+        pa.field("part", pa.string()),  # key of its probabilities in stages/predict.parts/
+        pa.field("rows", pa.int64()),  # inputs it was run on
+        pa.field("cached", pa.bool_()),  # committed by an earlier run
+        pa.field("host_size", pa.int64()),  # models that shared its host process
+        pa.field("load_seconds", pa.float64()),
+        pa.field("ready_seconds", pa.float64()),
+        pa.field("predict_seconds", pa.float64()),
+    ]
+)
+_TIMINGS = ("load_seconds", "ready_seconds", "predict_seconds", "host_size")
+
+
+def _spec_fingerprint(spec: ModelSpec) -> dict:
+    """A spec plus its weights' modification time, so a retrained model file reruns."""
+    stamp = None
+    if spec.path and Path(spec.path).exists():
+        stamp = Path(spec.path).stat().st_mtime_ns
+    return {"spec": spec.model_dump(mode="json", exclude={"accuracy", "meta"}), "mtime": stamp}
+
+
+def hash_table(table: pa.Table) -> str:
+    return hashlib.sha256(table_bytes(table)).hexdigest()[:20]
+
+
+def cases_stage(parts: Sequence[pa.Table], bench: BenchmarkConfig) -> Stage:
+    digest = fingerprint([hash_table(t) for t in parts])
+
+    def run(ctx: StageContext):
+        cases, inputs = prepare_cases(parts, dedup=bench.dedup_texts)
+        return {"data": cases, "inputs": inputs}
+
+    return Stage("cases", run, config=bench.dedup_texts, external=(digest,))
+
+
+@contextmanager
+def model_progress(models: Sequence[str]):
+    """Per-model progress with the time left: a rich bar per model on a terminal; elsewhere
+    a line when a model loads, finishes or fails, and a status line every 30 s."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    )
+    tasks = {m: progress.add_task(m, total=1, start=False) for m in models}
+    state: dict[str, tuple[int, int, float]] = {}  # model -> (done, total, loaded at)
+    last = [time.perf_counter()]
+
+    def status_line() -> None:
+        now = time.perf_counter()
+        running = {m: s for m, s in state.items() if s[0] < s[1]}
+        finished = len(models) - len(running)
+        slow = []
+        for m, (done, total, t0) in running.items():
+            rate = done / max(now - t0, 1e-9)
+            left = (total - done) / rate if rate > 0 else float("inf")
+            slow.append((left, m, done, total))
+        if slow:
+            left, m, done, total = max(slow)
+            eta = "unknown" if left == float("inf") else f"~{left / 60:.1f} min left"
+            console.print(
+                f"[dim]benchmark · {finished}/{len(models)} models finished; slowest {m}: {done}/{total} inputs, {eta}[/dim]"
+            )
+
+    def on_event(model: str, status: str, done: int, n: int) -> None:
+        if status == "loaded":
+            progress.start_task(tasks[model])
+            progress.update(tasks[model], total=max(n, 1), completed=0)
+            state[model] = (0, n, time.perf_counter())
+        elif status in ("batch", "done"):
+            progress.update(tasks[model], completed=done)
+            t0 = state.get(model, (0, n, time.perf_counter()))[2]
+            state[model] = (done, n, t0)
+        if status == "failed":
+            state[model] = (n, n, 0.0)
+            console.print(f"[yellow]benchmark · {model}: failed after {done}/{n} inputs[/yellow]")
+        elif status == "isolated":
+            console.print(f"[yellow]benchmark · {model}: its shared host died; rerunning it alone[/yellow]")
+        elif status in ("loaded", "done"):
+            console.print(f"[dim]benchmark · {model}: {status} ({done}/{n} inputs)[/dim]")
+        if not console.is_terminal and time.perf_counter() - last[0] > 30:
+            last[0] = time.perf_counter()
+            status_line()
+
+    with progress:
+        yield on_event
+
+
+def _part_table(run) -> pa.Table:
+    width = len(run.labels)
+    offsets = pa.array(np.arange(0, len(run.rows) * width + 1, width, dtype=np.int32))
+    table = pa.table(
+        {
+            "input_key": pa.array(run.rows, pa.int64()),
+            "probs": pa.ListArray.from_arrays(offsets, pa.array(np.asarray(run.probs, np.float32).reshape(-1))),
+        }
+    )
+    meta = {"labels": run.labels, **{k: getattr(run, k) for k in _TIMINGS}}
+    return table.replace_schema_metadata({"checkray.model": json.dumps(meta)})
+
+
+def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
+    settings = bench.settings()
+
+    def run(ctx: StageContext):
+        from actors.benchmark.predictor import Timeouts, plan_predictors, predict_all
+
+        inputs = ctx.input("cases", "inputs")
+        texts = inputs.column("text").to_pylist()
+        pairs = inputs.column("text_pair").to_pylist() if inputs.column("text_pair").null_count < len(texts) else None
+        needed = needed_inputs(ctx.input("cases"), specs, settings, bench.max_cases_per_model, bench.sample_seed)
+        base = ctx.done["cases"].fingerprint
+        keys = {
+            s.name: fingerprint(_spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs
+        }
+        rows: dict[str, dict] = {}
+        for spec in specs:
+            part = ctx.read_part(keys[spec.name])
+            if part is not None and part.schema.metadata and b"checkray.model" in part.schema.metadata:
+                meta = json.loads(part.schema.metadata[b"checkray.model"])
+                rows[spec.name] = _row(spec, meta["labels"], None, keys[spec.name], part.num_rows, True, meta)
+        todo = [s for s in specs if s.name not in rows]
+        if rows:
+            console.print(f"[dim]benchmark · predict: {len(rows)} model(s) committed by an earlier run[/dim]")
+
+        def commit(run) -> None:  # a finished model: checkpoint it at once
+            ctx.write_part(keys[run.name], _part_table(run))
+            spec = next(s for s in specs if s.name == run.name)
+            meta = {k: getattr(run, k) for k in _TIMINGS}
+            rows[run.name] = _row(spec, run.labels, None, keys[run.name], len(run.rows), False, meta)
+
+        if todo:
+            plan = plan_predictors(
+                cluster_resources(), bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction
+            )
+            with model_progress([s.name for s in todo]) as on_event:
+                runs = predict_all(
+                    todo,
+                    texts,
+                    pairs,
+                    plan,
+                    bench.batch_size,
+                    bench.in_flight,
+                    on_event,
+                    {s.name: needed[s.name] for s in todo},
+                    bench.share_encoders,
+                    on_done=commit,
+                    models_per_host=bench.models_per_host,
+                    timeouts=Timeouts(bench.load_timeout_s, bench.batch_timeout_s),
+                )
+            for spec in todo:
+                r = runs[spec.name]
+                if r.error is not None:
+                    meta = {k: getattr(r, k) for k in _TIMINGS}
+                    rows[spec.name] = _row(spec, r.labels, r.error, None, 0, False, meta)
+        failed = [s.name for s in specs if rows[s.name]["error"] is not None]
+        if failed:
+            ctx.incomplete = f"{len(failed)} model(s) failed: {', '.join(failed[:5])}"
+        return {"models": pa.Table.from_pylist([rows[s.name] for s in specs], schema=MODELS_SCHEMA)}
+
+    config = [
+        [_spec_fingerprint(s) for s in specs],
+        bench.backend,
+        bench.max_cases_per_model,
+        bench.sample_seed,
+        settings,
+    ]
+    return Stage("predict", run, inputs=("cases",), config=config, version="2")
+
+
+def hash_rows(rows: Sequence[int]) -> str:
+    return hashlib.sha256(np.asarray(rows, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def _row(spec: ModelSpec, labels, error, part, n_rows, cached, meta) -> dict:
+    return {
+        "model": spec.name,
+        "family": spec.family,
+        "labels": list(labels),
+        "accuracy": spec.accuracy,
+        "error": error,
+        "part": part,
+        "rows": n_rows,
+        "cached": cached,
+        **{k: meta.get(k) for k in _TIMINGS},
+    }
+
+
+def _probs(ctx: StageContext, model: dict, n_inputs: int) -> np.ndarray | None:
+    if model["error"] is not None:
+        return None
+    part = ctx.run.read_table(f"stages/predict.parts/{model['part']}.parquet")
+    probs = np.full((n_inputs, len(model["labels"])), np.nan, dtype=np.float32)
+    flat = part.column("probs").combine_chunks()
+    if len(part):
+        values = flat.values.to_numpy(zero_copy_only=False).reshape(len(part), len(model["labels"]))
+        probs[part.column("input_key").to_numpy()] = values
+    return probs
+
+
+def evaluate_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
+    settings = bench.settings()
+
+    def run(ctx: StageContext):
+        cases = ctx.input("cases")
+        n_inputs = ctx.done["cases"].outputs["inputs"]
+        models = ctx.input("predict", "models").to_pylist()
+        by_name = {s.name: s for s in specs}
+        final = ctx.run.path("stages", "evaluate", "results.parquet")
+        tmp = final + ".tmp"
+        ctx.run.fs.create_dir(ctx.stage_path, recursive=True)
+        summaries, examples, total = [], [], 0
+        with ctx.run.fs.open_output_stream(tmp) as sink, pq.ParquetWriter(sink, RESULTS_SCHEMA) as writer:
+            for model in models:  # one model in memory at a time
+                spec = by_name.get(model["model"])
+                rows = model_case_rows(cases, spec, settings, bench.max_cases_per_model, bench.sample_seed)
+                subset = cases if len(rows) == cases.num_rows else cases.take(rows)
+                table = model_results(
+                    subset, model["model"], model["labels"], model["error"], _probs(ctx, model, n_inputs), settings
+                )
+                writer.write_table(table)
+                summaries.append(summarize(table))
+                examples.append(example_failures(table, bench.examples))
+                total += table.num_rows
+        ctx.run.fs.move(tmp, final)
+        ctx.extra_outputs["results"] = total
+        return {"summary": pa.concat_tables(summaries), "examples": pa.concat_tables(examples)}
+
+    config = [settings, bench.max_cases_per_model, bench.sample_seed, bench.examples]
+    return Stage("evaluate", run, inputs=("cases", "predict"), config=config, version="2")
