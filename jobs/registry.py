@@ -62,6 +62,7 @@ for _cmd in [
     Command("repair", "jobs.costello.repair:repair_command", "Fine-tune a model on its COSTELLO violations; retest."),
     Command("testaug", "jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
     Command("validity", "jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
+    Command("import", "jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
 ]:
     JOBS.add(_cmd.name, _cmd.ref)
     COMMANDS[_cmd.name] = _cmd

@@ -1,0 +1,124 @@
+"""The ``--mapping`` YAML: what a CheckList test expects when its ``expect`` cannot be read.
+
+    tests:
+      "Sentiment change over time, present should prevail":   # exact test name
+        type: DIR
+        direction: up
+        label: positive
+        tolerance: 0.1
+      "*neutral*":                                             # fnmatch glob
+        labels: [neutral]
+      "Typos":
+        skip: true
+
+An exact name beats a glob; among globs the first in the file wins. An entry's fields
+override the recognised (or default) expectation field by field. Labels here are label
+NAMES, as the model reports them (``--labels`` does not apply to them).
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.errors import InputError
+
+_GLOB_CHARS = set("*?[")
+
+
+class TestMapping(BaseModel):
+    """What one test (or every test a glob matches) expects."""
+
+    model_config = ConfigDict(extra="forbid")
+    __test__ = False  # not a pytest test class
+
+    type: Literal["MFT", "INV", "DIR"] | None = None
+    labels: list[str] | None = Field(None, min_length=1)  # MFT: any of these labels passes
+    label: str | None = None  # MFT: the one label; DIR: the label whose probability moves
+    direction: Literal["up", "down"] | None = None  # DIR
+    tolerance: float | None = Field(None, ge=0.0, le=1.0)  # INV / DIR
+    skip: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TestMapping:
+        if self.labels is not None and self.label is not None:
+            raise ValueError("give 'label' or 'labels', not both")
+        if self.type is not None:
+            check_fields(self, self.type)
+        return self
+
+
+def check_fields(entry: TestMapping, test_type: str) -> None:
+    """ValueError when ``entry`` sets a field that means nothing for ``test_type``."""
+    allowed = {"MFT": {"labels", "label"}, "INV": {"tolerance"}, "DIR": {"label", "direction", "tolerance"}}
+    given = {f for f in ("labels", "label", "direction", "tolerance") if getattr(entry, f) is not None}
+    wrong = sorted(given - allowed[test_type])
+    if wrong:
+        raise ValueError(f"{', '.join(repr(w) for w in wrong)} does not apply to a {test_type} test")
+
+
+class MappingFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tests: dict[str, TestMapping] = Field(default_factory=dict)
+
+
+class Mapping:
+    """A loaded mapping file: ``lookup(name)`` finds the entry for a test."""
+
+    def __init__(self, path: str, spec: MappingFile):
+        self.path = path
+        self.spec = spec
+        self.used: set[str] = set()
+
+    def lookup(self, test_name: str) -> tuple[str, str, TestMapping] | None:
+        """(key, "exact" or "glob", entry) for ``test_name``, or None."""
+        entry = self.spec.tests.get(test_name)
+        if entry is not None:
+            self.used.add(test_name)
+            return test_name, "exact", entry
+        for key, entry in self.spec.tests.items():
+            if _GLOB_CHARS & set(key) and fnmatchcase(test_name, key):
+                self.used.add(key)
+                return key, "glob", entry
+        return None
+
+    def unused(self) -> list[str]:
+        return [key for key in self.spec.tests if key not in self.used]
+
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(f"{self.path}: tests.'{key}': {message}")
+
+
+def load_mapping(path: str | Path) -> Mapping:
+    """Read and validate a mapping file; one-line errors naming the file and the field."""
+    path = str(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: mapping file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the mapping file: {exc}") from None
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(f"{path}: not valid YAML{line}: {problem}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: a mapping file is a YAML mapping with a 'tests' key")
+    try:
+        spec = MappingFile.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(
+            f"'{p}'" if isinstance(p, str) and (" " in p or _GLOB_CHARS & set(p)) else str(p) for p in err["loc"]
+        )
+        message = err["msg"].removeprefix("Value error, ")
+        raise InputError(f"{path}: {loc or 'file'}: {message}") from None
+    return Mapping(path, spec)

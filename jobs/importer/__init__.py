@@ -1,0 +1,1 @@
+"""``checkray import``: test suites made by other tools, as checkray suites."""
