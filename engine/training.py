@@ -55,6 +55,9 @@ class ZooModel(Section):
     # Held-out rows used for the accuracy of slow models (a zero-shot LLM answers ~1/s on
     # CPU); None: all of them. The number evaluated is recorded in the registry.
     eval_sample: int | None = Field(default=None, ge=10)
+    # Written to the registry entry: the benchmark samples about this many cases for the
+    # model (whole CheckList test cases, every test); None: every case.
+    max_cases: int | None = Field(default=None, ge=1)
 
     @field_validator("name")
     @classmethod

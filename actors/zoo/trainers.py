@@ -231,5 +231,6 @@ def build_zoo_model(
         "labels": labels,
         "options": options,
         "accuracy": round(accuracy(probs, labels, test_gold), 4),
+        "max_cases": model.max_cases,
         "meta": meta,
     }

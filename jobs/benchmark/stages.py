@@ -107,7 +107,8 @@ def model_progress(models: Sequence[str]):
             left, m, done, total = max(slow)
             eta = "unknown" if left == float("inf") else f"~{left / 60:.1f} min left"
             console.print(
-                f"[dim]benchmark · {finished}/{len(models)} models finished; slowest {m}: {done}/{total} inputs, {eta}[/dim]"
+                f"[dim]benchmark · {finished}/{len(models)} models finished; slowest {m}: {done}/{total} inputs, {eta}[/dim]",
+                soft_wrap=True,  # one line per status in a log file
             )
 
     def on_event(model: str, status: str, done: int, n: int) -> None:

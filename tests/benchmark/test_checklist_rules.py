@@ -202,3 +202,20 @@ def test_heavy_models_get_a_host_each_and_cheap_ones_share_one_per_cpu():
     assert sizes == [(1, False)] * 4 + [(2, True), (2, True), (5, False), (6, False)]
     assert {h.members[0].name for h in hosts if len(h.members) == 1} == {"bert", "qwen", "big_callable", "lr11"}
     assert len(plan_hosts(cheap, rows, {}, cpus=2, models_per_host=1)) == 12
+
+
+def test_suites_written_before_the_checklist_columns_read_unchanged(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from engine.benchmark.inputs import read_suite
+    from engine.schema import TEST_CASE_SCHEMA
+
+    old_fields = [f for f in TEST_CASE_SCHEMA if f.name not in ("expected_labels", "tolerance", "testcase")]
+    old = cases({"case_id": "a", "text": "good", "expected_label": "positive"}).select([f.name for f in old_fields])
+    assert old.schema.names == [f.name for f in old_fields]
+    pq.write_table(old, tmp_path / "old.parquet")
+    table = read_suite(str(tmp_path / "old.parquet"))
+    assert table.column("expected_labels").to_pylist() == [None] and table.column("tolerance").to_pylist() == [None]
+    assert evaluate_cases(table, np.array([[0.2, 0.8]]), ["negative", "positive"], S).passed.tolist() == [True]
+    assert isinstance(table, pa.Table)
