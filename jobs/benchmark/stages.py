@@ -52,7 +52,7 @@ MODELS_SCHEMA = pa.schema(
 _TIMINGS = ("load_seconds", "ready_seconds", "predict_seconds", "host_size")
 
 
-def _spec_fingerprint(spec: ModelSpec) -> dict:
+def spec_fingerprint(spec: ModelSpec) -> dict:
     """A spec plus its weights' modification time, so a retrained model file reruns."""
     stamp = None
     if spec.path and Path(spec.path).exists():
@@ -160,7 +160,7 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         needed = needed_inputs(ctx.input("cases"), specs, settings, bench.max_cases_per_model, bench.sample_seed)
         base = ctx.done["cases"].fingerprint
         keys = {
-            s.name: fingerprint(_spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs
+            s.name: fingerprint(spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs
         }
         rows: dict[str, dict] = {}
         for spec in specs:
@@ -208,7 +208,7 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         return {"models": pa.Table.from_pylist([rows[s.name] for s in specs], schema=MODELS_SCHEMA)}
 
     config = [
-        [_spec_fingerprint(s) for s in specs],
+        [spec_fingerprint(s) for s in specs],
         bench.backend,
         bench.max_cases_per_model,
         bench.sample_seed,

@@ -236,7 +236,7 @@ def benchmark_step(
 
 def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]) -> Stage:
     """Table 3: each trainable model refitted per seed and suite (``jobs/testaug/patch.py``)."""
-    from jobs.benchmark.job import _spec_fingerprint  # a spec plus its weights' time stamp
+    from jobs.benchmark.stages import spec_fingerprint  # a spec plus its weights' time stamp
 
     t = cfg.section(TestAugConfig)
     settings = cfg.section(BenchmarkConfig).settings()
@@ -263,7 +263,7 @@ def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs:
     return Stage(
         "patch",
         run,
-        config=[t, [_spec_fingerprint(s) for s in specs], asdict(settings)],
+        config=[t, [spec_fingerprint(s) for s in specs], asdict(settings)],
         external=(fingerprint(suite.column("case_id").to_pylist(), baseline.column("case_id").to_pylist()),),
         version="1",
     )
