@@ -159,9 +159,7 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         pairs = inputs.column("text_pair").to_pylist() if inputs.column("text_pair").null_count < len(texts) else None
         needed = needed_inputs(ctx.input("cases"), specs, settings, bench.max_cases_per_model, bench.sample_seed)
         base = ctx.done["cases"].fingerprint
-        keys = {
-            s.name: fingerprint(spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs
-        }
+        keys = {s.name: fingerprint(spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs}
         rows: dict[str, dict] = {}
         for spec in specs:
             part = ctx.read_part(keys[spec.name])
