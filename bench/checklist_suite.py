@@ -120,7 +120,7 @@ def _typo(rng: np.random.Generator, text: str) -> str:
 
 
 def build(cl, n_rt: int, rng: np.random.Generator):
-    """A ``TestSuite`` of the stand-in classes ``cl`` (``checklist_modules()``)."""
+    """A ``TestSuite`` of the stand-in classes ``cl`` (``fake_checklist()``)."""
     from engine.config import CorpusConfig
     from engine.corpus import read_corpus
 
@@ -199,11 +199,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.checklist_format import checklist_modules, dump_suite
+    from tests.fakes.checklist_format import dump_suite, fake_checklist
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with checklist_modules() as cl:
+    with fake_checklist() as cl:
         suite = build(cl, args.rt, np.random.default_rng(0))
         dump_suite(suite, out / "sentiment_suite.pkl")
     (out / "mapping.yaml").write_text(MAPPING)

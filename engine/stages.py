@@ -174,8 +174,14 @@ class StageContext:
     def stage_path(self) -> str:
         return self.run.path("stages", self.stage.name)
 
-    def _part(self, key: str) -> str:
-        return f"stages/{self.stage.name}.parts/{key}.parquet"
+    def _part(self, key: str, stage: str | None = None) -> str:
+        return f"stages/{stage or self.stage.name}.parts/{key}.parquet"
+
+    def input_part(self, stage: str, key: str) -> pa.Table:
+        """A part committed by an input stage (e.g. one model's predictions)."""
+        if stage not in self.stage.inputs:
+            raise KeyError(f"stage '{self.stage.name}' did not declare input '{stage}'")
+        return self.run.read_table(self._part(key, stage))
 
     def read_part(self, key: str) -> pa.Table | None:
         """A per-item checkpoint written by an earlier (maybe crashed) run of this stage,

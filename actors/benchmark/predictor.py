@@ -17,6 +17,7 @@ Failures stay with the model that caused them:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import sys
@@ -195,7 +196,7 @@ def predict_all(
     host_cls = ray.remote(max_restarts=0, max_task_retries=0)(ModelHost).options(**plan.ray_options())
     live: dict[int, _Live] = {}
     waiting: dict = {}  # ObjectRef -> (host id, kind, batch start)
-    counter = iter(range(1 << 30))
+    counter = itertools.count()
 
     def start_next() -> None:
         host = pending.pop(0)

@@ -57,9 +57,7 @@ def sample_mask(cases: pa.Table, max_cases: int | None, seed: int = 0) -> np.nda
     return keep
 
 
-def model_case_rows(
-    cases: pa.Table, spec: ModelSpec, settings: ExpectationSettings, max_cases: int | None, seed: int
-) -> np.ndarray:
+def model_case_rows(cases: pa.Table, spec: ModelSpec, max_cases: int | None, seed: int) -> np.ndarray:
     """Indices of the cases a model is evaluated on: the sample (``spec.max_cases`` first,
     else ``max_cases``) of every case."""
     return np.flatnonzero(sample_mask(cases, spec.max_cases or max_cases, seed))
@@ -80,7 +78,7 @@ def needed_inputs(
     out = {}
     for spec in specs:
         ok = [s for s, labels in wanted.items() if label_map_error(s, labels, spec.labels, settings) is None]
-        rows = model_case_rows(cases, spec, settings, max_cases, seed)
+        rows = model_case_rows(cases, spec, max_cases, seed)
         rows = rows[np.isin(suites[rows], np.asarray(ok, dtype=object))] if ok else rows[:0]
         out[spec.name] = sorted(set(keys[rows].tolist()))
     return out

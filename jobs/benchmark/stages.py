@@ -236,7 +236,7 @@ def _row(spec: ModelSpec, labels, error, part, n_rows, cached, meta) -> dict:
 def _probs(ctx: StageContext, model: dict, n_inputs: int) -> np.ndarray | None:
     if model["error"] is not None:
         return None
-    part = ctx.run.read_table(f"stages/predict.parts/{model['part']}.parquet")
+    part = ctx.input_part("predict", model["part"])
     probs = np.full((n_inputs, len(model["labels"])), np.nan, dtype=np.float32)
     flat = part.column("probs").combine_chunks()
     if len(part):
@@ -260,7 +260,7 @@ def evaluate_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         with ctx.run.fs.open_output_stream(tmp) as sink, pq.ParquetWriter(sink, RESULTS_SCHEMA) as writer:
             for model in models:  # one model in memory at a time
                 spec = by_name.get(model["model"])
-                rows = model_case_rows(cases, spec, settings, bench.max_cases_per_model, bench.sample_seed)
+                rows = model_case_rows(cases, spec, bench.max_cases_per_model, bench.sample_seed)
                 subset = cases if len(rows) == cases.num_rows else cases.take(rows)
                 table = model_results(
                     subset, model["model"], model["labels"], model["error"], _probs(ctx, model, n_inputs), settings
