@@ -127,6 +127,12 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20]
 
 
+def _hash_stream(fs: pafs.FileSystem, path: str, h) -> None:
+    with fs.open_input_stream(path) as src:
+        while chunk := src.read(1 << 20):
+            h.update(chunk)
+
+
 def file_digest(uri: str) -> str:
     """Content hash of an input file, so an edited corpus reruns what depends on it."""
     fs, path = open_filesystem(uri)
@@ -137,11 +143,37 @@ def file_digest(uri: str) -> str:
         raise InputError(f"{uri}: not a file")
     h = hashlib.sha256()
     try:
-        with fs.open_input_stream(path) as src:
-            while chunk := src.read(1 << 20):
-                h.update(chunk)
+        _hash_stream(fs, path, h)
     except OSError as exc:
         raise InputError(f"{uri}: cannot read: {exc}") from None
+    return h.hexdigest()[:20]
+
+
+# Directories (model folders of hundreds of MB) are fingerprinted by the relative path,
+# size and modification time of every file inside, not by content: reading 400 MB per
+# run to prove nothing changed would cost more than most stages. Any edit, retrain or
+# copy changes a size or an mtime, so it reruns what depends on the directory.
+def path_digest(uri: str) -> str:
+    """Fingerprint of a file (its content) or a directory (every file's relative path,
+    size and mtime, recursively) for a stage's ``external`` inputs; one-line error when
+    the path does not exist. Use it for every file or directory a stage reads."""
+    fs, path = open_filesystem(uri)
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"{uri}: not found")
+    if info.type == pafs.FileType.File:
+        return file_digest(uri)
+    h = hashlib.sha256(b"dir\0")
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    except OSError as exc:
+        raise InputError(f"{uri}: cannot list: {exc}") from None
+    for entry in sorted(infos, key=lambda i: i.path):
+        if entry.type != pafs.FileType.File:
+            continue
+        rel = entry.path[len(path.rstrip("/")) + 1 :]
+        mtime = entry.mtime_ns if entry.mtime_ns is not None else 0
+        h.update(f"{rel}\0{entry.size}\0{mtime}\n".encode())
     return h.hexdigest()[:20]
 
 
@@ -169,6 +201,18 @@ class StageContext:
     incomplete: str | None = None
     extra_outputs: dict[str, int] = field(default_factory=dict)  # rows of files the stage wrote itself
     parts_used: set[str] = field(default_factory=set)
+    # Share of failed items a stage may carry and still be marked done (runtime.max_error_share).
+    max_error_share: float = 0.0
+
+    def item_errors(self, failed: int, total: int, what: str = "items") -> None:
+        """Report how many of a stage's ``total`` items failed (LLM answers that are errors,
+        models that crashed). Above ``max_error_share`` the stage is marked incomplete: this
+        run uses its outputs, the next run runs it again. Failed items must never be written
+        as parts, so that rerun retries exactly them and reuses the rest."""
+        if failed <= 0 or total <= 0 or failed / total <= self.max_error_share:
+            return
+        note = f"{failed} of {total} {what} failed"
+        self.incomplete = f"{self.incomplete}; {note}" if self.incomplete else note
 
     @property
     def stage_path(self) -> str:
