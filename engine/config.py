@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from engine.errors import ConfigError
+from engine.labels import label_map
 
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
@@ -88,6 +89,15 @@ class CorpusConfig(Section):
     sample: int | None = Field(default=None, ge=1)  # N documents drawn at random (seeded)
     sample_seed: int = 0
     max_row_bytes: int = Field(default=100_000, ge=1)
+    # Raw label -> label name, applied when the corpus is read, so every job sees names:
+    # {0: negative, 1: positive} (or the --labels string "0=negative,1=positive").
+    # None: labels as they are (bundled corpora: 0/1 named negative/positive).
+    labels: dict[str, str] | None = None
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _label_map(cls, value: Any) -> dict[str, str] | None:
+        return label_map(value)
 
 
 class EmbedderConfig(Section):

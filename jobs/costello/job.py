@@ -42,7 +42,7 @@ from jobs.config import CheckrayConfig, load_config
 from jobs.costello.config import CostelloConfig, RepairConfig
 from jobs.costello.repair import most_violated, run_repair
 from jobs.costello.validate import texts_to_embed
-from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
+from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from jobs.zoo.resolve import select_models
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -373,6 +373,7 @@ def costello_command(
     config: ConfigFile = None,
     text_column: TextColumn = None,
     label_column: LabelColumn = None,
+    labels: Labels = None,
     seeds: Optional[int] = typer.Option(None, "--seeds", help="Seed sentences to mutate."),
     classifiers: Optional[int] = typer.Option(None, "--classifiers", help="Downstream MLPs per model (>= 5)."),
     zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
@@ -381,7 +382,7 @@ def costello_command(
     cfg = load_config(
         config,
         {
-            **corpus_overrides(corpus, text_column, label_column),
+            **corpus_overrides(corpus, text_column, label_column, labels),
             "costello.embedders": embedders,
             "costello.seeds": seeds,
             "costello.classifiers": classifiers,

@@ -27,7 +27,9 @@ import typer
 from actors.llm.chat import chat_name, chat_session
 from engine.benchmark.registry import ModelSpec
 from engine.config import RepresentationConfig, RepresentativesConfig
+from engine.corpus import apply_label_map
 from engine.errors import InputError
+from engine.labels import parse_label_map, suggest_flag
 from engine.llm import LLMConfig
 from engine.report import Section
 from engine.schema import case_id, make_cases
@@ -44,6 +46,7 @@ from jobs.mft.generate import (
     generation_stage,
 )
 from jobs.mft.report import mft_sections
+from jobs.options import Labels
 from jobs.zoo.resolve import select_models
 
 SUITE_FILE = "suite.parquet"
@@ -67,11 +70,14 @@ def load_topics_run(topics_dir: str) -> tuple[pa.Table, pa.Table]:
     return corpus, assignments
 
 
-def representatives_stage(m: MFTConfig, topics_dir: str, seed: int) -> Stage:
+def representatives_stage(m: MFTConfig, topics_dir: str, seed: int, names: dict[str, str] | None = None) -> Stage:
     m = m.view("test_fraction", "split_seed", "splits", "representatives_per_cluster", "diversity", "label_words")
 
     def run(ctx: StageContext):
         corpus, assignments = load_topics_run(topics_dir)
+        if names:  # corpus.labels / --labels: name a topics run's raw labels
+            idx = corpus.column_names.index("label")
+            corpus = corpus.set_column(idx, "label", apply_label_map(corpus.column("label"), names, topics_dir))
         split = split_ids(corpus, m.test_fraction, m.split_seed)
         cluster_of = dict(zip(assignments.column("id").to_pylist(), assignments.column("cluster").to_pylist()))
         parts = []
@@ -93,11 +99,14 @@ def representatives_stage(m: MFTConfig, topics_dir: str, seed: int) -> Stage:
             raise InputError(f"{topics_dir}: the topics run has no labeled representatives; the mft job needs labels")
         unknown = labels - set(m.label_words)
         if unknown:
-            raise InputError(f"mft.label_words has no entry for corpus label(s) {sorted(unknown)}")
+            hint = (
+                f"; name them with {suggest_flag(None, sorted(unknown))}" if all(u.isdigit() for u in unknown) else ""
+            )
+            raise InputError(f"mft.label_words has no entry for corpus label(s) {sorted(unknown)}{hint}")
         docs = corpus.append_column("split", pa.array([split[i] for i in corpus.column("id").to_pylist()]))
         return {"data": reps, "corpus": docs.select(["id", "text", "label", "split"])}
 
-    return Stage("representatives", run, config=[m, seed], external=(topics_fingerprint(topics_dir),))
+    return Stage("representatives", run, config=[m, seed, names], external=(topics_fingerprint(topics_dir),))
 
 
 def topics_fingerprint(topics_dir: str) -> str:
@@ -201,7 +210,7 @@ class MFTJob(Job[MFTConfig]):
     def stages(self):
         m, llm = self.conf, self.cfg.section(LLMConfig)
         embed = self.embed or open_embedder(m.embedder)
-        yield representatives_stage(m, self.topics_dir, self.seed)
+        yield representatives_stage(m, self.topics_dir, self.seed, self.cfg.corpus.labels)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the generation
             parts = [
                 generation_stage(m, llm, self.seed, chat, embed, split, version)
@@ -237,9 +246,18 @@ def mft_command(
     backend: Optional[str] = typer.Option(None, "--backend", help="Generator backend: auto, local, http, vllm."),
     models: Optional[str] = typer.Option(None, "--models", help="Registry or zoo recipe to evaluate on the suite."),
     versions: Optional[int] = typer.Option(None, "--versions", help="Versions (seeds) per split."),
+    labels: Labels = None,
 ):
     """Generate Minimum Functionality Tests from a topics run with an LLM (Li et al.)."""
-    cfg = load_config(config, {"llm.backend": backend, "mft.models": models, "mft.versions": versions})
+    cfg = load_config(
+        config,
+        {
+            "llm.backend": backend,
+            "mft.models": models,
+            "mft.versions": versions,
+            "corpus.labels": parse_label_map(labels),
+        },
+    )
     run, _ = run_mft(cfg, topics, out)
     suite = pq.read_table(run.path("suite.parquet"), filesystem=run.fs)
     counts = json.dumps(

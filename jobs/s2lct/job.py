@@ -39,7 +39,7 @@ from engine.schema import case_id
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
-from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
+from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 from jobs.zoo.resolve import select_models
 
@@ -335,6 +335,7 @@ def s2lct_command(
     config: ConfigFile = None,
     text_column: TextColumn = None,
     label_column: LabelColumn = None,
+    labels: Labels = None,
     capabilities: Optional[list[str]] = typer.Option(None, "--capabilities", help="Capability spec files or folders."),
     sample: Optional[int] = typer.Option(None, "--sample", help="Search N corpus sentences drawn at random."),
     max_seeds: Optional[int] = typer.Option(None, "--max-seeds", help="Seeds per capability."),
@@ -344,7 +345,7 @@ def s2lct_command(
     cfg = load_config(
         config,
         {
-            **corpus_overrides(corpus, text_column, label_column),
+            **corpus_overrides(corpus, text_column, label_column, labels),
             "s2lct.models": models,
             "s2lct.capabilities": capabilities or None,
             "s2lct.search_sample": sample,

@@ -24,7 +24,7 @@ from engine.topics.describe import describe_clusters
 from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
-from jobs.options import ConfigFile, LabelColumn, RunOut, TextColumn, corpus_overrides
+from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from jobs.topics.config import TopicsConfig
 from jobs.topics.report import topics_sections
 
@@ -203,6 +203,7 @@ def topics_command(
     ),
     text_column: TextColumn = None,
     label_column: LabelColumn = None,
+    labels: Labels = None,
     clusters: Optional[int] = typer.Option(None, "--clusters", "-k", help="Number of k-means clusters."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="Representative documents per cluster."),
     limit: Optional[int] = typer.Option(None, "--limit", help="Use the first N documents."),
@@ -213,7 +214,7 @@ def topics_command(
     cfg = load_config(
         config,
         {
-            **corpus_overrides(corpus, text_column, label_column),
+            **corpus_overrides(corpus, text_column, label_column, labels),
             "corpus.limit": limit,
             "corpus.sample": sample,
             "topics.clusterer.n_clusters": clusters,

@@ -29,6 +29,7 @@ from engine.training import ZooConfig, ZooModel, stratified_split
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
+from jobs.options import Labels, corpus_overrides
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml"
 REGISTRY = "zoo.yaml"
@@ -241,6 +242,7 @@ def zoo_command(
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Zoo directory (default: zoo.cache_dir)."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="Zoo recipe (default: configs/zoo.yaml)."),
     corpus: Optional[str] = typer.Option(None, "--corpus", help="Labeled corpus file or builtin:<name>."),
+    labels: Labels = None,
     tiny: bool = typer.Option(False, "--tiny", help="Small sample, only models marked tiny, no fine-tuning."),
     only: Optional[str] = typer.Option(None, "--only", help="Comma-separated model names to build."),
 ):
@@ -248,7 +250,9 @@ def zoo_command(
     import time
 
     path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
-    cfg = load_config(path, {"corpus.path": corpus, "zoo.tiny": True if tiny else None, "out": out})
+    cfg = load_config(
+        path, {**corpus_overrides(corpus, None, None, labels), "zoo.tiny": True if tiny else None, "out": out}
+    )
     target = cfg.out or cfg.section("zoo").cache_dir
     start = time.perf_counter()
     specs = run_zoo(cfg, target, [n.strip() for n in only.split(",") if n.strip()] if only else None)

@@ -100,3 +100,125 @@ def test_all_blank_texts(tmp_path):
 
 def test_unknown_builtin():
     _fails(CorpusConfig(path="builtin:sst9"), "unknown bundled corpus")
+
+
+# Label map: corpus.labels / --labels names raw labels when the corpus is read.
+
+
+def test_label_map_names_labels(tmp_path):
+    (tmp_path / "c.csv").write_text("text,label\ngood,1\nbad,0\nfine,1\n")
+    t = read_corpus(_cfg(tmp_path / "c.csv", labels={0: "negative", 1: "positive"}))
+    assert t.column("label").to_pylist() == ["positive", "negative", "positive"]
+    # the --labels string form validates to the same map
+    assert _cfg(tmp_path / "c.csv", labels="0=negative,1=positive").labels == {"0": "negative", "1": "positive"}
+
+
+def test_label_map_missing_label_shows_the_flag(tmp_path):
+    (tmp_path / "sst.json").write_text(json.dumps({"0": ["good", 1], "1": ["bad", 0], "2": ["meh", 2]}))
+    msg = _fails(_cfg(tmp_path / "sst.json", labels="0=negative,1=positive"), "not in corpus.labels")
+    assert msg.endswith("label '2' is not in corpus.labels (have 0, 1); pass --labels 0=negative,1=positive,2=...")
+
+
+def test_label_map_keeps_names_and_builtin_names(tmp_path):
+    (tmp_path / "c.csv").write_text("text,label\ngood,positive\nbad,0\n")
+    t = read_corpus(_cfg(tmp_path / "c.csv", labels="0=negative,1=positive"))
+    assert t.column("label").to_pylist() == ["positive", "negative"]
+    t = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes", limit=50, labels="0=neg,1=pos"))
+    assert set(t.column("label").to_pylist()) <= {"neg", "pos"}
+
+
+def test_label_map_integral_float_labels(tmp_path):
+    # pandas writes an int label column with a gap as float64: 1.0 is label 1, NaN is missing
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "label": [1.0, float("nan"), 0.0]}), tmp_path / "f.parquet")
+    t = read_corpus(_cfg(tmp_path / "f.parquet", labels={0: "negative", 1: "positive"}))
+    assert t.column("label").to_pylist() == ["positive", None, "negative"]
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [("0=negative,positive", "is not KEY=NAME"), ("0=a,0=b", "given twice"), ("=a", "is not KEY=NAME")],
+)
+def test_label_flag_is_parsed_once_for_every_command(spec, match):
+    from engine.benchmark.checklist.plan import LabelNames
+    from engine.labels import parse_label_map
+    from jobs.options import corpus_overrides
+
+    with pytest.raises(InputError, match=match):
+        corpus_overrides("c.csv", None, None, spec)
+    with pytest.raises(InputError, match=match):
+        LabelNames.parse(spec)
+    assert parse_label_map(" 0 = negative , 1=positive ") == {"0": "negative", "1": "positive"}
+
+
+def test_label_map_in_config_file(tmp_path):
+    from engine.errors import ConfigError
+    from jobs.config import load_config
+
+    (tmp_path / "c.yaml").write_text("corpus:\n  path: x.csv\n  labels: {0: negative, 1: positive}\n")
+    assert load_config(tmp_path / "c.yaml").corpus.labels == {"0": "negative", "1": "positive"}
+    (tmp_path / "b.yaml").write_text("corpus:\n  labels: {0: negative, 1: ''}\n")
+    with pytest.raises(ConfigError, match="corpus.labels"):
+        load_config(tmp_path / "b.yaml")
+    cfg = load_config(tmp_path / "c.yaml", {"corpus.labels": {"1": "pos"}})  # the flag wins over the file
+    assert cfg.corpus.labels == {"1": "pos"}
+
+
+# JSON corpora: JSON Lines, an array of objects, or an object of [text, label] lists keyed by id.
+
+
+def test_json_keyed_lists(tmp_path):
+    doc = {"10": ["a fine film", 1], "11": ["dull [SEP] very dull", 0]}
+    (tmp_path / "k.json").write_text(json.dumps(doc))
+    t = read_corpus(_cfg(tmp_path / "k.json", labels="0=negative,1=positive"))
+    assert t.column("id").to_pylist() == ["10", "11"]
+    assert t.column("text").to_pylist() == ["a fine film", "dull [SEP] very dull"]
+    assert t.column("label").to_pylist() == ["positive", "negative"]
+    (tmp_path / "u.json").write_text(json.dumps({"a": ["one"], "b": ["two"]}))
+    t = read_corpus(_cfg(tmp_path / "u.json", label_column=None))
+    assert t.column("id").to_pylist() == ["a", "b"] and t.column("label").null_count == 2
+
+
+def test_json_array_and_lines(tmp_path):
+    rows = [{"text": "a", "label": 1}, {"text": "b", "label": 0, "extra": "x"}]
+    (tmp_path / "a.json").write_text(json.dumps(rows))
+    (tmp_path / "l.json").write_text("\n".join(json.dumps(r) for r in rows))
+    for name in ("a.json", "l.json"):
+        t = read_corpus(_cfg(tmp_path / name))
+        assert t.column("text").to_pylist() == ["a", "b"] and t.column("label").to_pylist() == ["1", "0"]
+        assert json.loads(t.column("meta")[1].as_py()) == {"extra": "x"}
+
+
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        ({"0": ["a", 1, "extra"]}, r"entry '0' is not \[text, label\]"),
+        ({"0": [5, 1]}, r"entry '0' is not \[text, label\]"),
+        ({"0": ["a", [1]]}, "has a list as its label"),
+        ({"0": ["a", 1], "meta": "x"}, "mixes lists and other values"),
+        ([{"text": "a"}, "b"], "item 1 of the JSON array is a str"),
+        ("just a string", "not a str"),
+        ([], "no rows"),
+    ],
+)
+def test_json_other_shapes_are_one_line_errors(tmp_path, doc, match):
+    (tmp_path / "x.json").write_text(json.dumps(doc))
+    _fails(_cfg(tmp_path / "x.json"), match)
+
+
+def test_numeric_labels_without_a_map_warn_with_the_flag(tmp_path, caplog):
+    (tmp_path / "c.csv").write_text("text,label\ngood,1\nbad,0\n")
+    with caplog.at_level("WARNING", logger="engine.corpus"):
+        t = read_corpus(_cfg(tmp_path / "c.csv"))
+    assert t.column("label").to_pylist() == ["1", "0"]
+    assert "--labels 0=...,1=..." in caplog.text
+
+
+@pytest.mark.parametrize("command", ["topics", "zoo", "s2lct", "costello", "mft"])
+def test_every_corpus_command_takes_labels(command):
+    from typer.testing import CliRunner
+
+    from jobs.cli import app
+
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "--labels" in result.output

@@ -19,6 +19,7 @@ from engine.benchmark.checklist.expect import Recognised, Unrecognised
 from engine.benchmark.checklist.mapping import Mapping, check_fields
 from engine.benchmark.checklist.reader import TestRecord, plain
 from engine.errors import InputError
+from engine.labels import parse_label_map
 
 INV_DEFAULT_TOLERANCE = 0.1  # CheckList's INV(threshold=0.1)
 
@@ -45,18 +46,7 @@ class LabelNames:
 
     @classmethod
     def parse(cls, spec: str | None) -> LabelNames:
-        if spec is None or not spec.strip():
-            return cls(None)
-        names: dict[str, str] = {}
-        for part in spec.split(","):
-            key, eq, name = part.partition("=")
-            key, name = key.strip(), name.strip()
-            if not eq or not key or not name:
-                raise InputError(f"--labels: '{part.strip()}' is not KEY=NAME (e.g. --labels 0=negative,1=positive)")
-            if key in names:
-                raise InputError(f"--labels: label '{key}' is given twice")
-            names[key] = name
-        return cls(names)
+        return cls(parse_label_map(spec))  # the same parser as the corpus's --labels
 
     def require(self, raws: Iterable[Any]) -> None:
         """Fail early, naming the labels found, when numbers come without ``--labels``."""
