@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -222,3 +223,93 @@ def test_every_corpus_command_takes_labels(command):
     result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "--labels" in result.output
+
+
+# Hostile or unusual files: each a one-line error, or read as a user expects.
+
+
+def _parquet_with_bad_utf8(path, column="text"):
+    """A Parquet string column holding bytes that are not UTF-8 (Arrow does not check on write)."""
+    good = b"fine" + b"caf\xe9"
+    offsets = pa.py_buffer(np.array([0, 4, 8], dtype=np.int32).tobytes())
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(good)])
+    other = pa.array(["fine", "ok"])
+    cols = {"text": other, "label": pa.array(["1", "0"])}
+    cols[column] = bad
+    pq.write_table(pa.table(cols), path)
+
+
+@pytest.mark.parametrize("column", ["text", "label"])
+def test_parquet_strings_that_are_not_utf8(tmp_path, column):
+    _parquet_with_bad_utf8(tmp_path / "b.parquet", column)
+    msg = _fails(_cfg(tmp_path / "b.parquet"), f"column '{column}' has bytes that are not UTF-8")
+    assert "row 1" in msg
+
+
+def test_parquet_binary_text_column(tmp_path):
+    pq.write_table(pa.table({"text": pa.array([b"caf\xc3\xa9", b"ok"]), "label": ["1", "0"]}), tmp_path / "b.parquet")
+    assert read_corpus(_cfg(tmp_path / "b.parquet")).column("text").to_pylist() == ["café", "ok"]
+    pq.write_table(pa.table({"text": pa.array([b"ok", b"caf\xe9"]), "label": ["1", "0"]}), tmp_path / "c.parquet")
+    _fails(_cfg(tmp_path / "c.parquet"), r"text column 'text' has bytes that are not UTF-8 \(row 1\)")
+
+
+def test_duplicate_csv_headers(tmp_path):
+    (tmp_path / "d.csv").write_text("text,label,text\na,1,b\nc,0,d\n")
+    _fails(_cfg(tmp_path / "d.csv"), "duplicate column name.*'text'")
+
+
+@pytest.mark.parametrize(
+    "labels, kind",
+    [([{"a": 1}, {"a": 0}], "struct"), ([[1], [0]], "list"), ([{"k": 1}, {"k": 2}], "struct")],
+)
+def test_struct_and_list_label_columns(tmp_path, labels, kind):
+    pq.write_table(pa.table({"text": ["a", "b"], "y": labels}), tmp_path / "s.parquet")
+    msg = _fails(_cfg(tmp_path / "s.parquet", label_column="y"), f"label column 'y' holds {kind}")
+    assert "not a class label" in msg
+
+
+def test_empty_and_nan_labels_are_missing(tmp_path, caplog):
+    from engine.corpus import missing_labels
+
+    (tmp_path / "e.csv").write_text("text,label\na,pos\nb,\nc, \nd,neg\ne,nan\n")
+    with caplog.at_level("WARNING", logger="engine.corpus"):
+        t = read_corpus(_cfg(tmp_path / "e.csv"))
+    assert t.column("label").to_pylist() == ["pos", None, None, "neg", None]
+    assert missing_labels(t) == 3 and "3 of 5 row(s) have no label" in caplog.text
+    rows = [{"text": "a", "label": 1.0}, {"text": "b", "label": float("nan")}, {"text": "c", "label": None}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "n.parquet")
+    t = read_corpus(_cfg(tmp_path / "n.parquet"))
+    assert t.column("label").to_pylist() == ["1", None, None] and missing_labels(t) == 2
+    (tmp_path / "j.jsonl").write_text('{"text": "a", "label": null}\n{"text": "b", "label": "x"}\n')
+    assert read_corpus(_cfg(tmp_path / "j.jsonl")).column("label").to_pylist() == [None, "x"]
+
+
+def test_every_label_missing_is_an_error(tmp_path):
+    (tmp_path / "e.csv").write_text("text,label\na,\nb,NaN\n")
+    _fails(_cfg(tmp_path / "e.csv"), "label column 'label' has no labels")
+
+
+def test_categorical_and_view_string_text(tmp_path):
+    text = pa.array(["good film", "bad film", "good film"])
+    for name, col in (
+        ("dict", text.dictionary_encode()),
+        ("large", text.cast(pa.large_string())),
+        ("view", text.cast(pa.string_view())),
+    ):
+        table = pa.table({"text": col, "label": pa.array(["1", "0", "1"]).dictionary_encode()})
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+        t = read_corpus(_cfg(tmp_path / f"{name}.parquet"))
+        assert t.column("text").to_pylist() == ["good film", "bad film", "good film"], name
+        assert t.column("label").to_pylist() == ["1", "0", "1"], name
+
+
+def test_an_id_column_is_the_id_by_default(tmp_path):
+    (tmp_path / "i.csv").write_text("id,text,label\nr7,a,1\nr9,b,0\n")
+    t = read_corpus(_cfg(tmp_path / "i.csv"))
+    assert t.column("id").to_pylist() == ["r7", "r9"] and t.column("meta").null_count == 2
+    (tmp_path / "d.csv").write_text("id,text,label\nr7,a,1\nr7,b,0\n")
+    msg = _fails(_cfg(tmp_path / "d.csv"), "id column 'id' has null or duplicate values")
+    assert "by default" in msg
+    (tmp_path / "o.csv").write_text("id,key,text,label\nr7,k1,a,1\nr7,k2,b,0\n")
+    t = read_corpus(_cfg(tmp_path / "o.csv", id_column="key"))  # a configured id column wins
+    assert t.column("id").to_pylist() == ["k1", "k2"] and json.loads(t.column("meta")[0].as_py()) == {"id": "r7"}
