@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator
 
 from engine.errors import ConfigError
 from engine.labels import label_map
+from engine.strict import bool_for_number, load_yaml
 
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
@@ -37,7 +38,19 @@ class Section(BaseModel):
     fast a stage runs, not what it computes (pool sizes, batch sizes); stage fingerprints
     leave it out, every other field is in (``engine.stages.fingerprint``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Infinity and NaN are refused for every float field (``timeout_s: .inf``), in every
+    # section and its nested sections (subclasses merge this config).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """A boolean where a number is expected is an error (pydantic reads ``yes`` as 1)."""
+        field = cls.model_fields.get(info.field_name or "")
+        why = bool_for_number(value, field.annotation) if field is not None else None
+        if why:
+            raise ValueError(why)
+        return value
 
     def view(self, *names: str) -> Section:
         """A frozen copy holding only ``names``: what a stage may read, and so exactly what its
@@ -142,7 +155,7 @@ class RepresentativesConfig(Section):
 def format_error(exc: ValidationError, prefix: str = "") -> str:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"]))
-    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+    msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
     more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
     return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
 
@@ -167,9 +180,10 @@ def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; bad YAML or bytes are a one-line ``ConfigError`` with the line."""
+    """Parse a YAML file; bad YAML, a key given twice or bytes that are not UTF-8 are a
+    one-line ``ConfigError`` with the line."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return load_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
