@@ -7,12 +7,14 @@ one report. plotly.js is inlined once per page so the report needs no network.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import jinja2
+import numpy as np
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("engine", "html"),
@@ -46,9 +48,52 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
     return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
 
 
+# Tags plotly.js renders in text and that code writes in hover templates (no attributes).
+_PLOT_TAGS = ("br", "b", "i", "em", "sup", "sub", "extra")
+_RESTORE = [(f"&lt;{t}&gt;", f"<{t}>") for t in _PLOT_TAGS] + [(f"&lt;/{t}&gt;", f"</{t}>") for t in _PLOT_TAGS]
+
+
+def plot_text(value: str) -> str:
+    """Text for a plotly figure (hover text, labels, names, tick labels): plotly.js reads it
+    as HTML-like markup, so ``<``, ``>`` and ``&`` are escaped (plotly shows the entities as
+    the characters); only the attribute-less formatting tags above stay markup."""
+    out = html.escape(value, quote=False)
+    if "&lt;" in out:
+        for escaped, tag in _RESTORE:
+            out = out.replace(escaped, tag)
+    return out
+
+
+def _escape_plot(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return plot_text(obj)
+    if isinstance(obj, dict):
+        return {k: _escape_plot(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_escape_plot(v) for v in obj]
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "OUS":
+        return np.vectorize(_escape_plot, otypes=[object])(obj) if obj.size else obj
+    return obj
+
+
+def script_json(value: Any) -> str:
+    """JSON for inside a ``<script>``: ``<``, ``>``, ``&`` and the JS line separators escaped
+    (``\\u003c`` ...), so no text in it can close the script or open a tag."""
+    out = json.dumps(value, ensure_ascii=False, default=str)
+    for ch in ("<", ">", "&", "\u2028", "\u2029"):
+        out = out.replace(ch, f"\\u{ord(ch):04x}")
+    return out
+
+
 def figure_html(fig) -> str:
-    """A plotly figure as a div; plotly.js itself is inlined once by ``render``."""
-    return fig.to_html(full_html=False, include_plotlyjs=False)
+    """A plotly figure as a div; plotly.js itself is inlined once by ``render``. Every
+    string in the figure (data and layout) goes through ``plot_text`` first: hover texts,
+    legend names and category labels come from corpora, models and LLMs. plotly writes the
+    figure's JSON with ``<``, ``>`` and ``/`` escaped."""
+    import plotly.io as pio
+
+    spec = _escape_plot(fig.to_plotly_json())
+    return pio.to_html(spec, full_html=False, include_plotlyjs=False, validate=False)
 
 
 def render(title: str, sections: Sequence[Section], subtitle: str = "") -> str:

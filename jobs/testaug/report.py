@@ -4,6 +4,7 @@ failure rate)."""
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Sequence
 
@@ -89,7 +90,7 @@ def testaug_sections(
     ]
     blocks = [
         "<h3>Per description</h3>" + table_html(rows),
-        f"<p>LLM labeler answers: {json.dumps(labeler[0] if labeler else {})}</p>",
+        f"<p>LLM labeler answers: {html.escape(json.dumps(labeler[0] if labeler else {}, ensure_ascii=False))}</p>",
         "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),
         "<h3>Generated cases and validity decisions (first 40)</h3>" + table_html(shown),
     ]
