@@ -232,8 +232,33 @@ def missing_labels(table: pa.Table) -> int:
     return table.column("label").null_count
 
 
+_LAST: tuple[tuple, pa.Table] | None = None  # the last corpus read, for a job's check() then its stage
+
+
+def _file_state(uri: str) -> tuple:
+    if uri.startswith("builtin:"):
+        return ()
+    fs, path = open_filesystem(uri)
+    info = fs.get_file_info(path)
+    return (info.type.name, info.size, info.mtime_ns)
+
+
 def read_corpus(cfg: CorpusConfig) -> pa.Table:
-    """The corpus as a ``CORPUS_SCHEMA`` table, validated. Raises ``InputError``."""
+    """The corpus as a ``CORPUS_SCHEMA`` table, validated. Raises ``InputError``.
+
+    A job's ``check()`` reads the corpus before Ray starts (a bad file or label map fails
+    in a second); the stage that reads it next in the same process gets the same table
+    back while the file's size and mtime are unchanged."""
+    global _LAST
+    key = (cfg.model_dump_json(), _file_state(cfg.path))
+    if _LAST is not None and _LAST[0] == key:
+        return _LAST[1]
+    table = _read_corpus(cfg)
+    _LAST = (key, table)
+    return table
+
+
+def _read_corpus(cfg: CorpusConfig) -> pa.Table:
     uri = cfg.path
     builtin = uri.startswith("builtin:")
     if builtin:

@@ -166,6 +166,9 @@ class TopicsJob(Job[TopicsConfig]):
     name, title, section = "topics", "checkray · topics", TopicsConfig
     published = ("clusters.parquet", "assignments.parquet", "representatives.parquet")
 
+    def check(self) -> None:
+        read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
+
     def stages(self):
         yield corpus_stage(self.cfg)
         yield embed_stage(self.cfg)

@@ -176,6 +176,7 @@ class ZooJob(Job[ZooConfig]):
     def check(self) -> None:
         if not self.selected:
             raise InputError("no zoo models selected (tiny mode builds only models marked 'tiny: true')")
+        read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
 
     def stages(self):
         zoo = self.conf

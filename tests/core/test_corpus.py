@@ -313,3 +313,26 @@ def test_an_id_column_is_the_id_by_default(tmp_path):
     (tmp_path / "o.csv").write_text("id,key,text,label\nr7,k1,a,1\nr7,k2,b,0\n")
     t = read_corpus(_cfg(tmp_path / "o.csv", id_column="key"))  # a configured id column wins
     assert t.column("id").to_pylist() == ["k1", "k2"] and json.loads(t.column("meta")[0].as_py()) == {"id": "r7"}
+
+
+def test_a_changed_file_is_read_again(tmp_path):
+    import os
+
+    path = tmp_path / "c.csv"
+    path.write_text("text,label\na,1\n")
+    assert read_corpus(_cfg(path)).column("text").to_pylist() == ["a"]
+    assert read_corpus(_cfg(path)) is read_corpus(_cfg(path))  # the job's check() and its stage share one read
+    path.write_text("text,label\nb,1\n")
+    os.utime(path, ns=(1, 1))  # same size: the mtime tells
+    assert read_corpus(_cfg(path)).column("text").to_pylist() == ["b"]
+    assert read_corpus(_cfg(path, limit=1)).column("text").to_pylist() == ["b"]
+
+
+def test_a_job_checks_its_corpus_before_ray(tmp_path):
+    from jobs.config import load_config
+    from jobs.topics.job import TopicsJob
+
+    (tmp_path / "sst.json").write_text(json.dumps({"0": ["good", 1], "1": ["bad", 0]}))
+    cfg = load_config(None, {"corpus.path": str(tmp_path / "sst.json"), "corpus.labels": {"0": "negative"}})
+    with pytest.raises(InputError, match=r"label '1' is not in corpus.labels \(have 0\)"):
+        TopicsJob(cfg).check()
