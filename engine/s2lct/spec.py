@@ -126,3 +126,79 @@ def load_capabilities(paths: list[str] | None = None) -> list[CapabilitySpec]:
     if repeated:
         raise ConfigError(f"capability id(s) defined twice: {', '.join(repeated)}")
     return specs
+
+
+class LabelNote(Section):
+    """What a capability's search rules cannot find on a corpus because it lacks a label."""
+
+    capability: str  # capability id
+    missing: dict[str, str]  # rule name -> the label it needs that the corpus does not have
+    proxied: list[str]  # rules whose missing neutral label the lexicon proxy stands in for
+    transforms: int  # transforms (or, without transforms, rules) that can still build seeds
+    of: int  # all transforms (rules)
+    message: str
+
+    @property
+    def seedless(self) -> bool:
+        return self.transforms == 0
+
+
+def label_notes(
+    specs: list[CapabilitySpec], corpus_labels: set[str], neutral_label: str = "neutral", neutral_proxy: bool = True
+) -> list[LabelNote]:
+    """One note per capability whose search rules need a label the corpus does not have:
+    which rules, whether the neutral proxy stands in, and how many of its transforms can
+    still build seeds (none: the capability gets no seeds)."""
+    have = ", ".join(sorted(corpus_labels, key=str)) or "none"
+    notes = []
+    for spec in specs:
+        missing = {r.name: r.label for r in spec.search if r.label is not None and r.label not in corpus_labels}
+        if not missing:
+            continue
+        proxied = [name for name, label in missing.items() if neutral_proxy and label == neutral_label]
+        usable = {r.name for r in spec.search if r.name not in missing or r.name in proxied}
+        if spec.transforms:
+            ok = sum(all(set(p.sentence) & usable for p in t.parts if p.sentence) for t in spec.transforms)
+            of, unit = len(spec.transforms), "transforms"
+        else:
+            ok, of, unit = len(usable), len(spec.search), "search rules"
+        needs = ", ".join(f"'{label}' (rule {name})" for name, label in missing.items())
+        parts = [f"{spec.id}: needs label {needs}, which the corpus does not have (its labels: {have})"]
+        if proxied:
+            parts.append(
+                f"the neutral proxy stands in for '{neutral_label}' (a sentence without any polar word counts as neutral)"
+            )
+        elif any(label == neutral_label for label in missing.values()):
+            parts.append(f"the neutral proxy is off (s2lct.neutral_proxy), so no sentence counts as '{neutral_label}'")
+        if ok == 0:
+            parts.append("this capability gets NO seeds")
+        elif ok < of:
+            parts.append(f"only {ok} of its {of} {unit} can build seeds")
+        else:
+            parts.append(f"all {of} {unit} can still build seeds")
+        notes.append(
+            LabelNote(
+                capability=spec.id, missing=missing, proxied=proxied, transforms=ok, of=of, message="; ".join(parts)
+            )
+        )
+    return notes
+
+
+def check_corpus_labels(
+    specs: list[CapabilitySpec], corpus_labels: set[str], neutral_label: str = "neutral", neutral_proxy: bool = True
+) -> list[LabelNote]:
+    """``label_notes``, or a one-line ``InputError`` when the corpus labels share nothing
+    with the labels the rules need (e.g. 0/1 against negative/positive: a label map is missing)."""
+    from engine.errors import InputError
+
+    needed = {r.label for s in specs for r in s.search if r.label is not None}
+    if needed and not (needed & corpus_labels):
+        have = ", ".join(sorted(corpus_labels, key=str)) or "none"
+        example = ",".join(
+            f"{lab}={name}" for lab, name in zip(sorted(corpus_labels, key=str), ("negative", "positive"))
+        )
+        raise InputError(
+            f"s2lct: the corpus labels ({have}) match none of the labels the capabilities' search rules need "
+            f"({', '.join(sorted(needed))}); map them to names, e.g. corpus.labels / --labels {example}"
+        )
+    return label_notes(specs, corpus_labels, neutral_label, neutral_proxy)

@@ -1,6 +1,7 @@
 """S²LCT test cases: seeds and their validated expansions in the common schema (pure).
 
-A seed is an MFT case labeled by its capability spec; an expansion is an MFT case with its
+A seed is an MFT case labeled by its capability spec (a capability that accepts several
+labels, "positive or neutral", lists them in ``expected_labels``: CheckList's "not negative"); an expansion is an MFT case with its
 seed's label, capability and suite, naming the seed in ``meta.seed_case_id``. Provenance:
 ``source_id`` the corpus sentence(s), ``template_id`` the spec template (seeds) or the
 reference production (expansions), ``generator`` the parser (+ the mask filler).
@@ -34,6 +35,7 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
                 "capability": sd["capability"],
                 "text": sd["text"],
                 "expected_label": sd["label"],
+                "expected_labels": accepts or None,  # "positive or neutral" (LC4, LC6, LC11)
                 "test_type": "MFT",
                 "provenance": {
                     "source_id": sources,
@@ -65,6 +67,7 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
                         "capability": sd["capability"],
                         "text": fl["text"],
                         "expected_label": sd["label"],
+                        "expected_labels": accepts or None,  # "positive or neutral" (LC4, LC6, LC11)
                         "test_type": "MFT",
                         "provenance": {
                             "source_id": sources,

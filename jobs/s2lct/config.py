@@ -47,6 +47,15 @@ class ExplainConfig(Section):
     mask_token: str = ""  # "" deletes masked tokens
 
 
+class ConsistencyConfig(Section):
+    """Label consistency (the paper's RQ1) checked by an offline judge: docs/s2lct.md."""
+
+    enabled: bool = True
+    per_capability: int = Field(default=10, ge=1)  # cases sampled per capability (half seeds, half expansions)
+    judge: Optional[str] = None  # a model of the registry; None: the strongest not trained on the searched sentences
+    max_overlap: float = Field(default=0.05, ge=0, le=1)  # share of the seeds' sentences a judge may have trained on
+
+
 class S2lctConfig(JobSection):
     key: ClassVar[str] = "s2lct"
 
@@ -77,6 +86,7 @@ class S2lctConfig(JobSection):
     filler: FillerConfig = FillerConfig()
     coverage: CoverageConfig = CoverageConfig()
     explain: ExplainConfig = ExplainConfig()
+    consistency: ConsistencyConfig = ConsistencyConfig()
 
 
 def filler_backend(f: FillerConfig) -> str:

@@ -36,6 +36,9 @@ class Evaluation:
     coverage: list[dict] = field(default_factory=list)
     explanations: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    consistency: pa.Table | None = None  # the consistency stage's verdicts (DIR/consistency.parquet)
+    consistency_summary: list[dict] = field(default_factory=list)
+    consistency_info: dict = field(default_factory=dict)
 
 
 def case_meta(suite: pa.Table) -> dict[str, dict]:

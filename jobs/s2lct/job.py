@@ -33,17 +33,20 @@ from engine.runtime import cluster_resources, plan_actor_pool
 from engine.s2lct.grammar import count_productions, grammar_table, reference_index
 from engine.s2lct.mask_fill import build_vocabulary, count_ngrams
 from engine.s2lct.search import METHOD, build_seeds
-from engine.s2lct.spec import CapabilitySpec, capability_files, load_capabilities
+from engine.s2lct.spec import CapabilitySpec, LabelNote, capability_files, check_corpus_labels, load_capabilities
 from engine.s2lct.suite import suite_table
 from engine.schema import case_id
-from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
+from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
+from jobs.console import console
 from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
+from jobs.s2lct.consistency import consistency_stage
 from jobs.zoo.resolve import select_models
 
 SUITE_FILE, GRAMMAR_FILE, REPORT_FILE = "suite.parquet", "grammar.parquet", "report.html"
+CONSISTENCY_FILE = "consistency.parquet"
 
 
 def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None) -> pa.Table:
@@ -95,7 +98,11 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
     """One Ray Data pass of parser actors over the searched corpus (parse + search rules)
     and the reference texts (parse only)."""
     corpus_cfg = search_corpus_config(cfg, s, seed)
-    spec_digest = [file_digest(str(f)) for f in capability_files(s.capabilities or None)]
+    spec_digest = [path_digest(str(f)) for f in capability_files(s.capabilities or None)]
+    # Reference corpora read from files are inputs too (builtin ones are named by their path).
+    ref_digest = (
+        [] if s.grammar_file else [path_digest(r.path) for r in s.reference if not r.path.startswith("builtin:")]
+    )
     # Parsing is the slow step: it sees (and fingerprints) only the fields it reads, so a
     # change of expansion or evaluation settings reuses it.
     s = s.view(
@@ -143,7 +150,9 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
             "info": pa.table({"neutral_proxy": [proxy], "reference_documents": [len(reference)]}),
         }
 
-    return Stage("parse", run, config=[s, corpus_cfg, seed], external=(corpus_fingerprint(corpus_cfg), *spec_digest))
+    return Stage(
+        "parse", run, config=[s, corpus_cfg, seed], external=(corpus_fingerprint(corpus_cfg), *spec_digest, *ref_digest)
+    )
 
 
 def grammar_stage(s: S2lctConfig) -> Stage:
@@ -175,7 +184,7 @@ def grammar_stage(s: S2lctConfig) -> Stage:
         }
 
     return Stage(
-        "grammar", run, inputs=("parse",), config=[s], external=(file_digest(s.grammar_file),) if s.grammar_file else ()
+        "grammar", run, inputs=("parse",), config=[s], external=(path_digest(s.grammar_file),) if s.grammar_file else ()
     )
 
 
@@ -292,9 +301,14 @@ class S2lctJob(Job[S2lctConfig]):
     def check(self) -> None:
         s = self.conf
         self.capabilities = load_capabilities(s.capabilities or None)
-        self.models = select_models(self.models, s.models, s.only_models, what="s2lct.only_models")
+        given = self.models
+        self.models = select_models(given, s.models, s.only_models, what="s2lct.only_models")
+        # The judge of the label-consistency stage may be any model of the registry.
+        self.judges = select_models(given, s.models) if self.models else None
+        self.label_notes = corpus_label_notes(self.cfg, s, self.capabilities, self.seed)
+        for note in self.label_notes:
+            console.print(f"[yellow]s2lct · warning · {note.message}[/yellow]", markup=True, highlight=False)
         preflight(s)
-        read_corpus(search_corpus_config(self.cfg, s, self.seed))  # a bad corpus or label map: before Ray
 
     def stages(self):
         s, seed = self.conf, self.seed
@@ -302,6 +316,8 @@ class S2lctJob(Job[S2lctConfig]):
         yield grammar_stage(s)
         yield seeds_stage(self.capabilities, s, seed)
         yield expand_stage(s, seed)
+        if self.models and s.consistency.enabled:
+            yield consistency_stage(s, self.capabilities, self.judges, seed)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
         from jobs.s2lct.evaluate import evaluate_suite
@@ -313,7 +329,22 @@ class S2lctJob(Job[S2lctConfig]):
         run.write_table(SUITE_FILE, suite)
         run.write_table(GRAMMAR_FILE, grammar)
         evaluation = evaluate_suite(self.cfg, s, suite, self.models, run, self.seed) if self.models else None
-        return s2lct_sections(runner, suite, grammar, self.capabilities, s, evaluation)
+        if evaluation is not None and "consistency" in runner.done:
+            evaluation.consistency = runner.output("consistency")
+            evaluation.consistency_summary = runner.output("consistency", "summary").to_pylist()
+            evaluation.consistency_info = runner.output("consistency", "info").to_pylist()[0]
+            run.write_table(CONSISTENCY_FILE, evaluation.consistency)
+        return s2lct_sections(runner, suite, grammar, self.capabilities, s, evaluation, self.label_notes)
+
+
+def corpus_label_notes(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec], seed: int) -> list[LabelNote]:
+    """One note per capability whose rules need a label the searched corpus lacks; a
+    one-line error when its labels share none with the rules' (a label map is missing)."""
+    corpus = read_corpus(search_corpus_config(cfg, s, seed))
+    labels = {v for v in corpus.column("label").to_pylist() if v is not None}
+    if not labels:
+        raise InputError(f"{cfg.corpus.path}: S2LCT needs a labeled corpus (the label column is empty)")
+    return check_corpus_labels(specs, labels, s.neutral_label, s.neutral_proxy)
 
 
 def run_s2lct(

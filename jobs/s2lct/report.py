@@ -162,16 +162,65 @@ def explanations_section(evaluation) -> Section:
     )
 
 
+def labels_section(notes) -> Section:
+    """One line per capability whose rules need a label the corpus does not have."""
+    rows = [{"capability": n.capability, "warning": n.message} for n in notes]
+    return Section(
+        "S²LCT · labels the corpus does not have",
+        [table_html(rows)],
+        f"{len(notes)} capabilities search for a label the corpus lacks "
+        f"({sum(n.seedless for n in notes)} of them get no seeds at all).",
+    )
+
+
+def consistency_section(evaluation) -> Section:
+    info = evaluation.consistency_info
+    rows = evaluation.consistency.to_pylist()
+    disagree = [
+        {
+            "capability": r["capability_id"],
+            "kind": r["kind"],
+            "text": r["text"],
+            "S²LCT label": r["expected_label"],
+            "parts (needs → judge / lexicon)": "; ".join(
+                f"{p['text'][:80]} ({p['needs']} → {p['judge']} / {p['lexicon']})" for p in json.loads(r["parts"])
+            ),
+            "judge on seed → on text": f"{r['judge_seed'] or '—'} → {r['judge_text']}",
+            "lexicon agrees": r["agree_lexicon"],
+        }
+        for r in rows
+        if r["agree_judge"] is False
+    ]
+    summary = (
+        f"{len(rows)} sampled cases checked by {info.get('judge')} (a sentiment model) and VADER's compound score. "
+        + " ".join(info.get("notes") or [])
+        + " Agreement = the corpus sentences each case was built from read with the label their rule required, and an"
+        " expansion reads as its seed; direct = the judge's label on the whole text (for the template capabilities"
+        " this mostly measures the judge failing the capability). The paper's people: > 0.8."
+    )
+    blocks = [table_html(evaluation.consistency_summary), table_html(disagree, max_rows=200)]
+    return Section("S²LCT · label consistency (offline judge)", blocks, summary)
+
+
 def s2lct_sections(
-    runner: StageRunner, suite: pa.Table, grammar: pa.Table, capabilities: Sequence[CapabilitySpec], s, evaluation=None
+    runner: StageRunner,
+    suite: pa.Table,
+    grammar: pa.Table,
+    capabilities: Sequence[CapabilitySpec],
+    s,
+    evaluation=None,
+    label_notes=(),
 ) -> list[Section]:
-    sections = [
+    sections = [labels_section(label_notes)] if label_notes else []
+    sections += [
         generation_section(runner, suite, capabilities, s),
         examples_section(suite),
         grammar_section(grammar, runner),
     ]
     if evaluation is not None:
         sections += [table3_section(evaluation), coverage_section(evaluation)]
+        if evaluation.consistency is not None:
+            sections.append(consistency_section(evaluation))
         if evaluation.explanations:
             sections.append(explanations_section(evaluation))
     return sections
