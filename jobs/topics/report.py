@@ -37,7 +37,7 @@ def topics_sections(
         "x": assignments.column("x").to_numpy(),
         "y": assignments.column("y").to_numpy(),
         "topic": [names[c] for c in assignments.column("cluster").to_pylist()],
-        "label": [str(v) for v in corpus.column("label").to_pylist()],
+        "label": ["(no label)" if v is None else str(v) for v in corpus.column("label").to_pylist()],
         "text": [t[:120] for t in corpus.column("text").to_pylist()],
     }
     n = len(frame["x"])

@@ -104,13 +104,11 @@ def test_section_titles_summaries_tables_and_inline_json():
     assert plot_text(f"a<br>b {P}") == "a<br>b &lt;script&gt;alert(1)&lt;/script&gt;" + SHOWN
 
 
-def test_topics_report():
+def _topics_page(labels):
     from jobs.config import load_config
     from jobs.topics.report import topics_sections
 
-    corpus = pa.table(
-        {"id": ["a", "b"], "text": [P, P + " two"], "label": [P, "positive"], "meta": pa.nulls(2, pa.string())}
-    )
+    corpus = pa.table({"id": ["a", "b"], "text": [P, P + " two"], "label": labels, "meta": pa.nulls(2, pa.string())})
     assignments = pa.table({"id": ["a", "b"], "cluster": [0, 1], "x": [0.0, 1.0], "y": [1.0, 0.0]})
     clusters = pa.table(
         {
@@ -132,10 +130,18 @@ def test_topics_report():
             "text": [P, P],
         }
     )
-    sections = topics_sections(corpus, assignments, clusters, reps, load_config(None))
-    page = _page(sections)
+    return _page(topics_sections(corpus, assignments, clusters, reps, load_config(None)))
+
+
+def test_topics_report():
+    page = _topics_page([P, "positive"])
     assert page.count("Plotly.newPlot") == 2  # the figures are there, with the payload in hover text and legend
     assert_escaped(page)
+
+
+def test_topics_map_shows_missing_labels_as_missing():
+    page = _topics_page([None, "positive"])
+    assert "(no label)" in page and '"name":"None"' not in page
 
 
 def _summary_rows():
