@@ -99,12 +99,13 @@ def judge_reader(spec: ModelSpec, neutral_label: str):
         spec = spec.model_copy(update={"labels": [*spec.labels, neutral_label]})
     clf = load_model(spec)
     labels = list(clf.labels)
+    answers = spec.family in ZERO_SHOT_FAMILIES  # an LLM that names no label gives the uniform row
 
     def read(texts: list[str]) -> list[dict]:
         probs = np.asarray(clf.predict_proba(texts), dtype=float)
         out = []
         for row in probs:
-            if len(row) > 1 and np.ptp(row) < 1e-9:  # uniform: the model named no label
+            if answers and np.ptp(row) < 1e-9:
                 out.append({"label": NO_ANSWER, "neutral": False, "p_positive": None})
                 continue
             label = labels[int(np.argmax(row))]

@@ -307,7 +307,7 @@ class S2lctJob(Job[S2lctConfig]):
         self.judges = select_models(given, s.models) if self.models else None
         self.label_notes = corpus_label_notes(self.cfg, s, self.capabilities, self.seed)
         for note in self.label_notes:
-            console.print(f"[yellow]s2lct · warning · {note.message}[/yellow]", markup=True, highlight=False)
+            console.print(f"[yellow]s2lct · warning · {note.message}[/yellow]", highlight=False, soft_wrap=True)
         preflight(s)
 
     def stages(self):

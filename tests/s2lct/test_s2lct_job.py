@@ -40,10 +40,10 @@ HANDMADE = [
 def corpus_csv(tmp_path_factory, rt_corpus):
     path = tmp_path_factory.mktemp("s2lct") / "corpus.csv"
     rows = HANDMADE + list(zip(rt_corpus.column("text").to_pylist()[:20], rt_corpus.column("label").to_pylist()[:20]))
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with path.open("w", newline="", encoding="utf-8") as fh:  # labels 0/1 as in SST: --labels names them
         writer = csv.writer(fh)
         writer.writerow(["text", "label"])
-        writer.writerows(rows)
+        writer.writerows((text, {"negative": 0, "positive": 1}[label]) for text, label in rows)
     return path
 
 
@@ -82,12 +82,18 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
         str(out),
         "--models",
         str(registry),
+        "--labels",
+        "0=negative,1=positive",
         "--config",
         str(write_config(tmp_path / "cfg.json")),
     )
     output = capsys.readouterr()
     assert code == 0, output
     assert output.out.strip() == f"wrote {out}/suite.parquet, grammar.parquet, report.html"
+    # The corpus is binary: one warning line for each capability that searches for "neutral".
+    warned = [line for line in output.err.splitlines() if "s2lct · warning ·" in line]
+    assert [w.split("· warning · ")[1].split(":")[0] for w in warned] == ["LC1", "LC5", "LC7"], warned
+    assert all("neutral proxy stands in" in w for w in warned)
     suite = validate_cases(pq.read_table(out / "suite.parquet"))
     rows = suite.to_pylist()
     meta = {r["case_id"]: json.loads(r["meta"]) for r in rows}
@@ -117,6 +123,14 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     assert grammar.num_rows > 20 and grammar.column_names == ["lhs", "rhs", "count"]
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Table 3" in report and "reference grammar" in report and "no torch" in report
+    assert "labels the corpus does not have" in report and "label consistency" in report
+    # Label consistency: sampled cases of every capability with seeds, judged by the keyword model.
+    checked = pq.read_table(out / "consistency.parquet").to_pylist()
+    assert {r["capability_id"] for r in checked} == {r["capability"].split(":")[0] for r in seeds}
+    assert {r["judge"] for r in checked} == {"keyword"} and {r["kind"] for r in checked} == {"seed", "expansion"}
+    assert all(r["agree_judge"] in (True, False) for r in checked)
+    lc2 = [r for r in checked if r["capability_id"] == "LC2" and r["kind"] == "seed"]
+    assert lc2 and all(json.loads(r["parts"])[0]["text"] == r["text"] for r in lc2)
     table3 = pq.read_table(out / "table3.parquet").to_pylist()
     assert {r["model"] for r in table3} == {"keyword"}
     lc2 = next(r for r in table3 if r["capability"].startswith("LC2"))
@@ -143,6 +157,22 @@ def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, co
     err = capsys.readouterr().err.strip()
     assert err == f"error: {bad}: search.0.max_token: unknown field"
     assert not (tmp_path / "o" / "suite.parquet").exists()
+
+
+def test_numeric_labels_without_a_map_are_one_line_error(tmp_path, monkeypatch, capsys, corpus_csv):
+    from jobs.cli import main
+
+    out = tmp_path / "o"
+    monkeypatch.setattr(sys, "argv", ["checkray", "s2lct", "--corpus", str(corpus_csv), "--out", str(out)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        "error: s2lct: the corpus labels (0, 1) match none of the labels the capabilities' search rules need "
+        "(negative, neutral, positive); map them to names, e.g. corpus.labels / --labels 0=negative,1=positive"
+    )
+    assert not (out / "suite.parquet").exists()
 
 
 def test_unknown_config_field_is_one_line_error(tmp_path):
