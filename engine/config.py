@@ -91,6 +91,13 @@ class RuntimeConfig(Section):
     # the plan sees them. 0: plan on what is there now.
     request_gpus: int = Field(default=0, ge=0)
     gpu_wait_s: float = Field(default=900.0, ge=0.0)
+    # Share of a stage's items (LLM prompts, models) that may fail with the stage still
+    # marked done. Above it the run finishes with what it has, the stage is recorded as
+    # incomplete and the next run retries exactly the failed items. 0: any failure retries.
+    max_error_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Load inputs that run code: pickles checkray did not sign, callable models,
+    # trust_remote_code (engine/trust.py, SECURITY.md). Same as the --trust-code flag.
+    trust_code: bool = False
 
 
 class CorpusConfig(Section):

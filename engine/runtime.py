@@ -34,16 +34,21 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         return
     cfg = cfg or RuntimeConfig()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if cfg.trust_code:
+        from engine.trust import allow_code
+
+        allow_code()
     address = os.environ.get("RAY_ADDRESS") or cfg.address
     if address:
         log.info("connecting to Ray at %s", address)
-        ray.init(address=address, log_to_driver=True)
+        ray.init(address=address, log_to_driver=True, runtime_env=worker_env() or None)
         if cfg.request_gpus:
             scale_up_gpus(cfg.request_gpus, cfg.gpu_wait_s)
         return
     # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
     # a shared temp dir would make this join a cluster that no longer exists.
     temp_dir = tempfile.mkdtemp(prefix="cr", dir="/tmp")
+    keep_on_loopback(ray)
     ray.init(
         num_cpus=cfg.num_cpus,
         num_gpus=cfg.num_gpus,
@@ -52,7 +57,35 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         _temp_dir=temp_dir,
         log_to_driver=True,
         configure_logging=False,
+        runtime_env=worker_env(),
     )
+    if os.environ.get("RAY_AUTH_MODE", "token") != "token":
+        log.warning("RAY_AUTH_MODE=%s: the local Ray accepts unauthenticated calls", os.environ["RAY_AUTH_MODE"])
+
+
+# Ray reads this switch when its modules are imported; it is what keeps a local Ray on
+# 127.0.0.1 on macOS/Windows, and it does the same on Linux (docs/cluster.md, SECURITY.md).
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def secure_process_env() -> None:
+    """Before Ray is imported (the CLI calls this first): token auth on explicitly. Ray
+    reads RAY_AUTH_MODE at import, so setting it later has no effect on this process."""
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
+def keep_on_loopback(ray) -> None:
+    """A local Ray started by this process listens on 127.0.0.1 only: its processes (which
+    import Ray afresh) read the environment, this one the already imported constant."""
+    os.environ[LOOPBACK_ENV] = "0"
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def worker_env() -> dict:
+    """Environment every Ray worker of the job gets (on any node): the trust switch."""
+    from engine.trust import TRUST_ENV, code_trusted
+
+    return {"env_vars": {TRUST_ENV: "1"}} if code_trusted() else {}
 
 
 def await_resources(
@@ -79,8 +112,11 @@ def scale_up_gpus(count: int, wait_s: float) -> float:
 
     Plans are made from the resources Ray reports *now*; on a cluster whose GPU workers
     scale from zero they would otherwise plan for CPUs only. If the GPUs do not arrive in
-    time the job goes on with what there is (and says so); the request is released when
-    the driver exits, so idle GPU nodes can scale back down.
+    time the job goes on with what there is (and says so). The request persists in the
+    cluster until cleared, so it is cleared three ways: when the driver exits normally
+    (``atexit``; the CLI turns SIGTERM, e.g. ``ray job stop``, into a normal exit), and by
+    a detached ``RequestGuard`` actor that clears it when the driver's job is dead, which
+    covers a SIGKILLed driver: idle GPU nodes then scale back down instead of billing.
     """
     import atexit
 
@@ -88,6 +124,7 @@ def scale_up_gpus(count: int, wait_s: float) -> float:
     from ray.autoscaler.sdk import request_resources
 
     request_resources(bundles=[{"GPU": 1}] * count)
+    start_request_guard(ray.get_runtime_context().get_job_id())
     atexit.register(lambda: ray.is_initialized() and request_resources(num_cpus=0))
     have = await_resources("GPU", count, lambda: ray.cluster_resources(), wait_s)
     if have < count:
@@ -95,6 +132,53 @@ def scale_up_gpus(count: int, wait_s: float) -> float:
             "asked the autoscaler for %d GPUs, %g arrived within %.0f s: planning with those", count, have, wait_s
         )
     return have
+
+
+def job_is_over(jobs: list[dict], job_id: str) -> bool:
+    """True when GCS's job table says ``job_id`` is dead or no longer lists it (pure)."""
+    for job in jobs:
+        if str(job.get("JobID")) == job_id:
+            return bool(job.get("IsDead"))
+    return True
+
+
+def clear_resource_request() -> None:
+    from ray.autoscaler.sdk import request_resources
+
+    request_resources(num_cpus=0)
+
+
+class RequestGuard:
+    """A detached, CPU-free actor that outlives the driver: it polls the job table and,
+    once the driver's job is over, runs ``release`` (clear the autoscaler request) and
+    exits. ``release`` is injectable so a test can watch it fire."""
+
+    def __init__(self, job_id: str, interval_s: float = 10.0, release: Callable[[], None] = clear_resource_request):
+        self.job_id, self.interval_s, self.release = job_id, interval_s, release
+
+    def watch(self) -> None:
+        import ray
+        from ray._private.state import jobs
+
+        while not job_is_over(jobs(), self.job_id):
+            time.sleep(self.interval_s)
+        self.release()
+        ray.actor.exit_actor()
+
+
+def start_request_guard(
+    job_id: str, interval_s: float = 10.0, release: Callable[[], None] = clear_resource_request
+) -> object:
+    """Start the ``RequestGuard`` of ``job_id`` (see ``scale_up_gpus``); returns its handle."""
+    import ray
+
+    guard = (
+        ray.remote(RequestGuard)
+        .options(num_cpus=0, lifetime="detached", max_restarts=3, max_task_retries=3)
+        .remote(job_id, interval_s, release)
+    )
+    guard.watch.remote()
+    return guard
 
 
 def cluster_resources() -> dict[str, float]:

@@ -19,9 +19,7 @@ import hashlib
 import io
 import json
 import logging
-import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,73 +29,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from engine.code import code_digest
 from engine.errors import InputError
+from engine.rundir import RunDir, open_filesystem  # noqa: F401  (re-exported: jobs import them from here)
 
 log = logging.getLogger(__name__)
 
 SUCCESS = "_SUCCESS.json"
-
-
-def open_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """(filesystem, path) for a local path or a URI pyarrow understands."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(uri))
-    try:
-        return pafs.FileSystem.from_uri(uri)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{uri}: cannot open filesystem: {exc}") from None
-
-
-class RunDir:
-    """A run directory on any pyarrow filesystem, with atomic writes."""
-
-    def __init__(self, uri: str):
-        self.uri = uri
-        self.fs, self.root = open_filesystem(uri)
-        self.fs.create_dir(self.root, recursive=True)
-
-    def path(self, *parts: str) -> str:
-        return "/".join([self.root.rstrip("/"), *parts])
-
-    def exists(self, *parts: str) -> bool:
-        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
-
-    def _atomic(self, final: str, write: Callable[[Any], None]) -> None:
-        parent = final.rsplit("/", 1)[0]
-        self.fs.create_dir(parent, recursive=True)
-        tmp = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
-        try:
-            with self.fs.open_output_stream(tmp) as sink:
-                write(sink)
-            self.fs.move(tmp, final)  # rename on local disks; a single PUT on object stores
-        except BaseException:
-            if self.fs.get_file_info(tmp).type != pafs.FileType.NotFound:
-                self.fs.delete_file(tmp)
-            raise
-
-    def write_table(self, rel: str, table: pa.Table) -> str:
-        final = self.path(rel)
-        self._atomic(final, lambda sink: pq.write_table(table, sink))
-        return final
-
-    def write_bytes(self, rel: str, data: bytes) -> str:
-        final = self.path(rel)
-        self._atomic(final, lambda sink: sink.write(data))
-        return final
-
-    def write_text(self, rel: str, text: str) -> str:
-        return self.write_bytes(rel, text.encode("utf-8"))
-
-    def read_table(self, rel: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.path(rel), filesystem=self.fs, columns=columns)
-
-    def read_text(self, rel: str) -> str:
-        with self.fs.open_input_stream(self.path(rel)) as src:
-            return src.read().decode("utf-8")
-
-    def delete_dir(self, rel: str) -> None:
-        if self.exists(rel):
-            self.fs.delete_dir(self.path(rel))
 
 
 def _fingerprinted_fields(model: BaseModel) -> set[str]:
@@ -203,6 +141,7 @@ class StageContext:
     parts_used: set[str] = field(default_factory=set)
     # Share of failed items a stage may carry and still be marked done (runtime.max_error_share).
     max_error_share: float = 0.0
+    code: str = ""  # the stage's code digest: parts made by other code are not reused
 
     def item_errors(self, failed: int, total: int, what: str = "items") -> None:
         """Report how many of a stage's ``total`` items failed (LLM answers that are errors,
@@ -219,7 +158,8 @@ class StageContext:
         return self.run.path("stages", self.stage.name)
 
     def _part(self, key: str, stage: str | None = None) -> str:
-        return f"stages/{stage or self.stage.name}.parts/{key}.parquet"
+        code = self.done[stage].code if stage else self.code
+        return f"stages/{stage or self.stage.name}.parts/{_part_name(key, code)}.parquet"
 
     def input_part(self, stage: str, key: str) -> pa.Table:
         """A part committed by an input stage (e.g. one model's predictions)."""
@@ -248,9 +188,10 @@ class StageContext:
         folder = self.run.path("stages", f"{self.stage.name}.parts")
         if not self.run.exists("stages", f"{self.stage.name}.parts"):
             return
+        used = {_part_name(key, self.code) for key in self.parts_used}
         for info in self.run.fs.get_file_info(pafs.FileSelector(folder)):
             name = info.base_name
-            if name.endswith(".parquet") and name[: -len(".parquet")] not in self.parts_used:
+            if name.endswith(".parquet") and name[: -len(".parquet")] not in used:
                 self.run.fs.delete_file(info.path)
 
     def input_path(self, stage: str, output: str = "data") -> str:
@@ -262,6 +203,11 @@ class StageContext:
         return pq.read_table(self.input_path(stage, output), filesystem=self.run.fs, columns=columns)
 
 
+def _part_name(key: str, code: str) -> str:
+    """A part's file name: its key, and the code that made it (a code change recomputes)."""
+    return f"{key}-{code[:8]}" if code else key
+
+
 @dataclass
 class StageRecord:
     name: str
@@ -270,15 +216,22 @@ class StageRecord:
     seconds: float
     outputs: dict[str, int] = field(default_factory=dict)  # output -> rows
     incomplete: str | None = None  # why the next run must run this stage again
+    code: str = ""  # digest of the stage's code and checkray's version (parts are kept per code)
 
 
 class StageRunner:
     """Runs stages in order; skips those already committed with the same fingerprint."""
 
-    def __init__(self, run: RunDir, on_stage: Callable[[str, str], None] | None = None):
+    def __init__(
+        self,
+        run: RunDir,
+        on_stage: Callable[[str, str], None] | None = None,
+        max_error_share: float = 0.0,
+    ):
         self.run = run
         self.done: dict[str, StageRecord] = {}
         self.on_stage = on_stage or (lambda name, status: log.info("stage %s: %s", name, status))
+        self.max_error_share = max_error_share
 
     def _committed(self, name: str) -> dict[str, Any] | None:
         if not self.run.exists("stages", name, SUCCESS):
@@ -292,9 +245,11 @@ class StageRunner:
         missing = [i for i in stage.inputs if i not in self.done]
         if missing:
             raise RuntimeError(f"stage '{stage.name}' runs before its inputs {missing}")
+        # The code digest carries checkray's version: an upgrade or an edit of the code
+        # a stage runs never reuses a checkpoint made by the old code.
+        code = fingerprint(stage.name, stage.version, code_digest(stage.fn))
         fp = fingerprint(
-            stage.name,
-            stage.version,
+            code,
             stage.config,
             list(stage.external),
             [self.done[i].fingerprint for i in stage.inputs],
@@ -302,13 +257,13 @@ class StageRunner:
         marker = self._committed(stage.name)
         upstream = next((self.done[i].incomplete for i in stage.inputs if self.done[i].incomplete), None)
         if marker and marker.get("fingerprint") == fp and not marker.get("incomplete") and not upstream:
-            rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}))
+            rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}), code=code)
             self.on_stage(stage.name, "cached")
         else:
             self.run.delete_dir(f"stages/{stage.name}")  # debris or a stale result
             self.on_stage(stage.name, "running")
             start = time.perf_counter()
-            ctx = StageContext(self.run, stage, self.done)
+            ctx = StageContext(self.run, stage, self.done, max_error_share=self.max_error_share, code=code)
             result = stage.fn(ctx)
             outputs: dict[str, int] = dict(ctx.extra_outputs)
             for out_name, table in (result or {}).items():
@@ -317,7 +272,7 @@ class StageRunner:
             incomplete = ctx.incomplete or (f"input stage incomplete: {upstream}" if upstream else None)
             if not incomplete and ctx.parts_used:
                 ctx.prune_parts()
-            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs, incomplete)
+            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs, incomplete, code)
             self.run.write_text(
                 f"stages/{stage.name}/{SUCCESS}",
                 json.dumps({"fingerprint": fp, "outputs": outputs, "seconds": rec.seconds, "incomplete": incomplete}),

@@ -115,11 +115,37 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
     start = time.perf_counter()
     out = require_out(out or job.cfg.out)
     job.check()
-    if job.uses_ray:
-        init_ray(job.cfg.runtime)
     run = RunDir(out)
-    runner = StageRunner(run, on_stage=stage_printer(job.name))
-    job.runner = runner
+    run.claim(job.name)  # a directory that is not this job's run fails here, in a second
+    with run.lock(job.name):
+        if job.uses_ray:
+            init_ray(job.cfg.runtime)
+        runner = StageRunner(run, on_stage=stage_printer(job.name), max_error_share=job.cfg.runtime.max_error_share)
+        job.runner = runner
+        _run_stages(job, runner)
+        sections = job.publish(runner)
+        if job.report_file:
+            run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
+        published = list(job.published) + ([job.report_file] if job.report_file else [])
+        run.write_text(
+            MANIFEST,
+            json.dumps(
+                {
+                    "job": job.name,
+                    "published": published,
+                    "config": job.cfg.model_dump(mode="json"),
+                    "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
+                    "incomplete": {name: rec.incomplete for name, rec in runner.done.items() if rec.incomplete},
+                },
+                indent=1,
+                default=str,
+            ),
+        )
+        run.record_owned([*published, MANIFEST])
+    return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def _run_stages(job: Job, runner: StageRunner) -> None:
     stages = iter(job.stages())
     try:
         for item in stages:
@@ -133,24 +159,6 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         close = getattr(stages, "close", None)
         if close is not None:  # a generator: release what it holds (its `with` blocks)
             close()
-    sections = job.publish(runner)
-    if job.report_file:
-        run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
-    published = list(job.published) + ([job.report_file] if job.report_file else [])
-    run.write_text(
-        MANIFEST,
-        json.dumps(
-            {
-                "job": job.name,
-                "published": published,
-                "config": job.cfg.model_dump(mode="json"),
-                "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
-            },
-            indent=1,
-            default=str,
-        ),
-    )
-    return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
 
 
 def read_manifest(run: RunDir, job: str) -> dict[str, Any]:

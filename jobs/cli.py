@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import sys
 
 import typer
@@ -99,8 +100,18 @@ def make_app() -> typer.Typer:
         version: bool = typer.Option(
             False, "--version", is_eager=True, callback=_show_version, help="Show the version and exit."
         ),
+        trust_code: bool = typer.Option(
+            False,
+            "--trust-code",
+            help="Allow inputs that run code: pickles checkray did not write, callable models, "
+            "trust_remote_code (see SECURITY.md).",
+        ),
     ) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""
+        if trust_code:
+            from engine.trust import allow_code
+
+            allow_code()
 
     return app
 
@@ -124,6 +135,12 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    from engine.runtime import secure_process_env
+
+    secure_process_env()  # before anything imports Ray, which reads it then
+    # SIGTERM (`ray job stop`, a CI timeout) becomes a normal exit: `finally` blocks and
+    # atexit hooks run (the run lock is released, an autoscaler GPU request is cleared).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if not sys.stderr.isatty():
         # Without a terminal Ray Data logs each progress bar as INFO lines every few
         # seconds, burying the job's own stage lines (a CI log or `make demo > log`).

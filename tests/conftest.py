@@ -13,6 +13,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the CLI sets it, before Ray is imported
+# The tests load their own callable models and unsigned pickles; tests/core/test_trust.py
+# checks the refusals with the switch off.
+os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import numpy as np
 
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
+from engine.trust import require_code_trust
 
 
 class CallableModel:
@@ -43,4 +44,5 @@ def import_callable(ref: str, what: str) -> Callable:
 
 
 def load_callable(spec: ModelSpec) -> CallableModel:
+    require_code_trust(f"model '{spec.name}'", f"family callable imports the module of '{spec.path}'")
     return CallableModel(spec.name, list(spec.labels), import_callable(spec.path or "", f"model '{spec.name}'"))

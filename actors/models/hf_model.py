@@ -17,6 +17,7 @@ import numpy as np
 from actors.models.common import class_columns
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
+from engine.trust import require_code_trust
 
 
 def _first_line(exc: BaseException) -> str:
@@ -89,6 +90,10 @@ def load_hf(spec: ModelSpec) -> HFSequenceClassifier:
     if threads := spec.options.get("threads"):
         torch.set_num_threads(int(threads))
     remote = bool(spec.trust_remote_code)
+    if remote:
+        require_code_trust(
+            f"model '{spec.name}'", "its spec sets trust_remote_code, so transformers runs the repo's code"
+        )
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=remote)
     except (OSError, ValueError) as exc:

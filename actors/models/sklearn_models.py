@@ -19,22 +19,16 @@ import numpy as np
 from actors.models.common import class_columns, require_path, single_texts
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
+from engine.trust import load_pickle
 
 
 def load_estimator(spec: ModelSpec) -> Any:
-    import joblib
-
     path = require_path(spec, "joblib file")
     if path.is_dir():
         raise InputError(
             f"model '{spec.name}' (family {spec.family}): expected a joblib file, got a directory: {spec.path}"
         )
-    try:
-        estimator = joblib.load(path)
-    except Exception as exc:  # unpickling raises anything (EOFError, UnpicklingError, ImportError...)
-        raise InputError(
-            f"model '{spec.name}': cannot load joblib file {spec.path}: {type(exc).__name__}: {exc}"
-        ) from None
+    estimator = load_pickle(path, f"model '{spec.name}'")  # checkray's own, or --trust-code
     if not hasattr(estimator, "predict_proba") or not hasattr(estimator, "classes_"):
         raise InputError(
             f"model '{spec.name}': {spec.path} holds a {type(estimator).__name__}, "

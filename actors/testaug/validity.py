@@ -14,7 +14,6 @@ labeler (``llm_label``) can judge cases with the ``testaug_validity`` prompt.
 
 from __future__ import annotations
 
-import io
 import json
 import tempfile
 import time
@@ -32,6 +31,7 @@ from engine.stages import RunDir
 from engine.testaug.prompt import ParseCount
 from engine.testaug.validity import classifier_input, parse_validity_answer
 from engine.training import FineTuneConfig
+from engine.trust import SIGNATURE_SUFFIX, load_pickle, pickle_bytes
 
 BACKENDS: tuple[str, ...] = ("embedding_lr", "finetune")
 METADATA = "metadata.json"
@@ -120,11 +120,9 @@ class ValidityClassifier:
     def save(self, out: str) -> RunDir:
         run = RunDir(out)
         if self.backend == "embedding_lr":
-            import joblib
-
-            buf = io.BytesIO()
-            joblib.dump(self._head, buf)
-            run.write_bytes("head.joblib", buf.getvalue())
+            data, signature = pickle_bytes(self._head)  # signed: loading it needs no --trust-code
+            run.write_bytes("head.joblib", data)
+            run.write_text("head.joblib" + SIGNATURE_SUFFIX, signature)
         else:
             with tempfile.TemporaryDirectory(prefix="validity-ft-") as tmp:
                 self._model.save_pretrained(tmp)
@@ -148,9 +146,7 @@ class ValidityClassifier:
         meta.pop("labels", None)
         clf = cls(backend, encoder, meta=meta)
         if backend == "embedding_lr":
-            import joblib
-
-            clf._head = joblib.load(d / "head.joblib")
+            clf._head = load_pickle(d / "head.joblib", f"validity classifier {d}")
         else:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

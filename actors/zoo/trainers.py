@@ -8,7 +8,6 @@ will load, so the recorded accuracy is the accuracy of what the registry points 
 
 from __future__ import annotations
 
-import io
 import math
 import tempfile
 import time
@@ -23,6 +22,7 @@ import pyarrow.dataset as pads
 from engine.benchmark.registry import ModelSpec
 from engine.stages import RunDir
 from engine.training import FineTuneConfig, ZooConfig, ZooModel, accuracy, make_head, make_text_pipeline
+from engine.trust import SIGNATURE_SUFFIX, pickle_bytes
 
 SPLIT_STAGE = "split"
 
@@ -54,11 +54,10 @@ def read_embeddings(run: RunDir, stage: str) -> np.ndarray:
 
 
 def _dump_joblib(run: RunDir, rel: str, obj: Any) -> None:
-    import joblib
-
-    buf = io.BytesIO()
-    joblib.dump(obj, buf, compress=3)
-    run.write_bytes(rel, buf.getvalue())
+    """The pickle and its signature (``engine.trust``): loading it later needs no --trust-code."""
+    data, signature = pickle_bytes(obj)
+    run.write_bytes(rel, data)
+    run.write_text(rel + SIGNATURE_SUFFIX, signature)
 
 
 def _upload_dir(run: RunDir, local: Path, rel: str) -> None:

@@ -153,6 +153,7 @@ def benchmark_command(
     specs = resolve_models(bench.models)
     run = RunDir(out)
     if fresh:
+        run.claim(BenchmarkJob.name)  # only a benchmark run's own checkpoints are ever deleted
         run.delete_dir("stages")
     job = BenchmarkJob(cfg, specs, parts)
     run_job(job, run.uri)

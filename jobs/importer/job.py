@@ -67,6 +67,7 @@ def checklist_command(
     if table.num_rows:
         table = check_suite(table, str(path))
     run = RunDir(out)
+    run.claim("import")
     report_path = run.write_text("import.json", report_json(report))
     if not table.num_rows:
         raise InputError(f"{why_empty(report)} (see {report_path})")

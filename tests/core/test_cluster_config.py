@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-WORLD = {"0.0.0.0/0", "::/0"}
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +40,20 @@ def all_images(cfg: dict) -> list[str]:
     return images
 
 
-def ingress_cidrs(cfg: dict) -> list[str]:
-    rules = cfg["provider"].get("security_group", {}).get("IpPermissions", [])
-    cidrs = []
-    for rule in rules:
-        cidrs += [r["CidrIp"] for r in rule.get("IpRanges", [])]
-        cidrs += [r["CidrIpv6"] for r in rule.get("Ipv6Ranges", [])]
-    return cidrs
+def unsafe_network(cfg: dict) -> list[str]:
+    """Why ``cfg`` could make Ray open a node to the world (empty: it cannot)."""
+    problems = []
+    if "security_group" in cfg["provider"]:
+        problems.append("provider.security_group: Ray would create a group (with SSH open to 0.0.0.0/0)")
+    for name, node in cfg["available_node_types"].items():
+        conf = node.get("node_config", {})
+        for key in ("SecurityGroupIds", "SubnetIds"):
+            if not conf.get(key):
+                problems.append(f"{name}: no {key}, so Ray picks or creates one")
+    start = " ".join(cfg.get("head_start_ray_commands", []))
+    if "--dashboard-host=127.0.0.1" not in start:
+        problems.append("the dashboard (job API) is not bound to the head's loopback")
+    return problems
 
 
 @pytest.mark.timeout(60)
@@ -90,24 +96,19 @@ def test_images_are_pinned_to_the_ray_pin_and_python(cluster, pyproject):
 
 
 @pytest.mark.timeout(30)
-def test_no_ingress_is_open_to_the_world(cluster):
-    cidrs = ingress_cidrs(cluster)
-    assert cidrs, "no ingress rules: the dashboard (job submission) would be unreachable"
-    assert not WORLD & set(cidrs), f"ingress open to the world: {cidrs}"
-    rules = cluster["provider"]["security_group"]["IpPermissions"]
-    assert any(r["FromPort"] <= 8265 <= r["ToPort"] for r in rules), "dashboard port 8265 not reachable"
+def test_nodes_use_named_security_group_and_subnets(cluster):
+    assert unsafe_network(cluster) == []
 
 
 @pytest.mark.timeout(30)
-def test_world_open_rule_is_detected(cluster):
-    """The ingress check above can fail on a world-open rule."""
-    sg = {
-        "IpPermissions": [
-            {"IpProtocol": "tcp", "FromPort": 8265, "ToPort": 8265, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}
-        ]
-    }
-    opened = dict(cluster, provider=dict(cluster["provider"], security_group=sg))
-    assert WORLD & set(ingress_cidrs(opened))
+def test_unsafe_network_settings_are_detected(cluster):
+    """The check above can fail: a Ray-created group, a node without a named group, an open dashboard."""
+    sg = {"IpPermissions": [{"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]}
+    assert unsafe_network(dict(cluster, provider=dict(cluster["provider"], security_group=sg)))
+    nodes = {k: dict(v, node_config={"InstanceType": "g5.xlarge"}) for k, v in cluster["available_node_types"].items()}
+    assert unsafe_network(dict(cluster, available_node_types=nodes))
+    opened = [c.replace("127.0.0.1", "0.0.0.0") for c in cluster["head_start_ray_commands"]]
+    assert unsafe_network(dict(cluster, head_start_ray_commands=opened))
 
 
 @pytest.mark.timeout(30)
