@@ -175,7 +175,7 @@ def label_notes(
         elif ok < of:
             parts.append(f"only {ok} of its {of} {unit} can build seeds")
         else:
-            parts.append(f"all {of} {unit} can still build seeds")
+            parts.append("it still gets seeds" + (f" (all {of} {unit} can build them)" if of > 1 else ""))
         notes.append(
             LabelNote(
                 capability=spec.id, missing=missing, proxied=proxied, transforms=ok, of=of, message="; ".join(parts)

@@ -34,7 +34,7 @@ class FillerConfig(Section):
 class CoverageConfig(Section):
     enabled: bool = True
     models: Optional[list[str]] = None  # None: every zoo model of family hf (torch)
-    train_sample: int = Field(default=1000, ge=10)  # training sentences that set the bounds
+    train_sample: Optional[int] = Field(default=1000, ge=10)  # training sentences that set the bounds (None: all)
     max_cases: int = Field(default=500, ge=1)  # cases per suite (same number for both suites)
     points: int = Field(default=4, ge=1)  # suite sizes on the coverage curve
     templates: str = "configs/suites/sentiment_templates.jsonl"  # the CheckList suite compared

@@ -90,15 +90,15 @@ def table3(results: pa.Table, suite: pa.Table) -> list[dict]:
     return rows
 
 
-def training_texts(spec: ModelSpec, cfg: CheckrayConfig, n: int, seed: int) -> list[str]:
-    """A sample of the sentences the model was trained on (the zoo's train split)."""
+def training_texts(spec: ModelSpec, cfg: CheckrayConfig, n: int | None, seed: int) -> list[str]:
+    """A sample of ``n`` sentences (None: all) of the zoo's train split the model learned from."""
     corpus = read_corpus(CorpusConfig(path=spec.meta.get("corpus", cfg.corpus.path)))
     split = split_ids(corpus, float(spec.meta.get("held_out", 0.2)), int(spec.meta.get("split_seed", 0)))
     train = [
         t for i, t in zip(corpus.column("id").to_pylist(), corpus.column("text").to_pylist()) if split[i] == "train"
     ]
     rng = np.random.default_rng(seed)
-    return [train[i] for i in rng.choice(len(train), size=min(n, len(train)), replace=False)]
+    return [train[i] for i in rng.choice(len(train), size=min(n or len(train), len(train)), replace=False)]
 
 
 def template_texts(path: str, n: int, seed: int) -> list[str]:

@@ -155,9 +155,19 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
     )
 
 
+EVALUATION_FIELDS = ("models", "only_models", "coverage", "explain", "consistency")
+
+
+def generation_view(s: S2lctConfig):
+    """The fields the generating stages read: evaluation settings (models, coverage,
+    consistency ...) can change without regenerating the suite."""
+    return s.view(*(name for name in type(s).model_fields if name not in EVALUATION_FIELDS))
+
+
 def grammar_stage(s: S2lctConfig) -> Stage:
     """Reference CFG (productions with counts), candidate vocabulary per Penn tag, and the
     bigram counts the offline filler's LM score uses."""
+    s = generation_view(s)
 
     def run(ctx: StageContext):
         parts = [ctx.input("parse", "reference")]
@@ -240,6 +250,8 @@ def seed_rows(specs: list[CapabilitySpec], searched: pa.Table, s: S2lctConfig, s
 
 
 def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage:
+    s = generation_view(s)
+
     def run(ctx: StageContext):
         proxy = bool(ctx.input("parse", "info").column("neutral_proxy")[0].as_py())
         rows = seed_rows(specs, ctx.input("parse", "search"), s, seed, proxy)
@@ -252,6 +264,7 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
 
 def expand_stage(s: S2lctConfig, seed: int) -> Stage:
     """Ray Data pass of expansion actors: parse each seed, Algorithm 1, fill, validate."""
+    s = generation_view(s)
 
     def run(ctx: StageContext):
         from actors.s2lct.mask_filler import ExpansionActor
