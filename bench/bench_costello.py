@@ -14,11 +14,24 @@ embedding fan-out across models, in parallel vs one model after another.
    (one model after another). On 2 cores the gain can only come from overlapping model
    loads and Ray Data overheads with compute; goal: parallel >= 1.0x.
 
+3. Whole-dictionary nearest neighbours (``costello_nn``): the job's block-wise kernel
+   (``engine/costello/neighbours.py``: torch matrix products for L2/cos, numba for L1)
+   vs scikit-learn's ``pairwise_distances`` in blocks of 1,024 rows (the code it replaced),
+   on the MiniLM embeddings of ``--nn-words`` tokenizer entries, all three distances;
+   same distances on both sides. Goal: >= 2x.
+4. Repair curve (``--repair-curve RUN --model NAME``, not a speed test): the paper's repair
+   loss on RUN's violated triples of NAME (distance/threshold of ``--verdict``), for each
+   learning rate of ``--lrs`` from the original model, epoch by epoch: how many of the
+   violated triples still violate (at the run's theta) and how many benign triples of a
+   sample now do. It shows whether lr 1e-4 moves the model at all on this data.
+
 Triples come from the bundled corpus through the job's own operators (``--source
 engine``, default) or from a COSTELLO triple file (``--source PATH``, e.g. the authors'
 contrast_triples_sst.json: {name: [[s, s+, s-], ...]}).
 
-    .venv/bin/python bench/bench_costello.py [--n 600] [--quick] [--source PATH]
+    .venv/bin/python bench/bench_costello.py [--n 600] [--quick] [--source PATH] [--nn-words N]
+    .venv/bin/python bench/bench_costello.py --repair-curve RUN --model minilm_cls \
+        [--lrs 1e-4,1e-3,1e-2] [--epochs 8] [--per-epoch 64] [--verdict l2/mu-2sigma]
 """
 
 from __future__ import annotations
@@ -54,7 +67,7 @@ def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
     cc = cfg.section("costello")
     with tempfile.TemporaryDirectory(prefix="crbench") as tmp:
         runner = StageRunner(RunDir(tmp), on_stage=lambda *_: None)
-        runner.run_all([seeds_stage(cfg, cc, cfg.seed), mutate_stage(cc), triples_stage(cc)])
+        runner.run_all([seeds_stage(cfg, cc, cfg.seed), mutate_stage(cc, cfg.seed), triples_stage(cc)])
         wide = triple_table(runner.output("triples"))
     rows = [r for r in wide.to_pylist() if r["seed_pair"] is None]
     return [(r["seed"], r["positive"], r["negative"]) for r in rows][:n]
@@ -180,16 +193,128 @@ def bench_fanout(texts, specs) -> None:
     )
 
 
+def bench_nn(spec, n_words: int) -> None:
+    """Block-wise whole-dictionary nearest neighbours vs sklearn's pairwise_distances."""
+    from sklearn.metrics import pairwise_distances
+
+    from actors.costello.embedders import embed_all
+    from engine.costello.neighbours import nearest_neighbour_distances, usable_rows
+    from jobs.costello.inputs import tokenizer_vocabulary
+
+    words = tokenizer_vocabulary(spec, "all")[:n_words]
+    X = usable_rows(embed_all(words, [spec])[spec.name])
+    names = {"l1": "manhattan", "l2": "euclidean", "cos": "cosine"}
+
+    def sklearn_nn(metric):
+        out = np.empty(len(X))
+        Y = X.astype(np.float64)
+        for a in range(0, len(Y), 1024):
+            block = pairwise_distances(Y[a : a + 1024], Y, metric=names[metric])
+            block[np.arange(len(block)), np.arange(a, a + len(block))] = np.inf
+            out[a : a + len(block)] = block.min(axis=1)
+        return out
+
+    nearest_neighbour_distances(X[:64], "l1")  # numba compile outside the timing
+    start = time.perf_counter()
+    ours = {m: nearest_neighbour_distances(X, m, threads=2) for m in DISTANCES}
+    engine_s = time.perf_counter() - start
+    start = time.perf_counter()
+    theirs = {m: sklearn_nn(m) for m in DISTANCES}
+    base_s = time.perf_counter() - start
+    same = all(np.allclose(ours[m], theirs[m], rtol=1e-4, atol=1e-5) for m in DISTANCES)
+    ratio = base_s / engine_s
+    report(
+        "costello_nn",
+        [
+            ("dictionary", f"{len(X)} tokenizer entries of {spec.name}, L1 + L2 + cos"),
+            ("engine (torch blocks + numba L1)", f"{engine_s:.1f}s"),
+            ("sklearn pairwise_distances, 1,024-row blocks", f"{base_s:.1f}s"),
+            ("same distances", str(same)),
+        ],
+        ratio,
+        ">= 2x",
+        ratio >= 2.0 and same,
+        extra={"n": len(X)},
+    )
+
+
+def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, verdict: str) -> None:
+    """Remaining violations epoch by epoch for each learning rate (printed table)."""
+    import pyarrow.compute as pc
+
+    from actors.costello.embedders import EmbedderSpec, load_encoder
+    from actors.costello.repair import RepairSettings, train_repair
+    from engine.stages import RunDir
+    from jobs.costello.config import RepairConfig
+    from jobs.costello.repair import read_published, source_config, split_triples
+
+    metric, threshold = verdict.split("/")
+    src = RunDir(run_dir)
+    meta, cc = source_config(src, RepairConfig(distance=metric, threshold=threshold))
+    spec = next(e for e in meta["embedders"] if e["name"] == model)
+    from engine.costello.triples import triple_table
+
+    wide = triple_table(read_published(src, "triples.parquet"))
+    wide = wide.filter(pc.equal(wide["suite"], cc.suite))
+    v = read_published(src, "violations.parquet")
+    v = v.filter(pc.and_(pc.equal(v["model"], model), pc.equal(v["suite"], cc.suite)))
+    violated, benign = split_triples(wide, v, metric, threshold)
+    thr = read_published(src, "thresholds.parquet").to_pandas()
+    theta = float(thr[(thr.model == model) & (thr.distance == metric) & (thr.threshold == threshold)].theta.iloc[0])
+    rng = np.random.default_rng(0)
+    probe_benign = [benign[i] for i in rng.permutation(len(benign))[: max(len(violated), 100)]]
+    print(f"{model}: {len(violated)} violated / {len(benign)} benign triples at {verdict} (theta {theta:.4f})")
+
+    def count(m, triples):
+        if not triples:
+            return 0
+        texts = list(dict.fromkeys(t for tr in triples for t in tr))
+        emb = dict(zip(texts, m.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False)))
+        S, P, N = (np.stack([emb[t[i]] for t in triples]) for i in range(3))
+        return int(violates(distance(S, P, metric), distance(S, N, metric), theta).sum())
+
+    rows = []
+    for lr in lrs:
+        m = load_encoder(EmbedderSpec.model_validate(spec))
+        used = list(dict.fromkeys(t for tr in benign for t in tr))
+        old = dict(zip(used, m.encode(used, batch_size=64, convert_to_numpy=True, show_progress_bar=False)))
+        rows.append((lr, 0, count(m, violated), count(m, probe_benign), 0.0))
+        print(f"  lr {lr:g} epoch 0: {rows[-1][2]} of {len(violated)} still violate, {rows[-1][3]} benign now violate")
+        for epoch in range(1, epochs + 1):
+            settings = RepairSettings(learning_rate=lr, epochs=1, max_triples=per_epoch, seed=epoch)
+            res = train_repair(m, violated, benign, settings, old_embeddings=old)
+            rows.append((lr, epoch, count(m, violated), count(m, probe_benign), res.history[0]["loss"]))
+            print(
+                f"  lr {lr:g} epoch {epoch}: {rows[-1][2]} of {len(violated)} still violate, "
+                f"{rows[-1][3]} of {len(probe_benign)} benign now violate, loss {rows[-1][4]:.4f}"
+            )
+    print("\n| lr | epoch | violated triples still violating | benign sample now violating | mean loss |")
+    print("| --- | --- | --- | --- | --- |")
+    for lr, epoch, still, broken, loss in rows:
+        print(f"| {lr:g} | {epoch} | {still} / {len(violated)} | {broken} / {len(probe_benign)} | {loss:.4f} |")
+
+
 def main() -> None:
     setup_env()
     parser = base_parser(__doc__.splitlines()[0], default_n=600, quick_n=60)
     parser.add_argument("--source", default="engine", help="'engine' or a COSTELLO triple JSON file")
+    parser.add_argument("--nn-words", type=int, default=8000, help="dictionary size of the nearest-neighbour bench")
+    parser.add_argument("--repair-curve", default=None, help="a costello run directory: print the repair curve")
+    parser.add_argument("--model", default=None, help="embedder of the repair curve")
+    parser.add_argument("--lrs", default="1e-4,1e-3,1e-2")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--per-epoch", type=int, default=64, help="violated + benign triples per epoch (each)")
+    parser.add_argument("--verdict", default="l2/mu-2sigma", help="distance/threshold whose violations are repaired")
     args = parser.parse_args()
     n = resolve_n(args)
     from actors.costello.embedders import EmbedderSpec
     from engine.config import RuntimeConfig
     from engine.runtime import init_ray
 
+    if args.repair_curve:
+        lrs = [float(x) for x in args.lrs.split(",")]
+        repair_curve(args.repair_curve, args.model, lrs, args.epochs, args.per_epoch, args.verdict)
+        return
     init_ray(RuntimeConfig())
     triples = load_triples(args.source, n)
     minilm = EmbedderSpec(name="minilm_mean", model="builtin:minilm", pooling="mean", max_length=128)
@@ -201,6 +326,7 @@ def main() -> None:
         EmbedderSpec(name="spacy_md", kind="spacy", model="builtin:md"),
     ]
     bench_fanout(texts, specs)
+    bench_nn(minilm, 600 if args.quick else args.nn_words)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pyarrow as pa
 from actors.pool import ROW
 from engine.costello.mutations import (
     Variant,
+    dense_synonyms,
     gender_swap,
     inversion,
     read_inversions,
@@ -39,18 +40,33 @@ VARIANT_SCHEMA = pa.schema(
 ACTOR_SCHEMA = VARIANT_SCHEMA.append(pa.field(ROW, pa.int64()))  # what an actor returns
 
 
+PAIR_WORDS = 8  # shared words tried per matching pair (CR4 needs one with a synonym AND an antonym)
+
+
 def mutate_one(
-    doc, pair_doc, text: str, inversions: dict[str, str] | None, guard: bool, per_word: int
+    doc,
+    pair_doc,
+    text: str,
+    inversions: dict[str, str] | None,
+    guard: bool,
+    per_word: int,
+    gender_pairs: str | None = None,
+    dense_seed: int | None = None,
 ) -> list[Variant]:
-    """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given)."""
+    """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given).
+    ``dense_seed``: also the authors' dense synonym substitution (CR3's positive), only
+    for seeds that the inversion table covers (no other CR uses it)."""
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
-        return shared_substitutions(a, b, "synonym") + shared_substitutions(a, b, "antonym")
+        return shared_substitutions(a, b, "synonym", PAIR_WORDS) + shared_substitutions(a, b, "antonym", PAIR_WORDS)
     tokens = tokens_from_doc(doc)
     variants = substitutions(tokens, "synonym", guard, per_word) + substitutions(tokens, "antonym", guard, per_word)
-    variants += gender_swap(tokens)
+    variants += gender_swap(tokens, gender_pairs)
     if inversions:
-        variants += inversion(text, inversions)
+        inverted = inversion(text, inversions)
+        if inverted and dense_seed is not None:
+            variants += dense_synonyms(tokens, dense_seed)
+        variants += inverted
     return variants
 
 
@@ -58,7 +74,13 @@ class MutationActor:
     """Callable class for ``map_with_actors``: seeds in, variants out (ACTOR_SCHEMA)."""
 
     def __init__(
-        self, pipeline: str = "builtin:sm", inversions: str | None = None, guard: bool = True, per_word: int = 1
+        self,
+        pipeline: str = "builtin:sm",
+        inversions: str | None = None,
+        guard: bool = True,
+        per_word: int = 1,
+        gender_pairs: str | None = None,
+        dense_seed: int | None = None,
     ):
         from actors.spacy_nlp import load_spacy
         from engine.lang.wordnet import wordnet
@@ -68,6 +90,8 @@ class MutationActor:
         self.inversions = read_inversions(inversions) if inversions else None
         self.guard = guard
         self.per_word = per_word
+        self.gender_pairs = gender_pairs
+        self.dense_seed = dense_seed
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         ids = batch.column("id").to_pylist()
@@ -79,7 +103,17 @@ class MutationActor:
         }
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
-            for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.guard, self.per_word):
+            variants = mutate_one(
+                doc,
+                pair_docs.get(i),
+                text,
+                self.inversions,
+                self.guard,
+                self.per_word,
+                self.gender_pairs,
+                self.dense_seed,
+            )
+            for v in variants:
                 rows.append({"seed_id": seed_id, **asdict(v), ROW: i})
         return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 
@@ -92,6 +126,8 @@ def mutate_corpus(
     per_word: int,
     backend: str = "cpu",
     batch_size: int = 64,
+    gender_pairs: str | None = None,
+    dense_seed: int | None = None,
 ) -> pa.Table:
     """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
     variants in seed order (VARIANT_SCHEMA)."""
@@ -102,7 +138,14 @@ def mutate_corpus(
     return map_with_actors(
         seeds,
         MutationActor,
-        dict(pipeline=pipeline, inversions=inversions, guard=guard, per_word=per_word),
+        dict(
+            pipeline=pipeline,
+            inversions=inversions,
+            guard=guard,
+            per_word=per_word,
+            gender_pairs=gender_pairs,
+            dense_seed=dense_seed,
+        ),
         plan,
         batch_size=batch_size,
         schema=VARIANT_SCHEMA,

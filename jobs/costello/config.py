@@ -11,9 +11,14 @@ from engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
 
 
 class PairsConfig(Section):
-    path: str  # semantic-matching pairs (CR4): parquet/csv/jsonl
+    path: str | list[str]  # semantic-matching pairs (CR4): parquet/csv/json(l), one file or several
     text_column: str = "text"
     pair_column: str = "text_pair"
+    # A pair stored as one text (MRPC's "a [SEP] b"): split at this separator when the
+    # pair column is absent.
+    separator: str | None = None
+    label_column: str | None = None
+    keep_label: str | None = None  # only pairs with this label (MRPC: "1", paraphrases)
     limit: int | None = Field(default=None, ge=1)
 
 
@@ -21,20 +26,44 @@ class CostelloConfig(JobSection):
     key: ClassVar[str] = "costello"
 
     embedders: str = "configs/costello/embedders.yaml"
-    inversions: str | None = "configs/costello/inversions.jsonl"  # None: no CR3
+    # More corpus files read like corpus.path (same columns and label map) and appended to
+    # it: SST-2's train and test files are one corpus for the paper's setting.
+    more_corpora: list[str] = Field(default_factory=list)
+    # Semantic-inversion reference table (CR3): JSON lines {sentence, reversed}, or a
+    # released-triples JSON whose CR3 relation gives (seed, farther) pairs. None: no CR3.
+    inversions: str | None = "configs/costello/inversions.jsonl"
+    # The table's sentences are seeds too, even when the corpus lacks them (the paper's CR3
+    # seeds are the IMDB contrast-set reviews, not SST sentences).
+    inversion_seeds: bool = False
+    # CR3's positive: "word" (one polarity-guarded synonym, as CR1) or "dense" (the
+    # authors' code: every notional word swapped for a random WordNet synonym w.p. 0.5).
+    cr3_synonym: Literal["word", "dense"] = "word"
+    gender_pairs: str | None = "configs/costello/gender_pairs.tsv"  # extra gendered word pairs
     pairs: PairsConfig | None = None  # None: no CR4
+    # Given suites scored with the generated one (no mutation step): released-triples JSON
+    # or suite Parquet files (engine/costello/released.py). ``generate: false`` scores only them.
+    triples: list[str] = Field(default_factory=list)
+    generate: bool = True
     suite: str = "costello"
     seeds: int = Field(default=1000, ge=1)  # seed sentences (inversion-table hits first)
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     polarity_guard: bool = True
     per_seed: int = Field(default=1, ge=1)  # triples per CR per seed
-    # Threshold dictionary: each model's tokenizer vocabulary (whole words; the paper's
-    # default) or words of the corpus (the paper's "SST dictionary"); spaCy vectors have no
-    # tokenizer vocabulary and always use corpus words.
+    # Threshold dictionary: each model's own vocabulary (the paper's default: a tokenizer's
+    # every entry but its special tokens, or a spaCy model's vector rows) or words of the
+    # corpus (the paper's "SST dictionary" rows of Table 2).
     dictionary: Literal["tokenizer", "corpus"] = "tokenizer"
-    dictionary_size: int = Field(default=2000, ge=10)  # words sampled (seeded)
+    # "all": every vocabulary entry as the authors' code embeds it (word pieces included);
+    # "words": whole alphabetic words only.
+    dictionary_tokens: Literal["all", "words"] = "all"
+    # None: the WHOLE dictionary. A number samples that many entries (seeded), a speed
+    # option with a known bias: nearest neighbours in a sparse sample are farther apart
+    # than in the whole dictionary, so mu, theta = mu - 2 sigma and min come out inflated
+    # and fewer triples are reported as violations.
+    dictionary_size: int | None = Field(default=None, ge=10)
     classifiers: int = Field(default=14, ge=5)  # Wilcoxon needs >= 5 pairs for p < 0.05
-    classifier_train: int = Field(default=2000, ge=10)  # corpus sentences per model's MLPs
+    # Labeled corpus sentences per model's MLPs (non-seed sentences first, then seeds).
+    classifier_train: int = Field(default=2000, ge=10)
     classifier_max_iter: int = Field(default=200, ge=10)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     distance: Literal["l1", "l2", "cos"] = "l2"  # the default verdict (paper: L2, mu-2sigma)
@@ -48,6 +77,7 @@ class RepairConfig(JobSection, RepairSettings):
     key: ClassVar[str] = "repair"
 
     model: str | None = None  # embedder to repair in the demo; "most-violated" picks it
+    suite: str | None = None  # suite trained on and re-tested; None: the run's generated suite
     # The verdict whose violations are repaired; None: the costello run's default.
     distance: Literal["l1", "l2", "cos"] | None = None
     threshold: Literal["zero", "min", "mu-2sigma", "mu-sigma"] | None = None

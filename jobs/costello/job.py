@@ -1,27 +1,29 @@
 """The ``costello`` job: contrastive testing of embedding models (Jiang et al., FSE 2024).
 
-    corpus -> seeds (+ classifier training sentences, + dictionary words)
-           -> mutate   (Ray Data actor pool: spaCy POS + WordNet + lexicons)
-           -> triples  (CR1-CR4, common test-case schema)
-           -> embed    (one Ray actor per embedding model, all in parallel)
-           -> validate (distances, adaptive thresholds, downstream-MLP Wilcoxon ground truth)
+    corpus -> seeds      (corpus sentences, inversion-table sentences, matching pairs;
+                          classifier training sentences; the corpus dictionary)
+           -> mutate     (Ray Data actor pool: spaCy POS + WordNet + lexicons)
+           -> triples    (CR1-CR4, common test-case schema; + given suites, --triples)
+           -> embed      (one Ray actor per embedding model, all in parallel; every
+                          model's whole vocabulary is embedded for its thresholds)
+           -> thresholds (nearest-neighbour distances over each whole dictionary, Ray actors)
+           -> validate   (distances, adaptive thresholds, downstream-MLP Wilcoxon ground truth)
 
 ``checkray costello --corpus PATH --embedders FILE --out DIR`` publishes (``DIR/manifest.json``)
-``triples.parquet`` (3 rows per triple), ``violations.parquet`` (model, triple, capability,
-distance, threshold, theta, d_pos, d_neg, verdict, gt_a, gt_b, p-values),
+``triples.parquet`` (3 rows per triple), ``violations.parquet`` (model, triple, suite,
+capability, distance, threshold, theta, d_pos, d_neg, verdict, gt_a, gt_b, p-values),
 ``thresholds.parquet``, ``costello.json`` (config and resolved embedders) and
 ``report.html``; and, for the re-test of ``checkray repair``, which reads only published
 files: ``train.parquet`` (the classifiers' training sentences), ``dictionaries.parquet``
 (each model's threshold dictionary) and ``classifiers.parquet`` (their accuracies).
+``--triples FILE`` scores a given suite (released-triples JSON or suite Parquet) without
+the mutation step.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -30,206 +32,161 @@ import typer
 
 from actors.costello.embedders import EmbedderSpec
 from engine.benchmark.registry import ModelSpec
-from engine.config import read_yaml
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.costello.mutations import Variant, normalize, read_inversions
+from engine.corpus import corpus_fingerprint
+from engine.costello.mutations import Variant, inversion_sentences, read_inversions
 from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
-from engine.errors import ConfigError, InputError
+from engine.errors import InputError
 from engine.report import Section as ReportSection
-from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
 from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.costello.config import CostelloConfig, RepairConfig
+from jobs.costello.inputs import (
+    classifier_rows,
+    dictionary_words,
+    model_dictionaries,
+    pair_paths,
+    pick_seeds,
+    read_corpora,
+    read_embedders,
+    read_pairs,
+    repo_path,
+)
 from jobs.costello.repair import most_violated, run_repair
 from jobs.costello.validate import texts_to_embed
 from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from jobs.zoo.resolve import select_models
 
-ROOT = Path(__file__).resolve().parents[2]
-VERSION = "1"
+__all__ = ["CostelloJob", "read_embedders", "repo_path", "run_costello"]
 
 
-def repo_path(path: str) -> str:
-    """Relative config paths resolve against the working directory, then the repo."""
-    p = Path(path).expanduser()
-    if p.is_absolute() or p.exists() or not (ROOT / p).exists():
-        return str(p)
-    return str(ROOT / p)
+INVERSION_SEED = "inversion-"  # id prefix of seeds taken from the inversion table
+SEED_SCHEMA = pa.schema(
+    [("id", pa.string()), ("text", pa.string()), ("label", pa.string()), ("text_pair", pa.string())]
+)
 
 
-def read_embedders(path: str, zoo: Sequence[ModelSpec] = ()) -> list[EmbedderSpec]:
-    """The embedder list (``{embedders: [...]}``); ``zoo:<name>`` models resolve to the
-    zoo registry's model directory."""
-    p = Path(repo_path(path))
-    if not p.is_file():
-        raise InputError(f"{path}: embedders file not found")
-    data = read_yaml(p)
-    items = data.get("embedders") if isinstance(data, dict) else None
-    if not isinstance(items, list) or not items:
-        raise ConfigError(f"{p}: expected a non-empty 'embedders' list")
-    by_name = {s.name: s for s in zoo}
-    specs = []
-    for i, item in enumerate(items):
-        try:
-            spec = EmbedderSpec.model_validate(item)
-        except Exception as exc:  # pydantic ValidationError: one line naming the entry
-            raise ConfigError(f"{p}: embedders[{i}]: {str(exc).splitlines()[-1].strip()}") from None
-        if spec.model.startswith("zoo:"):
-            ref = spec.model.split(":", 1)[1]
-            if ref not in by_name or not by_name[ref].path:
-                raise InputError(f"{p}: embedder '{spec.name}' names {spec.model} but no such zoo model was given")
-            spec = spec.model_copy(update={"model": by_name[ref].path})
-        specs.append(spec)
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{p}: embedder names must be unique ({', '.join(names)})")
-    return specs
-
-
-def pick_seeds(corpus: pa.Table, n: int, inversions: dict[str, str] | None, seed: int) -> np.ndarray:
-    """Row indices: sentences of the inversion table found in the corpus first (CR3 needs
-    them), then a seeded random sample."""
-    texts = corpus.column("text").to_pylist()
-    hits = [i for i, t in enumerate(texts) if inversions and normalize(t) in inversions][:n]
-    rest = np.setdiff1d(np.arange(len(texts)), hits)
-    rng = np.random.default_rng(seed)
-    extra = rng.choice(rest, size=min(len(rest), n - len(hits)), replace=False) if n > len(hits) else []
-    return np.sort(np.concatenate([np.asarray(hits, dtype=np.int64), np.asarray(extra, dtype=np.int64)]))
-
-
-def dictionary_words(texts: Sequence[str], size: int, seed: int) -> list[str]:
-    """A user dictionary from the corpus (the paper's 'SST dictionary'): alphabetic words
-    seen at least twice, a seeded sample of ``size``."""
-    counts = Counter(w for t in texts for w in re.findall(r"[a-z]+", t.lower()) if len(w) > 1)
-    words = sorted(w for w, c in counts.items() if c >= 2)
-    if len(words) > size:
-        rng = np.random.default_rng(seed)
-        words = sorted(rng.choice(words, size=size, replace=False).tolist())
-    return words
-
-
-def tokenizer_words(spec: EmbedderSpec, size: int, seed: int) -> list[str] | None:
-    """A seeded sample of the whole-word, alphabetic entries of a model's tokenizer
-    vocabulary (no word pieces, no special tokens); None for spaCy vectors."""
-    if spec.kind != "sentence-transformers":
-        return None
-    from transformers import AutoTokenizer
-
-    from actors.embedder import resolve_model
-
-    try:
-        vocab = AutoTokenizer.from_pretrained(resolve_model(spec.model)).get_vocab()
-    except (OSError, ValueError) as exc:
-        raise InputError(f"embedder '{spec.name}': cannot read its tokenizer: {str(exc).splitlines()[0]}") from None
-    # BPE/SentencePiece vocabularies mark a word start with a prefix (GPT-2's "\u0120",
-    # SentencePiece's "\u2581"); WordPiece marks continuations with "##".
-    stripped = (w.lstrip("\u0120\u2581") for w in vocab if not w.startswith("##"))
-    words = sorted({w.lower() for w in stripped if len(w) > 1 and w.isascii() and w.isalpha()})
-    if len(words) > size:
-        words = sorted(np.random.default_rng(seed).choice(words, size=size, replace=False).tolist())
-    return words
-
-
-def model_dictionaries(
-    specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: CostelloConfig, seed: int
-) -> dict[str, pa.Table]:
-    out = {}
-    for spec in specs:
-        words = tokenizer_words(spec, cc.dictionary_size, seed) if cc.dictionary == "tokenizer" else None
-        out[spec.name] = corpus_words if words is None else pa.table({"word": pa.array(words, pa.string())})
-    return out
+def _digests(*paths: str | None) -> tuple[str, ...]:
+    """path_digest of every file input a stage reads (relative paths as the job resolves them)."""
+    return tuple(path_digest(repo_path(p)) for p in paths if p)
 
 
 def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
     # Each stage sees only the fields it reads (Section.view): changing the verdict,
     # the classifiers or the report reruns validation, not mutation or embedding.
-    cc = cc.view("seeds", "inversions", "pairs", "classifier_train", "dictionary_size")
+    cc = cc.view(
+        "seeds",
+        "inversions",
+        "inversion_seeds",
+        "pairs",
+        "classifier_train",
+        "dictionary_size",
+        "generate",
+        "more_corpora",
+    )
 
     def run(ctx: StageContext):
-        corpus = read_corpus(cfg.corpus)
-        inv = read_inversions(repo_path(cc.inversions)) if cc.inversions else None
-        idx = pick_seeds(corpus, cc.seeds, inv, seed)
-        seeds = corpus.take(pa.array(idx)).select(["id", "text", "label"])
+        corpus = read_corpora(cfg.corpus, cc.more_corpora)
+        inv = read_inversions(repo_path(cc.inversions)) if cc.inversions and cc.generate else None
+        idx = pick_seeds(corpus, cc.seeds, inv, seed) if cc.generate else np.array([], dtype=np.int64)
+        seeds = corpus.take(pa.array(idx, pa.int64())).select(["id", "text", "label"])
         seeds = seeds.append_column("text_pair", pa.nulls(seeds.num_rows, pa.string()))
-        if cc.pairs:
-            pairs = read_corpus(
-                cfg.corpus.model_copy(
-                    update=dict(
-                        path=cc.pairs.path,
-                        text_column=cc.pairs.text_column,
-                        label_column=None,
-                        limit=cc.pairs.limit,
-                        sample=None,
-                    )
+        parts = [seeds]
+        if inv and cc.inversion_seeds:
+            # The paper's CR3 seeds are the reference table's own sentences (IMDB reviews).
+            have = {t.strip() for t in seeds.column("text").to_pylist()}
+            extra = [t for t in inversion_sentences(repo_path(cc.inversions)) if t not in have]
+            parts.append(
+                pa.table(
+                    {
+                        "id": pa.array([f"{INVERSION_SEED}{i}" for i in range(len(extra))], pa.string()),
+                        "text": pa.array(extra, pa.string()),
+                        "label": pa.nulls(len(extra), pa.string()),
+                        "text_pair": pa.nulls(len(extra), pa.string()),
+                    }
                 )
             )
-            pair_text = [json.loads(m or "{}").get(cc.pairs.pair_column) for m in pairs.column("meta").to_pylist()]
-            if all(p is None for p in pair_text):
-                raise InputError(f"{cc.pairs.path}: missing pair column '{cc.pairs.pair_column}'")
-            seeds = pa.concat_tables(
-                [
-                    seeds,
-                    pa.table(
-                        {
-                            "id": pa.array([f"pair-{i}" for i in pairs.column("id").to_pylist()]),
-                            "text": pairs.column("text"),
-                            "label": pa.nulls(pairs.num_rows, pa.string()),
-                            "text_pair": pa.array(pair_text, pa.string()),
-                        }
-                    ),
-                ]
-            )
-        rest = np.setdiff1d(np.arange(corpus.num_rows), idx)
-        train = np.array([], dtype=np.int64)
-        if corpus.column("label").null_count < corpus.num_rows:
-            rng = np.random.default_rng(seed + 1)
-            train = np.sort(rng.choice(rest, size=min(len(rest), cc.classifier_train), replace=False))
+        if cc.pairs and cc.generate:
+            parts.append(read_pairs(cfg.corpus, cc.pairs))
+        train = classifier_rows(corpus, idx, cc.classifier_train, seed)
         words = dictionary_words(corpus.column("text").to_pylist(), cc.dictionary_size, seed)
         return {
-            "seeds": seeds,
+            "seeds": pa.concat_tables([t.cast(SEED_SCHEMA) for t in parts]),
             "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
             "dictionary": pa.table({"word": pa.array(words, pa.string())}),
         }
 
-    return Stage(
-        "seeds", run, config=[cc, cfg.corpus, seed], external=(corpus_fingerprint(cfg.corpus),), version=VERSION
+    external = (
+        (corpus_fingerprint(cfg.corpus),)
+        + _digests(cc.inversions, *cc.more_corpora)
+        + _digests(*(pair_paths(cc.pairs) if cc.pairs else ()))
     )
+    return Stage("seeds", run, config=[cc, cfg.corpus, seed], external=external)
 
 
-def mutate_stage(cc: CostelloConfig) -> Stage:
-    cc = cc.view("pipeline", "inversions", "polarity_guard")
+def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
+    cc = cc.view("pipeline", "inversions", "polarity_guard", "gender_pairs", "cr3_synonym")
 
     def run(ctx: StageContext):
-        from actors.costello.mutators import mutate_corpus
+        from actors.costello.mutators import VARIANT_SCHEMA, mutate_corpus
 
         seeds = ctx.input("seeds", "seeds")
+        if seeds.num_rows == 0:
+            return {"data": VARIANT_SCHEMA.empty_table()}
         inv = repo_path(cc.inversions) if cc.inversions else None
-        return {"data": mutate_corpus(seeds, cc.pipeline, inv, cc.polarity_guard, 1, batch_size=64)}
+        gender = repo_path(cc.gender_pairs) if cc.gender_pairs else None
+        dense = seed if cc.cr3_synonym == "dense" else None
+        return {
+            "data": mutate_corpus(
+                seeds, cc.pipeline, inv, cc.polarity_guard, 1, batch_size=64, gender_pairs=gender, dense_seed=dense
+            )
+        }
 
-    return Stage("mutate", run, inputs=("seeds",), config=[cc], version=VERSION)
+    return Stage("mutate", run, inputs=("seeds",), config=[cc, seed], external=_digests(cc.inversions, cc.gender_pairs))
 
 
 def triples_stage(cc: CostelloConfig) -> Stage:
-    cc = cc.view("suite", "per_seed")
+    cc = cc.view("suite", "per_seed", "triples", "generate", "cr3_synonym")
 
     def run(ctx: StageContext):
-        seeds = [Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()]
-        variants: dict[str, list[Variant]] = {}
-        for r in ctx.input("mutate").to_pylist():
-            variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
-        triples = assemble(seeds, variants, cc.suite, cc.per_seed)
-        if not triples:
-            raise InputError(
-                "costello: no contrast triple could be built from the seeds (no adjective/verb "
-                "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)"
-            )
-        return {"data": triples_to_cases(triples, cc.suite)}
+        from engine.costello.released import read_triples
 
-    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], version=VERSION)
+        parts = []
+        if cc.generate:
+            seeds = [
+                Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()
+            ]
+            variants: dict[str, list[Variant]] = {}
+            for r in ctx.input("mutate").to_pylist():
+                variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
+            positive = "synonym_dense" if cc.cr3_synonym == "dense" else "synonym"
+            triples = assemble(seeds, variants, cc.suite, cc.per_seed, positive)
+            # Seeds taken from the inversion table (IMDB reviews for the paper) are there for CR3 only.
+            triples = [t for t in triples if not t.seed.id.startswith(INVERSION_SEED) or t.capability == "CR3"]
+            if not triples and not cc.triples:
+                raise InputError(
+                    "costello: no contrast triple could be built from the seeds (no adjective/verb "
+                    "with a polarity-guarded synonym and antonym, no gendered word, no inversion hit)"
+                )
+            if triples:
+                parts.append(triples_to_cases(triples, cc.suite))
+        names = [cc.suite]
+        for path in cc.triples:
+            table = read_triples(repo_path(path))
+            name = table.column("suite")[0].as_py()
+            if name in names:
+                raise InputError(f"{path}: suite name '{name}' is already used; rename the file")
+            names.append(name)
+            parts.append(table)
+        if not parts:
+            raise InputError("costello: nothing to score (generate is off and no triples file was given)")
+        return {"data": pa.concat_tables(parts)}
+
+    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], external=_digests(*cc.triples))
 
 
 def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
-    cc = cc.view("dictionary", "dictionary_size", "backend", "batch_size")
+    cc = cc.view("dictionary", "dictionary_size", "dictionary_tokens", "backend", "batch_size")
 
     def run(ctx: StageContext):
         from actors.costello.embedders import embed_all
@@ -244,7 +201,42 @@ def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) ->
             out[f"emb-{name}"] = pa.table({"embedding": embeddings_column(matrix)})
         return out
 
-    return Stage("embed", run, inputs=("triples", "seeds"), config=[cc, list(specs), seed], version=VERSION)
+    return Stage(
+        "embed",
+        run,
+        inputs=("triples", "seeds"),
+        config=[cc, list(specs), seed],
+        external=_model_digests(specs),
+    )
+
+
+def _model_digests(specs: Sequence[EmbedderSpec]) -> tuple[str, ...]:
+    """Local model directories (zoo models, paths) by path_digest; builtin/hub names by name."""
+    from pathlib import Path
+
+    return tuple(path_digest(s.model) if Path(s.model).exists() else s.model for s in specs)
+
+
+def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage:
+    """Nearest-neighbour distances over each model's whole dictionary (Ray actors)."""
+    cc = cc.view("backend")
+
+    def run(ctx: StageContext):
+        from actors.costello.neighbours import dictionary_nn
+        from engine.arrays import column_to_numpy
+        from engine.costello.metrics import DISTANCES
+
+        texts = ctx.input("embed", "texts").column("text").to_pylist()
+        index = {t: i for i, t in enumerate(texts)}
+        matrices = {}
+        for spec in specs:
+            emb = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
+            words = ctx.input("embed", f"dict-{spec.name}").column("word").to_pylist()
+            matrices[spec.name] = emb[[index[w] for w in words]]
+        nn = dictionary_nn(matrices, DISTANCES, cc.backend)
+        return {f"nn-{name}": pa.table({m: pa.array(v) for m, v in per.items()}) for name, per in nn.items()}
+
+    return Stage("thresholds", run, inputs=("embed",), config=[cc, [s.name for s in specs]])
 
 
 def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
@@ -259,8 +251,9 @@ def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int)
         for spec in specs:
             matrix = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
             lookup = dict(zip(texts, matrix))
-            dictionary = ctx.input("embed", f"dict-{spec.name}")
-            viol, thr, accs = score_model(spec.name, lookup, wide, train, dictionary, cc, seed)
+            nn_table = ctx.input("thresholds", f"nn-{spec.name}")
+            nn = {m: nn_table.column(m).to_numpy() for m in nn_table.column_names}
+            viol, thr, accs = score_model(spec.name, lookup, wide, train, nn, cc, seed)
             parts.append(viol)
             thr_rows += thr
             acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(accs)]
@@ -273,11 +266,11 @@ def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int)
             ),
         }
 
-    return Stage("validate", run, inputs=("triples", "seeds", "embed"), config=[cc, seed], version=VERSION)
+    return Stage("validate", run, inputs=("triples", "seeds", "embed", "thresholds"), config=[cc, seed])
 
 
 class CostelloJob(Job[CostelloConfig]):
-    """seeds -> mutate -> triples -> embed -> validate. ``models``: a zoo registry's specs
+    """seeds -> mutate -> triples -> embed -> thresholds -> validate. ``models``: a zoo registry's specs
     (or ``zoo``, its file) for ``zoo:<name>`` embedders."""
 
     name, title, section = "costello", "checkray · costello", CostelloConfig
@@ -306,9 +299,10 @@ class CostelloJob(Job[CostelloConfig]):
     def stages(self):
         cc, seed = self.conf, self.seed
         yield seeds_stage(self.cfg, cc, seed)
-        yield mutate_stage(cc)
+        yield mutate_stage(cc, seed)
         yield triples_stage(cc)
         yield embed_stage(cc, self.embedders, seed)
+        yield thresholds_stage(cc, self.embedders)
         yield validate_stage(cc, self.embedders, seed)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
@@ -375,6 +369,12 @@ def costello_command(
     label_column: LabelColumn = None,
     labels: Labels = None,
     seeds: Optional[int] = typer.Option(None, "--seeds", help="Seed sentences to mutate."),
+    triples: Optional[str] = typer.Option(
+        None,
+        "--triples",
+        help="Score this suite instead of generating one: a released-triples JSON "
+        "(relation -> [[seed, closer, farther]]) or a suite .parquet.",
+    ),
     classifiers: Optional[int] = typer.Option(None, "--classifiers", help="Downstream MLPs per model (>= 5)."),
     zoo: Optional[str] = typer.Option(None, "--zoo", help="Zoo registry (zoo.yaml) for zoo:<name> embedders."),
 ):
@@ -386,6 +386,8 @@ def costello_command(
             "costello.embedders": embedders,
             "costello.seeds": seeds,
             "costello.classifiers": classifiers,
+            "costello.triples": [triples] if triples else None,
+            "costello.generate": False if triples else None,
             "out": out,
         },
     )

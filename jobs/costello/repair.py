@@ -67,6 +67,9 @@ def most_violated(src: RunDir, rc: RepairConfig) -> str:
     trainable = {e["name"] for e in meta["embedders"] if e["kind"] == "sentence-transformers"}
     v = read_published(src, "violations.parquet")
     v = v.filter(pc.and_(pc.equal(v["distance"], cc.distance), pc.equal(v["threshold"], cc.threshold)))
+    suite = rc.suite or cc.suite
+    if suite in set(v["suite"].to_pylist()):
+        v = v.filter(pc.equal(v["suite"], suite))
     counts = Counter(m for m, bad in zip(v["model"].to_pylist(), v["verdict"].to_pylist()) if bad and m in trainable)
     if not trainable:
         raise InputError("repair: no sentence-transformers embedder to repair")
@@ -146,9 +149,18 @@ class RepairJob(Job[RepairConfig]):
                 f"repair: model '{self.model}' is a {self.spec['kind']} embedder; "
                 "only sentence-transformers models can be fine-tuned"
             )
-        self.wide = triple_table(read_published(self.src, "triples.parquet"))
+        wide = triple_table(read_published(self.src, "triples.parquet"))
+        suites = list(dict.fromkeys(wide.column("suite").to_pylist()))
+        # The suite repaired and re-tested: the run's generated suite (the paper repairs on
+        # its own test results), or the first given one when the run generated none.
+        self.suite = self.conf.suite or (self.cc.suite if self.cc.suite in suites else suites[0])
+        if self.suite not in suites:
+            raise InputError(f"repair: suite '{self.suite}' is not in {self.src.uri} (have: {', '.join(suites)})")
+        self.wide = wide.filter(pc.equal(wide["suite"], self.suite))
         violations = read_published(self.src, "violations.parquet")
-        self.before = violations.filter(pc.equal(violations["model"], self.model))
+        self.before = violations.filter(
+            pc.and_(pc.equal(violations["model"], self.model), pc.equal(violations["suite"], self.suite))
+        )
         self.violated, self.benign = split_triples(self.wide, self.before, self.cc.distance, self.cc.threshold)
         if not self.violated:
             raise InputError(
@@ -157,12 +169,21 @@ class RepairJob(Job[RepairConfig]):
         # The re-test scores with the costello run's seed (same classifier splits).
         self.source_seed = meta["config"].get("seed", 0) if self.cc.seed is None else self.cc.seed
         self.settings = RepairSettings.model_validate(
-            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold"})
+            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold", "suite"})
         )
 
     def stages(self):
         rc, cc, model = self.conf, self.cc, self.model
-        fp: list[Any] = [rc, cc, model, self.src.uri, self.source_seed, len(self.violated), len(self.benign)]
+        fp: list[Any] = [
+            rc,
+            cc,
+            model,
+            self.src.uri,
+            self.suite,
+            self.source_seed,
+            len(self.violated),
+            len(self.benign),
+        ]
 
         def train(ctx: StageContext):
             from actors.costello.repair import repair_in_actor
@@ -188,7 +209,7 @@ class RepairJob(Job[RepairConfig]):
 
         def retest(ctx: StageContext):
             from actors.costello.embedders import EmbedderSpec, embed_all
-            from jobs.costello.validate import score_model, texts_to_embed
+            from jobs.costello.validate import model_nn, score_model, texts_to_embed
 
             train_t = read_published(self.src, "train.parquet")
             words = read_published(self.src, "dictionaries.parquet")
@@ -202,9 +223,9 @@ class RepairJob(Job[RepairConfig]):
                 encode_batch_size=self.spec["encode_batch_size"],
             )
             vectors = embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]
-            viol, _, accs = score_model(
-                model, dict(zip(texts, vectors)), self.wide, train_t, dictionary, cc, self.source_seed
-            )
+            lookup = dict(zip(texts, vectors))
+            nn = model_nn(lookup, dictionary.column("word").to_pylist(), cc.backend)
+            viol, _, accs = score_model(model, lookup, self.wide, train_t, nn, cc, self.source_seed)
             return {"violations": viol, "classifiers": pa.table({"accuracy": pa.array(accs, pa.float64())})}
 
         yield Stage("train", train, config=fp, version="1")
@@ -228,7 +249,8 @@ class RepairJob(Job[RepairConfig]):
         )
         h = history.to_pylist()
         summary = (
-            f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples; {s.epochs} "
+            f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples of suite "
+            f"{self.suite}; {s.epochs} "
             f"epochs of SGD (lr {s.learning_rate}, alpha {s.alpha}); triplet loss on the violated triples "
             f"probed {h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {run.path('model')}."
         )
@@ -251,7 +273,12 @@ def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -
 
 def repair_command(
     violations: str = typer.Option(..., "--violations", help="A costello run directory."),
-    model: str = typer.Option(..., "--model", help="Embedder name to repair (as in the embedders file)."),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        help="Embedder name to repair (as in the embedders file), or most-violated (the trainable "
+        "embedder with the most violations under the repair's verdict).",
+    ),
     out: str = typer.Option(..., "--out", "-o", help="Output directory for the repaired model and its re-test."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'repair' section."),
     epochs: Optional[int] = typer.Option(None, "--epochs"),
@@ -271,5 +298,7 @@ def repair_command(
             "repair.threshold": threshold,
         },
     )
+    if model == "most-violated":
+        model = most_violated(RunDir(violations), cfg.section(RepairConfig))
     run, sections = run_repair(cfg, violations, model, out)
     typer.echo(f"repair: {sections[0].summary} -> {run.path('fixing.parquet')}, violations.parquet, report.html")

@@ -16,7 +16,6 @@ from engine.costello.metrics import (
     classifier_shifts,
     distance,
     ground_truth,
-    nearest_neighbour_distances,
     thresholds,
     train_classifiers,
     violates,
@@ -26,6 +25,7 @@ VIOLATION_SCHEMA = pa.schema(
     [
         ("model", pa.string()),
         ("triple", pa.string()),
+        ("suite", pa.string()),
         ("capability", pa.string()),
         ("distance", pa.string()),
         ("threshold", pa.string()),
@@ -72,11 +72,25 @@ def triple_vectors(lookup: Mapping[str, np.ndarray], wide: pa.Table, rows: np.nd
     return tuple(out)
 
 
+def model_nn(lookup: Mapping[str, np.ndarray], words: Sequence[str], backend: str = "auto") -> dict[str, np.ndarray]:
+    """Nearest-neighbour distances over a dictionary whose words are in ``lookup`` (Ray actors)."""
+    from actors.costello.neighbours import dictionary_nn
+
+    return dictionary_nn({"model": np.stack([lookup[w] for w in words])}, DISTANCES, backend)["model"]
+
+
 def score_model(
-    model: str, lookup: Mapping[str, np.ndarray], wide: pa.Table, train: pa.Table, dictionary: pa.Table, cc, seed: int
+    model: str,
+    lookup: Mapping[str, np.ndarray],
+    wide: pa.Table,
+    train: pa.Table,
+    nn_by_metric: Mapping[str, np.ndarray],
+    cc,
+    seed: int,
 ) -> tuple[pa.Table, list[dict], list[float]]:
     """Violations table (every triple x distance x threshold), threshold rows, and the
-    held-out accuracies of the model's downstream classifiers."""
+    held-out accuracies of the model's downstream classifiers. ``nn_by_metric``: the
+    dictionary's nearest-neighbour distances per distance (``model_nn``)."""
     n = wide.num_rows
     is_pair = np.array([p is not None for p in wide.column("seed_pair").to_pylist()], dtype=bool)
     d_pos = {m: np.zeros(n) for m in DISTANCES}
@@ -89,12 +103,10 @@ def score_model(
             d_pos[m][group] = distance(s, p, m)
             d_neg[m][group] = distance(s, q, m)
 
-    words = dictionary.column("word").to_pylist()
-    word_vectors = np.stack([lookup[w] for w in words])
     theta: dict[str, dict[str, float]] = {}
     thr_rows = []
     for m in DISTANCES:
-        nn = nearest_neighbour_distances(word_vectors, m)
+        nn = np.asarray(nn_by_metric[m], dtype=np.float64)
         theta[m] = thresholds(nn)
         for name, value in theta[m].items():
             thr_rows.append(
@@ -105,6 +117,7 @@ def score_model(
                     "theta": value,
                     "nn_mean": float(nn.mean()),
                     "nn_std": float(nn.std()),
+                    "nn_min": float(nn.min()),
                     "words": int(len(nn)),
                 }
             )
@@ -128,11 +141,13 @@ def score_model(
 
     cols: dict[str, list] = {f.name: [] for f in VIOLATION_SCHEMA}
     triples, caps = wide.column("triple").to_pylist(), wide.column("capability").to_pylist()
+    suites = wide.column("suite").to_pylist()
     for m in DISTANCES:
         for name in THRESHOLDS:
             t = theta[m][name]
             cols["model"] += [model] * n
             cols["triple"] += triples
+            cols["suite"] += suites
             cols["capability"] += caps
             cols["distance"] += [m] * n
             cols["threshold"] += [name] * n

@@ -153,3 +153,71 @@ def test_zoo_reference_without_a_zoo_is_an_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "zoo:minilm_ft" in err and "\n" not in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_released_triples_scored_without_mutation(ray_session, tmp_path, capsys):
+    """``--triples FILE``: a released-triples JSON (written here) is the suite; the threshold
+    dictionary is the tiny model's WHOLE vocabulary, and the verdicts follow from it."""
+    import pyarrow as pa
+
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    good = ["a good film", "a great movie", "fine acting", "a lovely story", "good fun", "great music"]
+    bad = ["a bad film", "an awful movie", "poor acting", "a dull story", "bad fun", "awful music"]
+    texts = [t for pair in zip(good, bad) for t in pair] * 2
+    labels = ["positive", "negative"] * (len(texts) // 2)
+    corpus = tmp_path / "c.csv"
+    pcsv.write_csv(pa.table({"text": texts, "label": labels}), corpus)
+    released = tmp_path / "paper_triples.json"
+    released.write_text(
+        json.dumps(
+            {
+                "SenWordFuzz": [
+                    ["a good film", "a great film", "a bad film"],
+                    ["fine acting", "good acting", "poor acting"],
+                ],
+                "swapGender_sentiSynonymSubstitution": [["he is good", "she is good", "he is great"]],
+                "synon_contr": [["a lovely story", "a fine story", "a dull story"]],
+            }
+        )
+    )
+    model = build_tiny_bert(tmp_path / "bert", texts + ["he is she great fine"])
+    embedders = tmp_path / "emb.yaml"
+    embedders.write_text(f"embedders:\n  - {{name: tiny, model: {model}, pooling: mean}}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("costello:\n  classifiers: 5\n  classifier_train: 24\n  classifier_max_iter: 30\n")
+    out = tmp_path / "run"
+    code = run_cli(
+        "costello",
+        "--corpus",
+        str(corpus),
+        "--embedders",
+        str(embedders),
+        "--config",
+        str(config),
+        "--triples",
+        str(released),
+        "--out",
+        str(out),
+    )
+    output = capsys.readouterr()
+    assert code == 0, output
+    assert output.out.startswith("costello: CR1 2, CR2 1, CR3 1, CR4 0 triples")
+    assert not (out / "stages" / "mutate" / "data.parquet").exists() or (
+        pq.read_table(out / "stages" / "mutate" / "data.parquet").num_rows == 0
+    )
+    cases = pq.read_table(out / "triples.parquet")
+    assert set(cases.column("suite").to_pylist()) == {"paper_triples"} and cases.num_rows == 12
+    v = pq.read_table(out / "violations.parquet").to_pandas()
+    assert len(v) == 4 * 12 and set(v["suite"]) == {"paper_triples"}
+    np.testing.assert_array_equal(v["verdict"], (v["d_pos"] - v["d_neg"]) > v["theta"])
+    thr = pq.read_table(out / "thresholds.parquet").to_pandas()
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    vocab = set(tok.get_vocab()) - set(tok.all_special_tokens)
+    assert (thr["words"] == len(vocab)).all()  # the whole vocabulary, no sample
+    words = pq.read_table(out / "dictionaries.parquet").column("word").to_pylist()
+    assert set(words) == vocab
