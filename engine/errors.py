@@ -27,7 +27,10 @@ def user_error(exc: BaseException | None) -> CheckrayError | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, CheckrayError):
+        cause = getattr(exc, "cause", None)
+        # Ray's wrapper of a task's error subclasses the error's own class, but its text
+        # is the remote traceback: the error itself is its ``.cause``.
+        if isinstance(exc, CheckrayError) and not isinstance(cause, BaseException):
             return exc
-        exc = getattr(exc, "cause", None) or exc.__cause__
+        exc = cause or exc.__cause__
     return None

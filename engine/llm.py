@@ -45,14 +45,14 @@ class GenerationParams(Section):
     """
 
     seed: int = 0
-    temperature: float = Field(default=0.0, ge=0.0, le=5.0)
+    temperature: float = Field(default=0.0, ge=0.0, le=5.0, allow_inf_nan=False)
     max_tokens: int = Field(default=128, ge=1)
     stop: list[str] = Field(default_factory=list)
-    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
     # > 1 penalises tokens already generated: small models otherwise loop ("It is too
     # boring. It is too boring. ..."). llama.cpp/transformers/vLLM apply it; over HTTP it
     # is sent in the server's dialect (``llm.grammar_style``).
-    repetition_penalty: float = Field(default=1.0, gt=0.0)
+    repetition_penalty: float = Field(default=1.0, gt=0.0, le=10.0, allow_inf_nan=False)
     # A GBNF grammar the output must match (constrained decoding): llama.cpp and vLLM
     # (xgrammar) enforce it; a server gets it when ``llm.grammar_style`` names its
     # dialect; the transformers engine cannot, and parsers stay lenient either way.
@@ -133,25 +133,49 @@ class LLMConfig(JobSection):
     pool_size: int | None = Field(
         default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED
     )  # generator actors; None: planned
-    gpu_fraction: float = Field(default=1.0, gt=0.0, le=1.0, json_schema_extra=NOT_FINGERPRINTED)  # per vLLM actor
+    gpu_fraction: float = Field(
+        default=1.0, gt=0.0, le=1.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED
+    )  # per vLLM actor
     # http: an OpenAI-compatible server (``/v1/completions``, ``/v1/chat/completions``)
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's NAME; its value is never logged
-    requests_per_second: float = Field(default=4.0, gt=0.0, json_schema_extra=NOT_FINGERPRINTED)
+    requests_per_second: float = Field(default=4.0, gt=0.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED)
     concurrency: int = Field(default=4, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # requests in flight per generator
     max_retries: int = Field(
-        default=4, ge=0, json_schema_extra=NOT_FINGERPRINTED
+        default=4, ge=0, le=20, json_schema_extra=NOT_FINGERPRINTED
     )  # on 429, 5xx, connection errors, timeouts
-    backoff_s: float = Field(default=0.5, ge=0.0, json_schema_extra=NOT_FINGERPRINTED)  # first wait; doubles each retry
+    backoff_s: float = Field(
+        default=0.5, ge=0.0, le=60.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED
+    )  # first wait; doubles each retry
     # How a server receives GenerationParams.grammar / repetition_penalty (non-standard
     # OpenAI fields): "llamacpp" (llama.cpp server: grammar, repeat_penalty), "vllm"
     # (structured_outputs.grammar, repetition_penalty) or "none" (hosted APIs reject
     # unknown fields: both are then not sent).
     grammar_style: Literal["none", "llamacpp", "vllm"] = "none"
-    timeout_s: float = Field(default=60.0, gt=0.0, json_schema_extra=NOT_FINGERPRINTED)
+    timeout_s: float = Field(
+        default=60.0, gt=0.0, le=3600.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED
+    )  # one request
+    # The http client's circuit breaker: this many failed requests in a row (timeouts,
+    # 5xx, malformed bodies, ...) stop the run with one LLMError naming the endpoint.
+    max_consecutive_failures: int = Field(default=8, ge=1, json_schema_extra=NOT_FINGERPRINTED)
+    # Seconds an http generator may spend in total from its first request; None: no limit.
+    deadline_s: float | None = Field(default=None, gt=0.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED)
+    # Every backend, waits on the generator actors: loading the model, and one batch of
+    # ``batch_size`` inputs. A timeout kills the actors and is a one-line LLMError.
+    load_timeout_s: float = Field(default=900.0, gt=0.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED)
+    batch_timeout_s: float = Field(default=3600.0, gt=0.0, allow_inf_nan=False, json_schema_extra=NOT_FINGERPRINTED)
+    # Answers a stage commits at once (one checkpoint part): a crash loses at most this many.
+    part_size: int = Field(default=64, ge=1, json_schema_extra=NOT_FINGERPRINTED)
     # vllm
     max_model_len: int | None = Field(default=None, ge=128)
     dtype: str = "auto"
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, not {value!r}")
+        return value
 
 
 def vllm_importable() -> bool:

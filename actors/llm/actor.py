@@ -4,16 +4,24 @@
 plans the actors' resources (``plan_actor_pool``: a GPU each for vLLM; on CPU one actor
 with every thread, leaving a CPU for Ray Data tasks; a sliver of CPU for http, which
 only waits on the network) and returns an ``ActorGenerator``. That object is itself a
-``Generator``: it cuts the inputs into batches of ``llm.batch_size``, sends them to the
-actors round-robin with ``.remote`` and returns the outputs in input order. Jobs that
-want the futures call ``actor.generate.remote(prompts, params)`` on ``.actors``.
+``Generator``: it cuts the inputs into batches of ``llm.batch_size``, gives each idle
+actor the next batch and returns the outputs in input order.
+
+Every wait on the actors is bounded: loading by ``llm.load_timeout_s``, each batch by
+``llm.batch_timeout_s``. A timeout, an actor that died for good or an ``LLMError`` raised
+in an actor (endpoint down, breaker tripped) kills every actor of the pool and is one
+line naming the backend. Actors restart and retry a task a bounded number of times
+(``actors.pool``'s limits; Ray's defaults would retry forever).
 """
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from actors.pool import MAX_RESTARTS, MAX_TASK_RETRIES
 from engine.errors import CheckrayError, user_error
 from engine.llm import (
     BackendName,
@@ -21,6 +29,7 @@ from engine.llm import (
     GenerationParams,
     Generator,
     LLMConfig,
+    LLMError,
     Message,
     choose_backend,
     choose_local_engine,
@@ -87,21 +96,62 @@ def plan_generators(cfg: LLMConfig, backend: BackendName, resources: Mapping[str
 class ActorGenerator:
     """A ``Generator`` whose work runs in a pool of ``GeneratorActor``s."""
 
-    def __init__(self, actors: list[Any], batch_size: int, name: str, backend: BackendName):
+    def __init__(
+        self, actors: list[Any], batch_size: int, name: str, backend: BackendName, batch_timeout_s: float = 3600.0
+    ):
         self.actors, self.batch_size, self.name, self.backend = actors, batch_size, name, backend
+        self.batch_timeout_s = batch_timeout_s
 
     def __repr__(self) -> str:
         return f"ActorGenerator({self.name!r}, actors={len(self.actors)})"
 
+    def _fail(self, message: str) -> LLMError:
+        self.close()
+        return LLMError(f"LLM backend {self.backend} ({self.name}): {message}; its actors were stopped")
+
     def _map(self, method: str, items: Sequence[Any], params: GenerationParams) -> list[Generation]:
+        """One batch per idle actor at a time, so each batch's wait starts when it does."""
         import ray
 
+        if not self.actors:
+            raise LLMError(f"LLM backend {self.backend} ({self.name}): used after it was stopped")
         payload = params.model_dump()
-        futures = []
-        for i, start in enumerate(range(0, len(items), self.batch_size)):
-            actor = self.actors[i % len(self.actors)]
-            futures.append(getattr(actor, method).remote(list(items[start : start + self.batch_size]), payload))
-        return [g for batch in ray.get(futures) for g in batch]
+        batches = [list(items[i : i + self.batch_size]) for i in range(0, len(items), self.batch_size)]
+        results: list[list[Generation] | None] = [None] * len(batches)
+        todo, idle = deque(range(len(batches))), list(self.actors)
+        running: dict[Any, tuple[int, Any, float]] = {}  # future -> (batch, actor, submitted at)
+        while todo or running:
+            while todo and idle:
+                i, actor = todo.popleft(), idle.pop()
+                running[getattr(actor, method).remote(batches[i], payload)] = (i, actor, time.monotonic())
+            oldest = min(t for _, _, t in running.values())
+            wait = max(0.0, oldest + self.batch_timeout_s - time.monotonic())
+            done, _ = ray.wait(list(running), num_returns=1, timeout=wait)
+            if not done:
+                late = [i for i, _, t in running.values() if time.monotonic() - t >= self.batch_timeout_s]
+                if late:
+                    raise self._fail(
+                        f"a batch of {len(batches[late[0]])} inputs did not finish within "
+                        f"llm.batch_timeout_s={self.batch_timeout_s:g} s"
+                    )
+                continue
+            for future in done:
+                i, actor, _ = running.pop(future)
+                try:
+                    results[i] = ray.get(future)
+                except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
+                    cause = user_error(exc)
+                    self.close()
+                    if cause is not None:
+                        raise cause from None
+                    if isinstance(exc, ray.exceptions.RayActorError):
+                        raise LLMError(
+                            f"LLM backend {self.backend} ({self.name}): an actor died and could not be "
+                            f"restarted: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                        ) from None
+                    raise
+                idle.append(actor)
+        return [g for batch in results for g in batch or []]
 
     def generate(self, prompts: Sequence[str], params: GenerationParams) -> list[Generation]:
         return self._map("generate", prompts, params)
@@ -135,14 +185,22 @@ def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None
         resolve_llm(cfg.model)
     plan = plan_generators(cfg, backend, resources)
     remote_cls = ray.remote(GeneratorActor)
+    options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_TASK_RETRIES, **plan.ray_options()}
     actors = [
-        remote_cls.options(**plan.ray_options()).remote(cfg.model_dump(), backend, plan.threads)
-        for _ in range(plan.pool_size)
+        remote_cls.options(**options).remote(cfg.model_dump(), backend, plan.threads) for _ in range(plan.pool_size)
     ]
     try:
-        names = ray.get([a.ready.remote() for a in actors])
+        names = ray.get([a.ready.remote() for a in actors], timeout=cfg.load_timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        for actor in actors:
+            ray.kill(actor)
+        raise LLMError(
+            f"LLM backend {backend} ({cfg.model}): {plan.pool_size} actor(s) not ready within "
+            f"llm.load_timeout_s={cfg.load_timeout_s:g} s (loading the model, or Ray waiting for "
+            f"{plan.ray_options()} per actor); the actors were stopped"
+        ) from None
     except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
         for actor in actors:
             ray.kill(actor)
         raise (user_error(exc) or exc) from None
-    return ActorGenerator(actors, cfg.batch_size, names[0], backend)
+    return ActorGenerator(actors, cfg.batch_size, names[0], backend, cfg.batch_timeout_s)

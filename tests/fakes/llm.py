@@ -1,9 +1,10 @@
-"""A rule-based stand-in for an instruct LLM, for testing the mft pipeline's logic fast.
+"""Rule-based stand-ins for an instruct LLM, for testing the jobs' logic fast.
 
-It follows the prompt formats like a cooperative model (MFT cases cut from the input
-text, numbered paraphrases, VADER-based labels) and, on purpose, answers every
-``malformed_every``-th request with text that ignores the format. The real backends are
-tested in tests/llm/test_llm_backends.py.
+``RuleBasedChat`` follows the mft prompt formats like a cooperative model (MFT cases cut
+from the input text, numbered paraphrases, VADER-based labels), ``RuleBasedAugChat`` the
+TestAug ones; both, on purpose, answer every ``malformed_every``-th request with text that
+ignores the format. ``tests/fakes/llm_server.py`` serves them over HTTP; the real backends
+are tested in tests/llm/test_llm_backends.py.
 """
 
 from __future__ import annotations
@@ -59,3 +60,35 @@ class RuleBasedChat:
             label = "Positive" if score > 0.05 else "Negative" if score < -0.05 else "Hard to Decide"
             return make_generation(f"Label: {label}\nReason: vader compound {score:.2f}", "stop")
         return make_generation("", "stop")
+
+
+class RuleBasedAugChat:
+    """Follows the TestAug prompt like a cooperative model: rewrites each shown seed with a
+    new noun ('pilot') and an extra word; marks some rewrites with 'really', which its
+    labeler then calls invalid; every ``malformed_every``-th answer ignores the format."""
+
+    name = "rule-based-testaug-llm"
+
+    def __init__(self, malformed_every: int = 4):
+        self.calls = 0
+        self.malformed_every = malformed_every
+
+    def __call__(self, messages_list, params):
+        return [self._one(m) for m in messages_list]
+
+    def _one(self, messages):
+        self.calls += 1
+        user = messages[-1]["content"]
+        if user.startswith("Test description:"):
+            case = re.search(r"Test case: (.*)", user).group(1)
+            return make_generation("Invalid" if "really" in case else "Valid.", "stop")
+        if self.malformed_every and self.calls % self.malformed_every == 0:
+            return make_generation("I am sorry, I cannot write test cases today.", "stop")
+        seeds = re.findall(r"^- \{ (.*) \}$", user, re.MULTILINE)
+        lines = ["Sure! Here are new test cases:"]
+        for i, s in enumerate(seeds):
+            words = s.rstrip(".").split()
+            lines.append(f"- {{ {' '.join(words[:-1])} pilot{'s' * i}. }}")
+            lines.append(f"- {{ Honestly, {s[0].lower() + s[1:]} }}")
+            lines.append(f"- {{ {s.rstrip('.')} really, {'again ' * (i + self.calls % 3)}. }}")
+        return make_generation("\n".join(lines), "stop")

@@ -4,7 +4,6 @@ filter by the LLM labeler, expansion, Tables 3/4/5, failure rates, output files.
 from __future__ import annotations
 
 import json
-import re
 
 import joblib
 import pyarrow as pa
@@ -13,10 +12,10 @@ import pytest
 
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
-from engine.llm import make_generation
 from engine.schema import validate_cases
 from jobs.config import load_config
 from jobs.testaug.job import run_testaug
+from tests.fakes.llm import RuleBasedAugChat
 
 SPEC = [
     {
@@ -38,37 +37,6 @@ SPEC = [
         "pool": {"noun": ["flight", "seat", "crew", "food"], "pos_adj": ["great", "good", "excellent", "fun"]},
     },
 ]
-
-
-class RuleBasedAugChat:
-    """Follows the TestAug prompt like a cooperative model: rewrites each shown seed with a
-    new noun ('pilot') and an extra word; marks some rewrites with 'really', which its
-    labeler then calls invalid; every 4th answer ignores the format."""
-
-    name = "rule-based-testaug-llm"
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, messages_list, params):
-        return [self._one(m) for m in messages_list]
-
-    def _one(self, messages):
-        self.calls += 1
-        user = messages[-1]["content"]
-        if user.startswith("Test description:"):
-            case = re.search(r"Test case: (.*)", user).group(1)
-            return make_generation("Invalid" if "really" in case else "Valid.", "stop")
-        if self.calls % 4 == 0:
-            return make_generation("I am sorry, I cannot write test cases today.", "stop")
-        seeds = re.findall(r"^- \{ (.*) \}$", user, re.MULTILINE)
-        lines = ["Sure! Here are new test cases:"]
-        for i, s in enumerate(seeds):
-            words = s.rstrip(".").split()
-            lines.append(f"- {{ {' '.join(words[:-1])} pilot{'s' * i}. }}")
-            lines.append(f"- {{ Honestly, {s[0].lower() + s[1:]} }}")
-            lines.append(f"- {{ {s.rstrip('.')} really, {'again ' * (i + self.calls % 3)}. }}")
-        return make_generation("\n".join(lines), "stop")
 
 
 def _zoo_model(tmp_path) -> ModelSpec:
