@@ -56,6 +56,15 @@ class LazyChat:
             self._chat = None
 
 
+def chat_key(given: Any, llm: LLMConfig) -> str:
+    """What identifies the answering model in checkpointed answers (``StageChat``): the
+    given chat's name, else the configured model and every ``llm:`` field that changes
+    what it answers (backend, engine, server URL, context size ...)."""
+    from engine.stages import fingerprint
+
+    return chat_name(given, llm) if given is not None else f"{llm.model}@{fingerprint(llm)}"
+
+
 def chat_name(given: Any, llm: LLMConfig) -> str:
     """The generator's name as suites record it: the given chat's, else the configured model."""
     return llm.model if given is None else getattr(given, "name", "llm")

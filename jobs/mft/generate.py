@@ -1,4 +1,7 @@
-"""The LLM steps of Li et al. (§2.2-2.4) for one split x version: few-shot examples, MFT generation from representative documents, de-duplication, paraphrases and the label gate, each a checkpointed stage; then one table of everything kept."""
+"""The LLM steps of Li et al. (§2.2-2.4) for one split x version: few-shot examples, MFT
+generation from representative documents, de-duplication, paraphrases and the label gate,
+one stage per split x version whose LLM answers are checkpointed prompt by prompt
+(``engine.llm_checkpoint``); then one table of everything kept."""
 
 from __future__ import annotations
 
@@ -9,18 +12,22 @@ import pyarrow as pa
 
 from engine.errors import InputError
 from engine.llm import LLMConfig
+from engine.llm_checkpoint import StageChat
 from engine.mft.suite import GateLog, dedupe_cases, few_shot_examples, generate_mfts, label_gate, paraphrase_cases
 from engine.prompts import load_prompt
 from engine.stages import Stage, StageContext
-from jobs.console import console
+from jobs.console import console, item_progress
 from jobs.mft.config import MFTConfig
 
 
-def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, split: str, version: int) -> Stage:
+def generation_stage(
+    m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, split: str, version: int, chat_id: str
+) -> Stage:
     """Few-shot examples, generation, de-duplication, paraphrases and the label gate for
-    one split x version. One stage per pair: LLM calls are the expensive part, so a crash
-    or a timeout loses at most one pair's work. The stage sees only the fields it reads, so
-    adding versions or changing the evaluation reuses every finished pair."""
+    one split x version. LLM answers are committed in parts as they come (``StageChat``,
+    keyed by ``chat_id``, the model's identity), errors never: a crash, a timeout or failed
+    prompts cost a rerun only the prompts without an answer. The stage sees only the fields
+    it reads, so adding versions or changing the evaluation reuses every finished pair."""
     m = m.view(
         "generation",
         "constrained",
@@ -35,6 +42,10 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
     )
 
     def run(ctx: StageContext):
+        with StageChat(chat, ctx, chat_id, llm.part_size, progress=_progress(split, version)) as stage_chat:
+            return steps(ctx, stage_chat)
+
+    def steps(ctx: StageContext, chat: StageChat):
         reps = [r for r in ctx.input("representatives").to_pylist() if r["split"] == split]
         docs = [d for d in ctx.input("representatives", "corpus").to_pylist() if d["split"] == split]
         log = GateLog(on_add=_print_gate)
@@ -57,26 +68,28 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
             len(missing),
             f"no parseable example for {missing}" if missing else "",
         )
-        generated = generate_mfts(
-            reps,
-            examples,
-            chat,
-            m.generation.model_copy(update={"seed": seed}),
-            log,
-            constrained="generate" in m.constrained,
-        )
+        with chat.step("MFT generation", sum(r["label"] in examples for r in reps)):
+            generated = generate_mfts(
+                reps,
+                examples,
+                chat,
+                m.generation.model_copy(update={"seed": seed}),
+                log,
+                constrained="generate" in m.constrained,
+            )
         log.add("generated MFTs", split, version, len(generated), 0, f"from {len(reps)} representatives")
         kept, exact, near = dedupe_cases(generated, embed, m.near_duplicate_cosine)
         log.add("de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near")
         to_paraphrase = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
-        paraphrased = paraphrase_cases(
-            to_paraphrase,
-            m.paraphrases,
-            chat,
-            m.paraphrase_generation.model_copy(update={"seed": seed}),
-            log,
-            constrained="paraphrase" in m.constrained,
-        )
+        with chat.step("paraphrases", len(to_paraphrase) if m.paraphrases > 0 else 0):
+            paraphrased = paraphrase_cases(
+                to_paraphrase,
+                m.paraphrases,
+                chat,
+                m.paraphrase_generation.model_copy(update={"seed": seed}),
+                log,
+                constrained="paraphrase" in m.constrained,
+            )
         log.add(
             "paraphrases",
             split,
@@ -89,7 +102,10 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
         for r in candidates:
             r.update(split=split, version=version, seed=seed, expected=m.label_words[r["label"]])
         if m.label_check:
-            gated, counts = label_gate(candidates, chat, m.label_generation, log, constrained="label" in m.constrained)
+            with chat.step("label check", len(candidates)):
+                gated, counts = label_gate(
+                    candidates, chat, m.label_generation, log, constrained="label" in m.constrained
+                )
             log.add(
                 "label check",
                 split,
@@ -120,8 +136,7 @@ def generation_stage(m: MFTConfig, llm: LLMConfig, base_seed: int, chat, embed, 
         f"generate-{split}-v{version}",
         run,
         inputs=("representatives",),
-        config=[m, llm, base_seed, prompts],
-        version="7",
+        config=[m, llm, base_seed, prompts, chat_id],
     )
 
 
@@ -190,6 +205,10 @@ PARSING_SCHEMA = pa.schema(
         ("examples", pa.list_(pa.string())),
     ]
 )
+
+
+def _progress(split: str, version: int):
+    return lambda step, total: item_progress(f"  mft · {split} v{version} · {step}", total, "prompts")
 
 
 def _print_gate(row: dict) -> None:

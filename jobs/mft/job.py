@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from actors.llm.chat import chat_name, chat_session
+from actors.llm.chat import chat_key, chat_name, chat_session
 from engine.benchmark.registry import ModelSpec
 from engine.config import RepresentationConfig, RepresentativesConfig
 from engine.corpus import apply_label_map
@@ -213,7 +213,7 @@ class MFTJob(Job[MFTConfig]):
         yield representatives_stage(m, self.topics_dir, self.seed, self.cfg.corpus.labels)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the generation
             parts = [
-                generation_stage(m, llm, self.seed, chat, embed, split, version)
+                generation_stage(m, llm, self.seed, chat, embed, split, version, chat_key(self.chat, llm))
                 for split in m.splits
                 for version in range(1, m.versions + 1)
             ]

@@ -25,10 +25,11 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from actors.llm.chat import chat_name, chat_session
+from actors.llm.chat import chat_key, chat_name, chat_session
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
 from engine.llm import LLMConfig, count_finish_reasons, make_generation
+from engine.llm_checkpoint import StageChat
 from engine.prompts import load_prompt
 from engine.report import Section as ReportSection
 from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
@@ -48,7 +49,7 @@ from jobs.base import Job, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
 from jobs.testaug.config import TestAugConfig
-from jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
+from jobs.testaug.metrics import benchmark_step, diversity_stage, llm_progress, patch_stage, validity_stage
 from jobs.testaug.report import testaug_sections
 from jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
 from jobs.zoo.resolve import select_models
@@ -71,10 +72,14 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
     return descs[: t.max_descriptions] if t.max_descriptions else descs
 
 
-def generation_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int) -> Stage:
+def generation_stage(
+    t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int, chat_id: str
+) -> Stage:
     """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM. The
     stage sees only what shapes the prompts and the descriptions they come from, so a
-    change of the validity, expansion or evaluation settings reuses the answers."""
+    change of the validity, expansion or evaluation settings reuses the answers. Answers
+    are committed in parts as they come (``StageChat``; ``chat_id``: the model's
+    identity), errors never: a rerun asks only the prompts without an answer."""
     t = t.view(
         "prompts_per_description",
         "demonstrations",
@@ -88,6 +93,14 @@ def generation_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description],
     )
 
     def run(ctx: StageContext):
+        total = t.prompts_per_description * len(descs)
+        with (
+            StageChat(chat, ctx, chat_id, llm.part_size, progress=llm_progress) as stage_chat,
+            stage_chat.step("generate", total),
+        ):
+            return ask(stage_chat)
+
+    def ask(chat: StageChat):
         rows = []
         for p in range(t.prompts_per_description):  # one batch per round: every description at once
             shown = [
@@ -129,7 +142,7 @@ def generation_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description],
     return Stage(
         "generate",
         run,
-        config=[t, llm, seed, prompts, getattr(chat, "name", "llm")],
+        config=[t, llm, seed, prompts, chat_id],
         external=(file_digest(t.spec),),
         version=VERSION,
     )
@@ -292,10 +305,11 @@ class TestAugJob(Job[TestAugConfig]):
 
     def stages(self):
         t, llm = self.conf, self.cfg.section(LLMConfig)
+        chat_id = chat_key(self.chat, llm)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the validity filter
-            yield generation_stage(t, llm, self.descs, chat, self.seed)
+            yield generation_stage(t, llm, self.descs, chat, self.seed, chat_id)
             yield parse_stage(self.descs)
-            yield validity_stage(t, llm, self.descs, chat)
+            yield validity_stage(t, llm, self.descs, chat, chat_id)
         yield expand_stage(t, self.descs, self.seed)
         # The suites are what the later stages measure; publish writes them.
         self.suite, self.baseline = build_suites(

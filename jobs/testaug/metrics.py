@@ -13,12 +13,14 @@ import pyarrow.compute as pc
 
 from engine.benchmark.registry import ModelSpec
 from engine.llm import LLMConfig
+from engine.llm_checkpoint import StageChat
 from engine.prompts import load_prompt
 from engine.stages import RunDir, Stage, StageContext, file_digest, fingerprint
 from engine.testaug.prompt import Description, ParseCount, normalize
 from engine.testaug.validity import classifier_input, phase_decision, read_annotations, threshold_for
 from jobs.benchmark.config import BenchmarkConfig
 from jobs.config import CheckrayConfig
+from jobs.console import item_progress
 from jobs.testaug.config import TestAugConfig
 
 VALIDITY_SCHEMA = pa.schema(
@@ -38,15 +40,24 @@ VALIDITY_SCHEMA = pa.schema(
 )
 
 
+def llm_progress(step: str, total: int):
+    return item_progress(f"  testaug · {step}", total, "prompts")
+
+
 def _flag(value) -> int | None:
     return None if value is None else int(bool(value))
 
 
-def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat) -> Stage:
+def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, chat_id: str) -> Stage:
     """Phase 1 on each description's first sample (people > LLM labeler > classifier),
-    phase 2 (people > classifier > LLM labeler) where the valid share is under threshold."""
+    phase 2 (people > classifier > LLM labeler) where the valid share is under threshold.
+    The LLM labeler's answers are checkpointed prompt by prompt (``StageChat``)."""
 
     def run(ctx: StageContext):
+        with StageChat(chat, ctx, chat_id, llm.part_size, progress=llm_progress) as stage_chat:
+            return decide(ctx, stage_chat)
+
+    def decide(ctx: StageContext, chat: StageChat):
         from actors.testaug.validity import ValidityClassifier, llm_label
 
         cases = ctx.input("parse").to_pylist()
@@ -71,7 +82,9 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
 
         def ask_llm(rows):
             if t.llm_labeler and rows:
-                for c, verdict in zip(rows, llm_label(rows, chat, t.label_generation, count)):
+                with chat.step("LLM labeler", len(rows)):
+                    verdicts = llm_label(rows, chat, t.label_generation, count)
+                for c, verdict in zip(rows, verdicts):
                     c["valid_llm"] = _flag(verdict)
 
         threshold = threshold_for(t.task, t.threshold)
@@ -164,7 +177,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         "validity",
         run,
         inputs=("parse",),
-        config=[t, llm, load_prompt("testaug_validity").sections],
+        config=[t, llm, load_prompt("testaug_validity").sections, chat_id],
         external=(str(digest), str(clf_meta)),
         version="1",
     )
