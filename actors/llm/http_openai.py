@@ -46,7 +46,7 @@ MAX_WAIT_S = 30.0  # longest back-off or Retry-After wait between two attempts
 MAX_TOKEN_COUNT = 10**9  # a usage count above this is not a count
 
 
-def retry_after_seconds(value: str | None, now: Callable[[], datetime] = lambda: datetime.now(UTC)):
+def retry_after_seconds(value: str | None, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> float | None:
     """Seconds a ``Retry-After`` header asks to wait, in ``[0, MAX_WAIT_S]``, or None when
     it is absent or unreadable (negative, NaN, infinite, empty, not a number or a date)."""
     value = (value or "").strip()
@@ -200,10 +200,6 @@ class RateLimiter:
             self.sleep(slot - now)
 
 
-class _Unreachable(Exception):
-    pass
-
-
 class HTTPGenerator:
     """``Generator`` over an OpenAI-compatible server."""
 
@@ -233,7 +229,6 @@ class HTTPGenerator:
             base_url=self.base_url,
             headers=headers,
             transport=transport,
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
         )
         self.limiter = RateLimiter(requests_per_second)
         self.concurrency = concurrency
@@ -278,9 +273,11 @@ class HTTPGenerator:
         left = self.breaker.remaining()
         time.sleep(max(0.0, min(delay, left) if left is not None else delay))
 
-    def _timeout(self) -> float:
+    def _timeout(self) -> httpx.Timeout:
+        """The client's timeouts, cut to what is left before the deadline."""
         left = self.breaker.remaining()
-        return self.timeout_s if left is None else max(0.001, min(self.timeout_s, left))
+        seconds = self.timeout_s if left is None else max(0.001, min(self.timeout_s, left))
+        return httpx.Timeout(seconds, connect=min(seconds, 10.0))
 
     def _post(self, path: str, payload: dict[str, Any]) -> Any:
         """One request with retries: the decoded JSON body. Raises ``LLMError`` (stop the run)
