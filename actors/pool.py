@@ -22,6 +22,7 @@ differ in block sizing, order and errors; here they are decided once:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -98,15 +99,20 @@ def map_with_actors(
             raise ValueError("a Parquet input needs the order_column its rows carry")
         blocks = max(plan.pool_size * 2, math.ceil((rows or 1) / batch_size))
         ds = ray.data.read_parquet(data, filesystem=filesystem).repartition(blocks)
-    options = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_TASK_RETRIES, **plan.ray_options()}
-    ds = ds.map_batches(
-        OrderedActor,
-        fn_constructor_kwargs=dict(actor_cls=actor_cls, kwargs=dict(kwargs), order_column=order_column),
-        batch_size=batch_size,
-        batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=plan.pool_size),
-        **options,
-    )
+    with warnings.catch_warnings():
+        # Ray 2.60 has no named parameter for bounded restarts and calls the only way to
+        # pass them (**ray_remote_args) deprecated; without them a batch retries forever.
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.*", category=DeprecationWarning)
+        ds = ds.map_batches(
+            OrderedActor,
+            fn_constructor_kwargs=dict(actor_cls=actor_cls, kwargs=dict(kwargs), order_column=order_column),
+            batch_size=batch_size,
+            batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=plan.pool_size),
+            max_restarts=MAX_RESTARTS,
+            max_task_retries=MAX_TASK_RETRIES,
+            **plan.ray_options(),
+        )
     try:
         if write_to is not None:
             ds.write_parquet(write_to, filesystem=filesystem)

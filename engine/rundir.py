@@ -136,8 +136,9 @@ class RunDir:
         infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
         return [i.base_name for i in infos]
 
-    def _check_writable(self, rel: str) -> None:
-        """In a claimed run, refuse to overwrite a top-level entry the run did not write."""
+    def reserve(self, rel: str) -> None:
+        """Make ``rel``'s top-level entry the run's before writing it; in a claimed run,
+        refuse one that exists and that the run did not write (a user's file)."""
         if self.job is None:
             return
         top = rel.split("/", 1)[0]
@@ -169,13 +170,13 @@ class RunDir:
             raise
 
     def write_table(self, rel: str, table: pa.Table) -> str:
-        self._check_writable(rel)
+        self.reserve(rel)
         final = self.path(rel)
         self._atomic(final, lambda sink: pq.write_table(table, sink))
         return final
 
     def write_bytes(self, rel: str, data: bytes) -> str:
-        self._check_writable(rel)
+        self.reserve(rel)
         final = self.path(rel)
         self._atomic(final, lambda sink: sink.write(data))
         return final

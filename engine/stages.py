@@ -19,6 +19,8 @@ import hashlib
 import io
 import json
 import logging
+import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -113,6 +115,35 @@ def path_digest(uri: str) -> str:
         mtime = entry.mtime_ns if entry.mtime_ns is not None else 0
         h.update(f"{rel}\0{entry.size}\0{mtime}\n".encode())
     return h.hexdigest()[:20]
+
+
+_CALLABLE_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def reference_digest(value: Any) -> Any:
+    """What a config value that may name an input stands for, by content: a local file or
+    directory -> ``path_digest``; ``module:function`` -> the module's source file; every
+    string inside lists and dicts likewise; anything else (``builtin:`` assets pinned by
+    the package version, hub names, numbers) as it is. Used for model specs, whose
+    ``path`` and options may point at weights, pickles or code."""
+    if isinstance(value, Mapping):
+        return {str(k): reference_digest(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [reference_digest(v) for v in value]
+    if not isinstance(value, str) or not value or value.startswith("builtin:"):
+        return value
+    if "://" not in value and os.path.exists(os.path.expanduser(value)):
+        return {"path": value, "digest": path_digest(value)}
+    if _CALLABLE_REF.match(value):
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(value.split(":", 1)[0])
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin and os.path.isfile(spec.origin):
+            return {"callable": value, "digest": file_digest(spec.origin)}
+    return value
 
 
 @dataclass

@@ -128,18 +128,22 @@ REPORT_ORDER = ("topics", "templates", "zoo", "mft", "benchmark", "s2lct", "cost
 
 
 def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> RunDir:
-    state = DemoState(cfg, RunDir(out))
-    timings, sections = [], {}
-    for step in steps or demo_steps():
-        start = time.perf_counter()
-        result = run_job(step.job(state), state.path(step.name))
-        sections[step.name] = step.after(state, result)
-        timings.append({"step": step.name, "seconds": round(time.perf_counter() - start, 1)})
-    ordered = [sec for name in REPORT_ORDER for sec in sections.get(name, [])]
-    ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
-    ordered.append(Section("Demo timings", [table_html(timings)]))
-    state.run.write_text("report.html", render("checkray · demo report", ordered, subtitle=cfg.corpus.path))
-    return state.run
+    run = RunDir(out)
+    run.claim("demo")  # each step's job claims its own sub-directory
+    with run.lock("demo"):
+        state = DemoState(cfg, run)
+        timings, sections = [], {}
+        for step in steps or demo_steps():
+            start = time.perf_counter()
+            run.reserve(step.name)  # a sub-directory the demo did not make is refused
+            result = run_job(step.job(state), state.path(step.name))
+            sections[step.name] = step.after(state, result)
+            timings.append({"step": step.name, "seconds": round(time.perf_counter() - start, 1)})
+        ordered = [sec for name in REPORT_ORDER for sec in sections.get(name, [])]
+        ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
+        ordered.append(Section("Demo timings", [table_html(timings)]))
+        run.write_text("report.html", render("checkray · demo report", ordered, subtitle=cfg.corpus.path))
+    return run
 
 
 def demo_command(

@@ -119,6 +119,7 @@ class ValidityClassifier:
     # ------------------------------------------------------------------ storage
     def save(self, out: str) -> RunDir:
         run = RunDir(out)
+        run.claim("validity")  # never into a directory that is not a classifier's
         if self.backend == "embedding_lr":
             data, signature = pickle_bytes(self._head)  # signed: loading it needs no --trust-code
             run.write_bytes("head.joblib", data)

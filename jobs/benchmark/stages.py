@@ -17,7 +17,6 @@ import json
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +28,7 @@ from engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_res
 from engine.benchmark.sampling import model_case_rows, needed_inputs
 from engine.benchmark.summary import summarize
 from engine.runtime import cluster_resources
-from engine.stages import Stage, StageContext, fingerprint, table_bytes
+from engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
 from jobs.benchmark.config import BenchmarkConfig
 from jobs.console import console
 
@@ -53,11 +52,9 @@ _TIMINGS = ("load_seconds", "ready_seconds", "predict_seconds", "host_size")
 
 
 def spec_fingerprint(spec: ModelSpec) -> dict:
-    """A spec plus its weights' modification time, so a retrained model file reruns."""
-    stamp = None
-    if spec.path and Path(spec.path).exists():
-        stamp = Path(spec.path).stat().st_mtime_ns
-    return {"spec": spec.model_dump(mode="json", exclude={"accuracy", "meta"}), "mtime": stamp}
+    """A spec with every file, directory or module it names digested by content
+    (``engine.stages.reference_digest``): a retrained, edited or replaced model reruns."""
+    return reference_digest(spec.model_dump(mode="json", exclude={"accuracy", "meta"}))
 
 
 def hash_table(table: pa.Table) -> str:
