@@ -82,8 +82,9 @@ def choose_judge(
         + f" of the {len(texts)} corpus sentences the sampled seeds were built from"
     ]
     if share is not None and share > max_overlap:
+        who = "the judge" if name else "every candidate judge"
         notes.append(
-            f"WARNING: every candidate judge trained on more than {max_overlap:.0%} of those sentences "
+            f"WARNING: {who} trained on more than {max_overlap:.0%} of those sentences "
             f"({', '.join(f'{sp.name} {o:.0%}' for sp, o in measured if o is not None)}): its readings of the "
             "corpus parts repeat labels it was trained on, so agreement is inflated. Give a judge trained on other "
             "data (s2lct.consistency.judge), e.g. a zero-shot LLM."
