@@ -178,11 +178,13 @@ def test_config_refuses_infinite_waits(tmp_path, line, field):
 @pytest.mark.timeout(120)
 def test_batch_timeout_stops_the_actors(ray_session):
     from actors.llm.actor import start_generator
+    from actors.pool import MAX_TASK_RETRIES
 
     with FaultyLLMServer("hang") as server:
         cfg = LLMConfig(backend="http", base_url=server.url, api_key_env=None, timeout_s=60, batch_timeout_s=1.5)
         gen = start_generator(cfg)
         actors = list(gen.actors)
+        assert all(a._ray_max_task_retries == MAX_TASK_RETRIES for a in actors)  # bounded, not Ray Data's -1
         with pytest.raises(LLMError) as err:
             gen.chat([HI] * 3, GREEDY)
     message = str(err.value)
