@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from engine.errors import ConfigError
 from engine.labels import label_map
-from engine.strict import bool_for_number, load_yaml
+from engine.strict import StrictInput, load_yaml
 
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
@@ -31,26 +31,16 @@ def cache_root() -> Path:
     return Path(os.environ.get("CHECKRAY_CACHE") or Path.home() / ".cache" / "checkray").expanduser()
 
 
-class Section(BaseModel):
+class Section(StrictInput):
     """A config section: frozen, and an unknown field is an error.
 
     A field declared with ``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` changes how
     fast a stage runs, not what it computes (pool sizes, batch sizes); stage fingerprints
     leave it out, every other field is in (``engine.stages.fingerprint``)."""
 
-    # Infinity and NaN are refused for every float field (``timeout_s: .inf``), in every
-    # section and its nested sections (subclasses merge this config).
+    # Infinity and NaN, and booleans where numbers are expected, are refused in every
+    # section and its nested sections (``StrictInput``; subclasses merge this config).
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        """A boolean where a number is expected is an error (pydantic reads ``yes`` as 1)."""
-        field = cls.model_fields.get(info.field_name or "")
-        why = bool_for_number(value, field.annotation) if field is not None else None
-        if why:
-            raise ValueError(why)
-        return value
 
     def view(self, *names: str) -> Section:
         """A frozen copy holding only ``names``: what a stage may read, and so exactly what its

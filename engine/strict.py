@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from yaml.constructor import ConstructorError
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -85,3 +86,20 @@ def bool_for_number(value: Any, annotation: Any) -> str | None:
                 if why:
                     return f"'{k}': {why}"
     return None
+
+
+class StrictInput(BaseModel):
+    """Base of every model read from a user's file (config sections, model registries,
+    template specs, CheckList mappings): infinities and NaN are refused for float fields,
+    and a boolean where a number is expected is an error (pydantic reads ``yes`` as 1)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        why = bool_for_number(value, field.annotation) if field is not None else None
+        if why:
+            raise ValueError(why)
+        return value

@@ -14,9 +14,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from engine.errors import ConfigError, InputError
+from engine.strict import StrictInput
 
 
 @runtime_checkable
@@ -34,7 +35,7 @@ class ModelUnderTest(Protocol):
     def predict_proba(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> np.ndarray: ...
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(StrictInput):
     """One entry of a model registry file."""
 
     model_config = ConfigDict(extra="forbid")
@@ -50,7 +51,7 @@ class ModelSpec(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)  # training details, corpus, seed
 
 
-class ModelRegistry(BaseModel):
+class ModelRegistry(StrictInput):
     model_config = ConfigDict(extra="forbid")
 
     models: list[ModelSpec]

@@ -39,11 +39,12 @@ from typing import Any
 
 import pyarrow as pa
 import yaml
-from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
+from pydantic import ConfigDict, StrictInt, StrictStr, ValidationError
 
 from engine.errors import InputError
 from engine.lang.lexicons import is_reference, resolve_lexicon, with_article
 from engine.schema import TestType, make_cases
+from engine.strict import StrictInput, load_yaml
 
 METHOD = "template"
 GENERATOR = "checklist-template"
@@ -107,7 +108,7 @@ def render(parts: Sequence[Part], filling: Mapping[str, Any]) -> str:
 # -------------------------------------------------------------------- spec reading
 
 
-class TemplateRecord(BaseModel):
+class TemplateRecord(StrictInput):
     """One record of a spec file (the CheckList/TestAug dump format)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -255,7 +256,7 @@ def _load_records(path: Path) -> list[tuple[str, Any]]:
         raise InputError(f"{path}: spec file is not UTF-8 text") from None
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(text)
+            data = load_yaml(text)  # duplicate keys refused
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark else ""

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import InputError
+from engine.strict import StrictInput, load_yaml
 
 _GLOB_CHARS = set("*?[")
 
 
-class TestMapping(BaseModel):
+class TestMapping(StrictInput):
     """What one test (or every test a glob matches) expects."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,7 +62,7 @@ def check_fields(entry: TestMapping, test_type: str) -> None:
         raise ValueError(f"{', '.join(repr(w) for w in wrong)} does not apply to a {test_type} test")
 
 
-class MappingFile(BaseModel):
+class MappingFile(StrictInput):
     model_config = ConfigDict(extra="forbid")
 
     tests: dict[str, TestMapping] = Field(default_factory=dict)
@@ -98,7 +99,7 @@ def load_mapping(path: str | Path) -> Mapping:
     """Read and validate a mapping file; one-line errors naming the file and the field."""
     path = str(path)
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        raw = load_yaml(Path(path).read_text(encoding="utf-8"))  # duplicate keys refused
     except FileNotFoundError:
         raise InputError(f"{path}: mapping file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
