@@ -88,6 +88,10 @@ class RuntimeConfig(Section):
     # Load inputs that run code: pickles checkray did not sign, callable models,
     # trust_remote_code (engine/trust.py, SECURITY.md). Same as the --trust-code flag.
     trust_code: bool = False
+    # Longest wait on one Ray task or actor call that has no timeout of its own (training
+    # a zoo model, a GPU layout task): past it the job stops with a one-line error
+    # instead of waiting forever on a hung worker.
+    task_timeout_s: float = Field(default=6 * 3600.0, gt=0.0)
 
 
 class CorpusConfig(Section):

@@ -181,6 +181,18 @@ def start_request_guard(
     return guard
 
 
+def wait_for(ref, timeout_s: float, what: str):
+    """``ray.get(ref)`` bounded by ``timeout_s``: a hung task or actor is a one-line
+    ``ResourceError`` naming ``what`` (the task is cancelled), never an endless wait."""
+    import ray
+
+    try:
+        return ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref, force=True)
+        raise ResourceError(f"{what} did not finish within {timeout_s:.0f} s (runtime.task_timeout_s)") from None
+
+
 def cluster_resources() -> dict[str, float]:
     import ray
 

@@ -18,7 +18,7 @@ import typer
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import InputError
 from engine.report import Section
-from engine.runtime import choose_device, cluster_resources, plan_actor_pool
+from engine.runtime import choose_device, cluster_resources, plan_actor_pool, wait_for
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
 from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
@@ -138,7 +138,8 @@ def layout_stage(cfg: CheckrayConfig):
         if device == "gpu":  # cuML must run on a GPU node, not on the (CPU) head
             import ray
 
-            table = ray.get(ray.remote(num_gpus=1)(fit_layout).remote(ctx.run.uri, cfg, device))
+            ref = ray.remote(num_gpus=1)(fit_layout).remote(ctx.run.uri, cfg, device)
+            table = wait_for(ref, cfg.runtime.task_timeout_s, "the GPU layout task (UMAP, k-means)")
         else:
             table = fit_layout(ctx.run.uri, cfg, device)
         return {"data": table}

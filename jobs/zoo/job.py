@@ -23,7 +23,7 @@ from engine.config import read_yaml
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
 from engine.report import Section, table_html
-from engine.runtime import cluster_resources, plan_actor_pool
+from engine.runtime import cluster_resources, plan_actor_pool, wait_for
 from engine.stages import Stage, StageContext, StageRunner
 from engine.training import ZooConfig, ZooModel, stratified_split
 from jobs.base import Job, run_job
@@ -122,7 +122,7 @@ def task_options(model: ZooModel, zoo: ZooConfig) -> tuple[dict, int]:
     return {"num_cpus": threads}, threads
 
 
-def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str]) -> Stage:
+def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str], timeout_s: float) -> Stage:
     embed = embed_stage_name(model.encoder) if model.kind == "embedding" else None
 
     def run(ctx: StageContext):
@@ -131,7 +131,8 @@ def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str]) -> Stage:
         opts, threads = task_options(model, zoo)
         task = ray.remote(build_zoo_model).options(**opts, max_retries=0)
         try:
-            entry = ray.get(task.remote(ctx.run.uri, model, zoo, labels, embed, threads))
+            ref = task.remote(ctx.run.uri, model, zoo, labels, embed, threads)
+            entry = wait_for(ref, timeout_s, f"zoo model '{model.name}'")
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, CheckrayError):  # a user error inside the task stays one line
                 raise type(exc.cause)(f"zoo model '{model.name}': {exc.cause}") from None
@@ -185,7 +186,8 @@ class ZooJob(Job[ZooConfig]):
         for encoder in dict.fromkeys(m.encoder for m in self.selected if m.kind == "embedding"):
             yield embed_stage(zoo, encoder)
         # Independent builds, each a Ray task: run side by side as far as the CPUs allow.
-        yield [model_stage(zoo, m, labels) for m in sorted(self.selected, key=lambda m: m.kind != "finetune")]
+        timeout = self.cfg.runtime.task_timeout_s
+        yield [model_stage(zoo, m, labels, timeout) for m in sorted(self.selected, key=lambda m: m.kind != "finetune")]
 
     def publish(self, runner: StageRunner) -> list[Section]:
         zoo = self.conf

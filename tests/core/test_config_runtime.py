@@ -120,3 +120,18 @@ def test_user_error_is_found_through_ray_style_wrappers():
     except RuntimeError as exc:
         assert user_error(exc) is inner
     assert user_error(Wrapper(ValueError("bug"))) is None
+
+
+@pytest.mark.timeout(120)
+def test_wait_for_bounds_a_hung_task(ray_session):
+    import time
+
+    from engine.errors import ResourceError
+    from engine.runtime import wait_for
+
+    ref = ray_session.remote(lambda: time.sleep(600)).remote()
+    start = time.monotonic()
+    with pytest.raises(ResourceError, match="the test task did not finish within 2 s"):
+        wait_for(ref, 2.0, "the test task")
+    assert time.monotonic() - start < 30
+    assert wait_for(ray_session.remote(lambda: 7).remote(), 60, "a quick task") == 7
