@@ -201,8 +201,8 @@ class ZooJob(Job[ZooConfig]):
 
 def run_zoo(cfg: CheckrayConfig, out: str, only: list[str] | None = None) -> list[ModelSpec]:
     """Build (or reuse) every selected model; write ``out/zoo.yaml``; return its specs."""
-    if "://" in out:
-        raise InputError(f"{out}: the zoo directory must be a local path (the benchmark loads models from files)")
+    if "://" in out:  # its Ray tasks save model files, and the benchmark loads them as local files
+        raise InputError(f"{out}: the zoo writes model files from its tasks; use a local or shared-filesystem --out")
     return run_job(ZooJob(cfg, only), out).job.specs
 
 
