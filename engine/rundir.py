@@ -14,8 +14,11 @@ A run directory is a local path or any pyarrow filesystem URI (``s3://bucket/run
   run in the same directory stops at once with a one-line error naming the holder instead
   of deleting the first run's stages or mixing its Ray Data shards. Locally the lock is an
   exclusive create; on object stores, which have no exclusive create in pyarrow, it is a
-  lease: written, read back after a settle delay to detect a racing writer, and renewed by
-  a heartbeat. A holder that died (its process is gone, or its lease ran out) is replaced.
+  lease renewed by a heartbeat, won by an election: each contender writes its own claim
+  under ``.checkray-lock.d/``, waits a settle delay and lists the claims; the earliest
+  (by the store's timestamp) wins, so a contender that writes late always sees the
+  winner's claim (see ``RunLock``). A holder that died (its process is gone, or its lease
+  ran out) is replaced.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 
 MARKER = ".checkray-run.json"
 LOCK = ".checkray-lock.json"
+CLAIMS = ".checkray-lock.d"  # object stores: one claim file per contender for the lock
 STAGES = "stages"
 LEASE_S = 60.0  # a lock not renewed for this long belongs to a dead run
 SETTLE_S = 1.0  # object stores: wait before reading a lease back (a racing writer shows by then)
@@ -104,7 +108,7 @@ class RunDir:
         elif marker.get("job") != job:
             raise InputError(f"{self.uri}: holds a '{marker.get('job')}' run; pass another --out for this '{job}' run")
         self.job = job
-        self._owned = set(marker.get("owned", [])) | {STAGES, MARKER, LOCK}
+        self._owned = set(marker.get("owned", [])) | {STAGES, MARKER, LOCK, CLAIMS}
 
     def record_owned(self, names: Iterable[str]) -> None:
         """Add top-level names to the marker's list of what this run wrote."""
@@ -114,7 +118,7 @@ class RunDir:
         with self._owned_lock:
             self._owned.update(new)
             marker = self._read_marker() or {"job": self.job, "created": _now(), "checkray": _version()}
-            marker["owned"] = sorted(self._owned - {STAGES, MARKER, LOCK})
+            marker["owned"] = sorted(self._owned - {STAGES, MARKER, LOCK, CLAIMS})
             marker["updated"] = _now()
             self._write_marker(marker)
 
@@ -220,6 +224,15 @@ class RunLock:
     thread renews every ``lease_s / 3``; a second run reads it and stops with a one-line
     error naming that holder. A lock whose holder is gone (same host and its pid is dead,
     or the lease expired) is stale and replaced, so a SIGKILLed run never blocks the rerun.
+
+    On an object store the lock file is only the holder's record; who holds is decided by
+    claims. A contender that finds no live lock file writes ``.checkray-lock.d/<token>.json``
+    (one PUT, stamped by the store's clock), waits ``settle_s`` (>= 1 s) and lists the
+    claims. It loses to any live claim marked ``held`` and to any earlier one (store
+    timestamp in whole seconds, then token). Two contenders cannot both win: if Y's claim
+    was not yet listed when X looked, Y wrote it at least ``settle_s`` after X did, so X's
+    claim is earlier and Y, which sees it, loses; a winner marks its claim ``held`` when it
+    renews it, so renewals never make it look later than a newcomer's.
     """
 
     def __init__(self, run: RunDir, job: str, lease_s: float = LEASE_S, settle_s: float = SETTLE_S):
@@ -251,9 +264,9 @@ class RunLock:
                 return None
             return {}  # unreadable: a writer is mid-way, or debris; judged by its age below
 
-    def _stale(self, holder: dict[str, Any]) -> bool:
+    def _stale(self, holder: dict[str, Any], path: str = LOCK) -> bool:
         if not holder:  # unreadable lock file: stale once older than a lease
-            info = self.run.fs.get_file_info(self.run.path(LOCK))
+            info = self.run.fs.get_file_info(self.run.path(path))
             age = time.time() - (info.mtime.timestamp() if info.mtime else 0)
             return age > self.lease_s
         if float(holder.get("expires", 0)) < time.time():
@@ -296,12 +309,15 @@ class RunLock:
                 if self._write_exclusive_local():
                     break
                 continue  # someone created it between our read and our create: look again
-            self.run._atomic(self.run.path(LOCK), lambda sink: sink.write(json.dumps(self._record()).encode()))
-            time.sleep(self.settle_s)  # a racing writer's lease shows by now; the last write wins
-            now = self._read()
-            if now is not None and now.get("token") == self.token:
-                break
-            raise self._busy(now or {})
+            self._write_claim(held=False)
+            time.sleep(self.settle_s)  # a claim written before ours shows in the listing by now
+            winner = self._elect()
+            if winner is not None:
+                self._delete_claim()
+                raise self._busy(winner or self._read() or {})
+            self._write_claim(held=True)
+            self._write_record()
+            break
         else:
             raise self._busy(self._read() or {})
         self.held = True
@@ -317,13 +333,67 @@ class RunLock:
             except (FileNotFoundError, OSError):
                 pass
 
+    # object stores: the claims (see the class docstring)
+    def _claim_rel(self, token: str | None = None) -> str:
+        return f"{CLAIMS}/{token or self.token}.json"
+
+    def _write_claim(self, held: bool) -> None:
+        # A plain PUT, not write-and-rename: the store stamps the claim when it is written.
+        with self.run.fs.open_output_stream(self.run.path(self._claim_rel())) as sink:
+            sink.write(json.dumps({**self._record(), "held": held}).encode())
+
+    def _delete_claim(self) -> None:
+        try:
+            self.run.fs.delete_file(self.run.path(self._claim_rel()))
+        except (FileNotFoundError, OSError):
+            pass
+
+    def _write_record(self) -> None:
+        self.run._atomic(self.run.path(LOCK), lambda sink: sink.write(json.dumps(self._record()).encode()))
+
+    def _elect(self) -> dict[str, Any] | None:
+        """None when this contender's claim wins, else the claim it loses to ({} if unreadable)."""
+        infos = self.run.fs.get_file_info(pafs.FileSelector(self.run.path(CLAIMS), allow_not_found=True))
+        mine, rivals = None, []
+        for info in infos:
+            if info.type != pafs.FileType.File or not info.base_name.endswith(".json"):
+                continue
+            rel = f"{CLAIMS}/{info.base_name}"
+            try:
+                data = json.loads(self.run.read_text(rel))
+            except FileNotFoundError:
+                continue  # released meanwhile
+            except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+                data = {}
+            if isinstance(data, dict) and data.get("token") == self.token:
+                mine = info
+            elif not isinstance(data, dict) or not self._stale(data, rel):
+                rivals.append((info, data if isinstance(data, dict) else {}))
+            else:  # a dead run's claim: debris
+                try:
+                    self.run.fs.delete_file(info.path)
+                except (FileNotFoundError, OSError):
+                    pass
+        if mine is None:
+            return {}  # our claim is gone: removed as stale by another run
+
+        def order(info: pafs.FileInfo, token: str) -> tuple[int, str]:
+            return (int(info.mtime.timestamp()) if info.mtime else 0, token)
+
+        for info, data in rivals:
+            if data.get("held") or order(info, str(data.get("token", ""))) < order(mine, self.token):
+                return data
+        return None
+
     def _heartbeat(self) -> None:
         while not self._stop.wait(self.lease_s / 3):
             holder = self._read()
             if holder is None or holder.get("token") != self.token:
                 log.warning("%s: the run lock was taken by another run: %s", self.run.uri, holder)
                 return
-            self.run._atomic(self.run.path(LOCK), lambda sink: sink.write(json.dumps(self._record()).encode()))
+            if not self.run.is_local:
+                self._write_claim(held=True)
+            self._write_record()
 
     def release(self) -> None:
         if not self.held:
@@ -331,6 +401,8 @@ class RunLock:
         self._stop.set()
         if self._beat is not None:
             self._beat.join(timeout=5)
+        if not self.run.is_local:
+            self._delete_claim()
         holder = self._read()
         if holder is not None and holder.get("token") == self.token:
             try:

@@ -10,13 +10,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from engine.errors import InputError
-from engine.rundir import LOCK, MARKER, RunDir
+from engine.rundir import CLAIMS, LOCK, MARKER, RunDir, RunLock
 from tests.fakes.cli import run_cli
 from tests.fakes.s3_server import local_s3
 
@@ -131,3 +132,65 @@ def test_zoo_refuses_an_object_store_out_in_one_line(s3_env, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {uri}: the zoo writes model files from its tasks; use a local or shared-filesystem --out"]
     assert not RunDir(uri).exists()  # refused before anything was written
+
+
+def test_a_run_that_writes_its_lease_late_does_not_share_the_lock(s3_env):
+    """Object stores have no exclusive create: a run that read "no lock" and then stalled
+    (a loaded machine, a GC pause) past the settle delay before writing its lease must
+    still lose to the run that took the lock meanwhile, not hold it too."""
+    uri = _uri(s3_env, "late")
+    RunDir(uri).claim("topics")
+    paused, resume = threading.Event(), threading.Event()
+
+    class Stalled(RunLock):
+        first = True
+
+        def _read(self):
+            holder = super()._read()
+            if self.first:  # stall right after the first look, before writing anything
+                self.first = False
+                paused.set()
+                resume.wait(30)
+            return holder
+
+    outcome: list[object] = []
+
+    def late() -> None:
+        try:
+            outcome.append(Stalled(RunDir(uri), "topics").acquire())
+        except InputError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=late)
+    thread.start()
+    assert paused.wait(30)
+    early = RunDir(uri).lock("topics").acquire()
+    try:
+        resume.set()
+        thread.join(60)
+        assert len(outcome) == 1
+        if isinstance(outcome[0], RunLock):
+            outcome[0].release()
+        assert isinstance(outcome[0], InputError), "both runs hold the lock"
+        assert "in use by another checkray run ('topics' run" in str(outcome[0])
+        assert json.loads(RunDir(uri).read_text(LOCK))["token"] == early.token
+    finally:
+        early.release()
+
+
+def test_the_lease_is_renewed_and_the_claims_cleared_on_release(s3_env):
+    uri = _uri(s3_env, "renewed")
+    run = RunDir(uri)
+    run.claim("topics")
+    lock = run.lock("topics", lease_s=1.5).acquire()
+    try:
+        first = json.loads(run.read_text(LOCK))["expires"]
+        claim = json.loads(run.read_text(f"{CLAIMS}/{lock.token}.json"))
+        assert claim["held"] is True and claim["token"] == lock.token
+        time.sleep(1.2)
+        assert json.loads(run.read_text(LOCK))["expires"] > first
+        with pytest.raises(InputError, match="in use by another checkray run"):
+            RunDir(uri).lock("topics", lease_s=1.5).acquire()  # renewed, so never stale while held
+    finally:
+        lock.release()
+    assert not run.exists(LOCK) and not run.exists(f"{CLAIMS}/{lock.token}.json")
