@@ -5,6 +5,7 @@ epoch on a tiny model."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -290,3 +291,21 @@ def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
 
     table = read_inversions(Path(__file__).resolve().parents[2] / "configs" / "costello" / "inversions.jsonl")
     assert len(table) >= 40 and all(k != v.lower() for k, v in table.items())
+
+
+def test_paper_config_and_its_embedder_lists_load():
+    """configs/costello_paper.yaml validates (paths are not opened: ../shared is not in a clone)."""
+    from engine.costello.mutations import read_gender_pairs
+    from jobs.config import load_config
+    from jobs.costello.config import CostelloConfig, RepairConfig
+    from jobs.costello.job import read_embedders
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_config(root / "configs" / "costello_paper.yaml", {})
+    cc, rc = cfg.section(CostelloConfig), cfg.section(RepairConfig)
+    assert cc.dictionary_size is None and cc.classifiers >= 14 and cc.inversion_seeds and cc.cr3_synonym == "dense"
+    assert (rc.learning_rate, rc.epochs, rc.alpha, rc.threshold) == (1e-4, 8, 0.5, "mu-2sigma")
+    names = [s.name for s in read_embedders(str(root / cc.embedders))]
+    names += [s.name for s in read_embedders(str(root / "configs/costello/embedders_paper_mpnet.yaml"))]
+    assert {"minilm_mean", "minilm_cls", "spacy_md", "mpnet_mean"} <= set(names)
+    assert len(read_gender_pairs(root / cc.gender_pairs)) >= 20
