@@ -31,7 +31,7 @@ contrast_triples_sst.json: {name: [[s, s+, s-], ...]}).
 
     .venv/bin/python bench/bench_costello.py [--n 600] [--quick] [--source PATH] [--nn-words N]
     .venv/bin/python bench/bench_costello.py --repair-curve RUN --model minilm_cls \
-        [--lrs 1e-4,1e-3,1e-2] [--epochs 8] [--per-epoch 64] [--verdict l2/mu-2sigma]
+        [--lrs 1e-4,1e-3,1e-2] [--epochs 8] [--per-epoch 64] [--sample 200] [--verdict l2/mu-2sigma]
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def bench_nn(spec, n_words: int) -> None:
     )
 
 
-def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, verdict: str) -> None:
+def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, verdict: str, sample: int = 200) -> None:
     """Remaining violations epoch by epoch for each learning rate (printed table)."""
     import pyarrow.compute as pc
 
@@ -262,8 +262,15 @@ def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, ver
     thr = read_published(src, "thresholds.parquet").to_pandas()
     theta = float(thr[(thr.model == model) & (thr.distance == metric) & (thr.threshold == threshold)].theta.iloc[0])
     rng = np.random.default_rng(0)
-    probe_benign = [benign[i] for i in rng.permutation(len(benign))[: max(len(violated), 100)]]
     print(f"{model}: {len(violated)} violated / {len(benign)} benign triples at {verdict} (theta {theta:.4f})")
+    # Seeded samples keep the curve affordable: `sample` violated triples trained on and
+    # re-checked, 2x as many benign ones as anchors, and another `sample` benign ones probed.
+    order = rng.permutation(len(benign))
+    violated = [violated[i] for i in rng.permutation(len(violated))[:sample]]
+    anchors = [benign[i] for i in order[: 2 * sample]]
+    probe_benign = [benign[i] for i in order[2 * sample : 3 * sample]]
+    benign = anchors
+    print(f"  curve on {len(violated)} violated, {len(benign)} benign anchors, {len(probe_benign)} benign probes")
 
     def count(m, triples):
         if not triples:
@@ -305,6 +312,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--per-epoch", type=int, default=64, help="violated + benign triples per epoch (each)")
     parser.add_argument("--verdict", default="l2/mu-2sigma", help="distance/threshold whose violations are repaired")
+    parser.add_argument("--sample", type=int, default=200, help="violated triples of the repair curve (seeded sample)")
     args = parser.parse_args()
     n = resolve_n(args)
     from actors.costello.embedders import EmbedderSpec
@@ -313,7 +321,7 @@ def main() -> None:
 
     if args.repair_curve:
         lrs = [float(x) for x in args.lrs.split(",")]
-        repair_curve(args.repair_curve, args.model, lrs, args.epochs, args.per_epoch, args.verdict)
+        repair_curve(args.repair_curve, args.model, lrs, args.epochs, args.per_epoch, args.verdict, args.sample)
         return
     init_ray(RuntimeConfig())
     triples = load_triples(args.source, n)
