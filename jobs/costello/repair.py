@@ -267,6 +267,10 @@ class RepairJob(Job[RepairConfig]):
 
 
 def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -> tuple[RunDir, list[Section]]:
+    if "://" in out:  # refused before anything is read, claimed or started
+        raise InputError(
+            f"{out}: repair saves the fine-tuned model from a Ray actor; use a local or shared-filesystem --out"
+        )
     result = run_job(RepairJob(cfg, violations_dir=violations_dir, model=model), out)
     return result.run, result.sections
 

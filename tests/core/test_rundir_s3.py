@@ -194,3 +194,13 @@ def test_the_lease_is_renewed_and_the_claims_cleared_on_release(s3_env):
     finally:
         lock.release()
     assert not run.exists(LOCK) and not run.exists(f"{CLAIMS}/{lock.token}.json")
+
+
+def test_repair_refuses_an_object_store_out_in_one_line(s3_env, tmp_path, capsys):
+    uri = _uri(s3_env, "repair")
+    assert run_cli("repair", "--violations", str(tmp_path / "costello"), "--model", "m", "--out", uri) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: {uri}: repair saves the fine-tuned model from a Ray actor; use a local or shared-filesystem --out"
+    ]
+    assert not RunDir(uri).exists()
