@@ -26,6 +26,7 @@ for _name, _ref in [
     ("templates", "jobs.templates.config:TemplatesConfig"),
     ("zoo", "engine.training:ZooConfig"),  # actors build zoo models from it
     ("benchmark", "jobs.benchmark.config:BenchmarkConfig"),
+    ("compare", "jobs.compare.config:CompareConfig"),
     ("llm", "engine.llm:LLMConfig"),  # shared by mft, testaug and llm_zero_shot models
     ("mft", "jobs.mft.config:MFTConfig"),
     ("s2lct", "jobs.s2lct.config:S2lctConfig"),
@@ -56,6 +57,16 @@ for _cmd in [
     Command("templates", "jobs.templates.job:templates_command", "Expand CheckList-style templates into an MFT suite."),
     Command("zoo", "jobs.zoo.job:zoo_command", "Build and cache a zoo of sentiment models (DIR/zoo.yaml)."),
     Command("benchmark", "jobs.benchmark.job:benchmark_command", "Run test suites against many models at once."),
+    Command(
+        "compare",
+        "jobs.compare.job:compare_command",
+        "Compare two models on the same suites (flips, McNemar's exact test); gate CI on pass rates.",
+    ),
+    Command(
+        "export-failures",
+        "jobs.compare.failures:export_failures_command",
+        "Write a benchmark run's failing cases (and template neighbours) as training data (JSONL/Parquet).",
+    ),
     Command("mft", "jobs.mft.job:mft_command", "Generate Minimum Functionality Tests from a topics run (Li et al.)."),
     Command("s2lct", "jobs.s2lct.job:s2lct_command", "S²LCT: rule-based seeds expanded by a reference grammar."),
     Command("costello", "jobs.costello.job:costello_command", "Contrastive testing of embedding models (COSTELLO)."),

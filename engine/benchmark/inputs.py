@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from engine.benchmark.provenance import case_digests
 from engine.errors import InputError
 from engine.schema import validate_cases
 from engine.stages import open_filesystem
@@ -24,6 +25,7 @@ PREPARED_EXTRA = [
     pa.field("part", pa.int32()),  # which input table (suite file) the case came from
     pa.field("version", pa.string()),  # suite version (meta "version", else provenance.seed)
     pa.field("input_key", pa.int64()),  # row of the unique-inputs table
+    pa.field("case_digest", pa.string()),  # content digest (engine.benchmark.provenance.case_digests)
 ]
 
 
@@ -76,7 +78,7 @@ def case_versions(table: pa.Table) -> pa.Array:
 
 
 def prepare_cases(parts: Sequence[pa.Table], dedup: bool = True) -> tuple[pa.Table, pa.Table]:
-    """(cases, inputs): all suites' cases with part/version/input_key columns, and the
+    """(cases, inputs): all suites' cases with part/version/input_key/case_digest columns, and the
     inputs models must score (``input_key``, ``text``, ``text_pair``)."""
     if not parts:
         raise InputError("no suites given")
@@ -99,6 +101,7 @@ def prepare_cases(parts: Sequence[pa.Table], dedup: bool = True) -> tuple[pa.Tab
             part.append_column(PREPARED_EXTRA[0], pa.array([index] * part.num_rows, pa.int32()))
             .append_column(PREPARED_EXTRA[1], case_versions(part))
             .append_column(PREPARED_EXTRA[2], pa.array(part_keys, pa.int64()))
+            .append_column(PREPARED_EXTRA[3], case_digests(part))
         )
     inputs = pa.table(
         {

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
+from engine.benchmark.provenance import case_digests
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -20,6 +21,7 @@ RESULTS_SCHEMA = pa.schema(
         pa.field("suite", pa.string()),
         pa.field("version", pa.string()),
         pa.field("case_id", pa.string()),
+        pa.field("case_digest", pa.string()),  # the case's content digest (engine.benchmark.provenance)
         pa.field("testcase", pa.string()),  # CheckList test case: the MFT example or the INV/DIR original
         pa.field("capability", pa.string()),
         pa.field("topic", pa.string()),
@@ -88,6 +90,7 @@ def model_results(
     columns = {
         "model": pa.array([model] * n, pa.string()),
         **{c: cases.column(c) for c in _COPIED[:3]},
+        "case_digest": cases.column("case_digest") if "case_digest" in cases.column_names else case_digests(cases),
         "testcase": pa.array(case_groups(cases), pa.string()),
         **{c: cases.column(c) for c in _COPIED[3:]},
         "expected_labels": cases.column("expected_labels"),

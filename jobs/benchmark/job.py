@@ -3,8 +3,9 @@
 suites (Parquet, TEST_CASE_SCHEMA) -> unique inputs -> model hosts fed concurrently (one
 checkpoint per model) -> CheckList expectations -> summary -> leaderboard. Outputs in
 ``--out``: results.parquet, summary.parquet, examples.parquet, models.parquet,
-leaderboard.html (stage checkpoints under stages/). The stages are in
-``jobs/benchmark/stages.py``.
+leaderboard.html, provenance.json (what was tested, by content: ``jobs/benchmark/provenance.py``)
+and, with ``--gate FILE``, junit.xml and summary.md (stage checkpoints under stages/). The
+stages are in ``jobs/benchmark/stages.py``.
 
 Other jobs call ``run_benchmark(cases, specs, cfg, out)`` in-process and reuse
 ``jobs.benchmark.report.leaderboard_sections`` for their reports.
@@ -12,6 +13,7 @@ Other jobs call ``run_benchmark(cases, specs, cfg, out)`` in-process and reuse
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -24,11 +26,13 @@ import typer
 
 from engine.benchmark.inputs import read_suite
 from engine.benchmark.registry import ModelSpec
+from engine.compare.gate import GateFile, read_gate
 from engine.errors import InputError
 from engine.report import Section as ReportSection
 from engine.stages import RunDir, StageRunner
 from jobs.base import Job, require_out, run_job
 from jobs.benchmark.config import BenchmarkConfig
+from jobs.benchmark.provenance import PROVENANCE, benchmark_provenance
 from jobs.benchmark.stages import cases_stage, evaluate_stage, predict_stage
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
@@ -39,12 +43,24 @@ class BenchmarkJob(Job[BenchmarkConfig]):
     """suites -> unique inputs -> every model's predictions -> CheckList verdicts -> summary."""
 
     name, title, section = "benchmark", "checkray · benchmark", BenchmarkConfig
-    published = ("results.parquet", "summary.parquet", "examples.parquet", "models.parquet")
+    published = ("results.parquet", "summary.parquet", "examples.parquet", "models.parquet", PROVENANCE)
     report_file = "leaderboard.html"
 
-    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec], suites: Sequence[pa.Table]):
+    def __init__(
+        self,
+        cfg: CheckrayConfig,
+        models: Sequence[ModelSpec],
+        suites: Sequence[pa.Table],
+        suite_files: Sequence[str] | None = None,
+        gate: GateFile | None = None,
+    ):
         super().__init__(cfg, models)
         self.suites = list(suites)
+        self.suite_files = list(suite_files) if suite_files else None  # recorded in provenance.json
+        self.gate = gate
+        self.checks: list | None = None  # the gate's verdicts (jobs.compare.gating.Check)
+        if gate is not None:
+            self.published = (*type(self).published, "junit.xml", "summary.md")
 
     def check(self) -> None:
         if not self.models:
@@ -53,6 +69,10 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise InputError(f"model name(s) listed twice: {', '.join(duplicated)}")
+        if self.gate is not None:
+            from jobs.compare.gating import check_gate_baseline
+
+            self.gate_baseline = check_gate_baseline(self.gate, self.suites, names)
 
     def stages(self):
         yield cases_stage(self.suites, self.conf)
@@ -74,6 +94,13 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         run.write_table("examples.parquet", self.examples)
         run.write_table("models.parquet", self.model_table)
         self.results_at = (run.fs, run.path("results.parquet"))
+        cases = runner.output("cases", columns=["part", "suite", "case_id", "case_digest"])
+        self.provenance = benchmark_provenance(self.models, cases, self.suite_files, self.conf, self.model_table)
+        run.write_text(PROVENANCE, json.dumps(self.provenance, indent=1, default=str))
+        if self.gate is not None:
+            from jobs.compare.gating import benchmark_gate
+
+            self.checks = benchmark_gate(self, run)
         return leaderboard_sections(
             self.summary, self.examples, self.model_table, {s.name: s.accuracy for s in self.models}
         )
@@ -129,6 +156,15 @@ def benchmark_command(
     ),
     fresh: bool = typer.Option(False, "--fresh", help="Ignore checkpoints of an earlier run in --out."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory (local path or s3://...)."),
+    gate: Optional[Path] = typer.Option(
+        None,
+        "--gate",
+        help="Gate file (YAML, docs/compare.md): exit 1 when a rule fails; writes junit.xml, summary.md.",
+    ),
+    mlflow_uri: Optional[str] = typer.Option(
+        None, "--mlflow-uri", help="Log the results to this MLflow tracking URI (file:DIR, sqlite:///F, http://...)."
+    ),
+    mlflow_experiment: str = typer.Option("checkray", "--mlflow-experiment", help="MLflow experiment name."),
 ):
     """Run test suites against many models at once; write results, summary and a leaderboard."""
     all_suites = list(suites or []) + list(more_suites or [])
@@ -149,17 +185,34 @@ def benchmark_command(
         raise InputError("no models: pass --models REGISTRY or set benchmark.models")
     if not bench.suites:
         raise InputError("no suites: pass --suites FILE [FILE ...] or set benchmark.suites")
+    gate_file = read_gate(gate) if gate is not None else None
+    if mlflow_uri:
+        from jobs.compare.export import check_mlflow
+
+        check_mlflow(mlflow_uri)
     parts = [read_suite(s) for s in bench.suites]
     specs = resolve_models(bench.models)
     run = RunDir(out)
     if fresh:
         run.claim(BenchmarkJob.name)  # only a benchmark run's own checkpoints are ever deleted
         run.delete_dir("stages")
-    job = BenchmarkJob(cfg, specs, parts)
-    run_job(job, run.uri)
+    job = BenchmarkJob(cfg, specs, parts, suite_files=bench.suites, gate=gate_file)
+    result = run_job(job, run.uri)
     failed = failed_models(job.model_table)
     for name, error in failed.items():
         console.print(f"[yellow]benchmark · {name} failed: {error}[/yellow]")
     if len(failed) == len(specs):
         raise InputError(f"every model failed (first: {next(iter(failed))}: {next(iter(failed.values()))})")
-    typer.echo(f"wrote {run.uri}/results.parquet, summary.parquet, examples.parquet, models.parquet, leaderboard.html")
+    typer.echo(
+        f"wrote {run.uri}/results.parquet, summary.parquet, examples.parquet, models.parquet, provenance.json, "
+        "leaderboard.html" + (", junit.xml, summary.md" if gate_file else "")
+    )
+    if mlflow_uri:
+        from jobs.compare.export import log_benchmark
+
+        logged = log_benchmark(run.uri, mlflow_uri, mlflow_experiment)
+        typer.echo(f"mlflow · logged run {logged} to {mlflow_uri} (experiment '{mlflow_experiment}')")
+    if job.checks is not None:
+        from jobs.compare.gating import finish_gate
+
+        finish_gate(job.checks, result.run)

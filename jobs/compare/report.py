@@ -1,0 +1,195 @@
+"""Report sections of ``checkray compare``: what was compared, the overall and
+per-capability results with McNemar's p and the bootstrap interval, a forest plot of the
+differences, every test, the flipped cases and the gate. Every text goes through
+``engine.report.table_html`` / ``figure_html`` (escaped)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from engine.report import Section, figure_html, table_html
+from jobs.compare.config import CompareConfig
+
+_COLUMNS = [
+    "n",
+    "baseline_pass_rate",
+    "candidate_pass_rate",
+    "diff",
+    "ci_low",
+    "ci_high",
+    "pass_to_fail",
+    "fail_to_pass",
+    "p_value",
+    "p_holm",
+]
+
+
+def _rows(table: pa.Table, level: str, keys: Sequence[str], alpha: float) -> list[dict]:
+    rows = []
+    for r in table.filter(pc.equal(table.column("level"), level)).to_pylist():
+        row = {k: r[k] for k in keys}
+        row.update({k: r[k] for k in _COLUMNS})
+        row["p_value"] = f"{r['p_value']:.4g}"
+        row["p_holm"] = f"{r['p_holm']:.4g}"
+        row["significant"] = "yes" if r["p_value"] < alpha else ""
+        rows.append(row)
+    return rows
+
+
+def _forest(table: pa.Table):
+    import plotly.graph_objects as go
+
+    caps = table.filter(pc.equal(table.column("level"), "capability")).to_pylist()
+    caps.sort(key=lambda r: r["diff"])
+    diff = [r["diff"] for r in caps]
+    low = [r["diff"] - r["ci_low"] if r["ci_low"] == r["ci_low"] else 0 for r in caps]
+    high = [r["ci_high"] - r["diff"] if r["ci_high"] == r["ci_high"] else 0 for r in caps]
+    names = [str(r["capability"]) for r in caps]
+    hover = [
+        f"{r['capability']}<br>{r['baseline_pass_rate']:.3f} → {r['candidate_pass_rate']:.3f}"
+        f"<br>{r['pass_to_fail']} pass→fail, {r['fail_to_pass']} fail→pass<br>McNemar p={r['p_value']:.3g}"
+        for r in caps
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=diff,
+            y=names,
+            mode="markers",
+            error_x={"type": "data", "array": high, "arrayminus": low, "symmetric": False},
+            hovertext=hover,
+            hoverinfo="text",
+            marker={"size": 9, "color": ["#c0392b" if d < 0 else "#2e86c1" for d in diff]},
+        )
+    )
+    fig.add_vline(x=0, line_dash="dot")
+    fig.update_layout(
+        title="Pass-rate difference (candidate − baseline) per capability, paired bootstrap interval",
+        xaxis={"title": "difference in pass rate", "tickformat": "+.0%"},
+        height=max(260, 32 * len(caps) + 140),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+    )
+    return fig
+
+
+def compare_sections(
+    table: pa.Table, flips: pa.Table, info: dict, conf: CompareConfig, checks: Sequence | None = None
+) -> list[Section]:
+    alpha = conf.alpha
+    sides = []
+    for role in ("baseline", "candidate"):
+        side = info[role]
+        ident = side.get("identity") or {}
+        packages = (side.get("environment") or {}).get("packages") or {}
+        sides.append(
+            {
+                "role": role,
+                "model": side["model"],
+                "run": side["run"],
+                "family": ident.get("family"),
+                "path": ident.get("path"),
+                "content digest": ident.get("digest"),
+                "revision": ident.get("revision"),
+                "checkray": side.get("checkray"),
+                "torch": packages.get("torch"),
+                "scikit-learn": packages.get("scikit-learn"),
+                "run now": "yes" if side.get("ran_now") else "",
+            }
+        )
+    suites = [{"suite": k, "cases": v.get("cases"), "digest": v.get("digest")} for k, v in info["suites"].items()]
+    diffs = [
+        {"package or setting": k, "baseline": a, "candidate": b} for k, (a, b) in info["package_differences"].items()
+    ]
+    diffs += [
+        {"package or setting": k, "baseline": a, "candidate": b} for k, (a, b) in info["settings_differences"].items()
+    ]
+    what = [table_html(sides), table_html(suites)]
+    if diffs:
+        what.append(table_html(diffs))
+    overall = table.filter(pc.equal(table.column("level"), "overall")).to_pylist()[0]
+    headline = (
+        f"Pass rate {overall['baseline_pass_rate']:.3f} → {overall['candidate_pass_rate']:.3f} "
+        f"({overall['diff']:+.3f}, {conf.confidence:.0%} paired-bootstrap interval "
+        f"[{overall['ci_low']:+.3f}, {overall['ci_high']:+.3f}]) on {overall['n']} paired cases: "
+        f"{overall['pass_to_fail']} flipped pass→fail, {overall['fail_to_pass']} fail→pass; McNemar's exact "
+        f"p = {overall['p_value']:.4g}."
+    )
+    sections = [
+        Section(
+            "What was compared",
+            what,
+            f"Both runs tested the same suites (case ids and content digests match). {info['paired']} cases were "
+            f"judged for both models; {info['unpaired_baseline']} only for the baseline, "
+            f"{info['unpaired_candidate']} only for the candidate (not paired). Package or setting differences "
+            "between the runs are listed when there are any.",
+        ),
+        Section(
+            "Overall and per test type",
+            [table_html(_rows(table, "overall", [], alpha) + _rows(table, "test_type", ["test_type"], alpha))],
+            headline + " McNemar's exact test uses only the flipped cases (a paired test); the interval "
+            f"resamples whole CheckList test cases ({conf.bootstrap} resamples, seed {conf.seed}).",
+        ),
+        Section(
+            "Per capability",
+            [table_html(_rows(table, "capability", ["capability"], alpha), max_rows=500)],
+            f"Pooled over suites and tests. 'significant': McNemar p < {alpha:g}; p_holm adjusts for testing every "
+            "capability at once (Holm).",
+        ),
+    ]
+    caps = table.filter(pc.equal(table.column("level"), "capability"))
+    diffs_array = caps.column("diff").to_numpy(zero_copy_only=False) if caps.num_rows else np.array([])
+    if caps.num_rows and not np.isnan(diffs_array.astype(float)).all():
+        sections.append(Section("Differences per capability", [figure_html(_forest(table))]))
+    sections.append(
+        Section(
+            "Per test",
+            [table_html(_rows(table, "test", ["suite", "capability", "topic", "test_type"], alpha), max_rows=500)],
+            "One row per CheckList test (suite, capability, test name, type).",
+        )
+    )
+    shown, seen = [], {}
+    for r in flips.to_pylist():
+        key = (r["capability"], r["direction"])
+        if seen.get(key, 0) < conf.examples:
+            seen[key] = seen.get(key, 0) + 1
+            shown.append(r)
+    sections.append(
+        Section(
+            "Flipped cases",
+            [
+                table_html(
+                    shown,
+                    ["direction", "capability", "topic", "test_type", "text", "expected"]
+                    + ["baseline_predicted", "candidate_predicted"],
+                    max_rows=1000,
+                )
+            ],
+            f"Up to {conf.examples} per capability and direction ({flips.num_rows} flips in all, every one in "
+            "flips.parquet); regressions (pass→fail) first.",
+        )
+    )
+    if checks is not None:
+        rows = [
+            {
+                "status": "ok" if c.passed else "FAIL",
+                "model": c.model,
+                "rule": c.name,
+                "measured": c.measured(),
+                "why": "; ".join(c.reasons),
+            }
+            for c in checks
+        ]
+        failed = sum(not c.passed for c in checks)
+        sections.append(
+            Section(
+                "Gate",
+                [table_html(rows)],
+                f"{failed} of {len(checks)} checks failed (junit.xml, summary.md)."
+                if failed
+                else "Every check passed.",
+            )
+        )
+    return sections
