@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from engine.llm import Generation, GenerationParams, LLMError
 from engine.stages import StageContext
@@ -44,7 +42,6 @@ PART_SCHEMA = pa.schema(
         ("completion_tokens", pa.int64()),
     ]
 )
-_PART_FILE = re.compile(r"(llm-[0-9a-f]{32})(?:-[0-9a-f]+)?\.parquet")
 
 # (label, total) -> a context manager yielding advance(n): how a job shows progress
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -78,7 +75,6 @@ class StageChat:
         self.sent = 0  # prompts sent to the LLM (the rest came from parts)
         self._answers: dict[str, Generation] | None = None  # committed answers, read on first use
         self._part_of: dict[str, str] = {}  # prompt key -> the part its answer was read from
-        self._loaded: set[str] = set()  # parts read
         self._kept: set[str] = set()  # parts this run reused or wrote
         self._pending: list[tuple[str, Generation]] = []
         self._pending_since = 0.0
@@ -139,9 +135,9 @@ class StageChat:
         """Commit what is buffered and report the failed prompts to the stage."""
         self._flush(force=True)
         self.ctx.item_errors(len(self.failed), len(self.asked), "LLM prompts")
-        # Parts read but not reused hold answers to prompts this run no longer asks (an
-        # older config): leave them to the runner's pruning once the stage is complete.
-        self.ctx.parts_used.difference_update(self._loaded - self._kept)
+        # Parts read (peeked) but not reused hold answers to prompts this run no longer
+        # asks (an older config): the runner prunes them once the stage is complete.
+        self.ctx.parts_used.update(self._kept)
 
     def __enter__(self) -> StageChat:
         return self
@@ -157,9 +153,8 @@ class StageChat:
     def _committed(self) -> dict[str, Generation]:
         if self._answers is None:
             self._answers = {}
-            for part in self._stored_parts():
-                table = self.ctx.read_part(part)
-                self._loaded.add(part)
+            for part in self.ctx.part_keys("llm-"):
+                table = self.ctx.peek_part(part)
                 if table is None or table.schema.names != PART_SCHEMA.names:
                     continue  # debris, or a layout this code does not read: asked again
                 for row in table.to_pylist():
@@ -168,13 +163,6 @@ class StageChat:
                     )
                     self._part_of[row["prompt"]] = part
         return self._answers
-
-    def _stored_parts(self) -> list[str]:
-        """Keys of the LLM parts an earlier run of this stage left (``read_part`` then
-        returns only those the current code wrote)."""
-        folder = self.ctx.run.path("stages", f"{self.ctx.stage.name}.parts")
-        infos = self.ctx.run.fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
-        return sorted({m.group(1) for i in infos if (m := _PART_FILE.fullmatch(i.base_name))})
 
     def _flush(self, force: bool) -> None:
         if not self._pending:

@@ -198,10 +198,24 @@ class StageContext:
             raise KeyError(f"stage '{self.stage.name}' did not declare input '{stage}'")
         return self.run.read_table(self._part(key, stage))
 
+    def part_keys(self, prefix: str = "") -> list[str]:
+        """Keys of the parts an earlier run of this stage's current code committed."""
+        folder = self.run.path("stages", f"{self.stage.name}.parts")
+        suffix = f"-{self.code[:8]}.parquet" if self.code else ".parquet"
+        infos = self.run.fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        keys = {i.base_name[: -len(suffix)] for i in infos if i.base_name.endswith(suffix)}
+        return sorted(k for k in keys if k.startswith(prefix))
+
     def read_part(self, key: str) -> pa.Table | None:
         """A per-item checkpoint written by an earlier (maybe crashed) run of this stage,
-        or None. An unreadable part is debris: ignored and recomputed."""
+        or None; the part is kept when the stage completes (``peek_part`` does not keep
+        it). An unreadable part is debris: ignored and recomputed."""
         self.parts_used.add(key)
+        return self.peek_part(key)
+
+    def peek_part(self, key: str) -> pa.Table | None:
+        """Like ``read_part``, but the part is pruned when the stage completes unless it
+        is read with ``read_part`` or rewritten: for parts that may hold stale items."""
         if not self.run.exists(self._part(key)):
             return None
         try:
@@ -286,7 +300,15 @@ class StageRunner:
             [self.done[i].fingerprint for i in stage.inputs],
         )
         marker = self._committed(stage.name)
-        upstream = next((self.done[i].incomplete for i in stage.inputs if self.done[i].incomplete), None)
+        # The first incomplete input, named once: a chain of stages does not nest the note.
+        upstream = next(
+            (
+                rec.incomplete if rec.incomplete.startswith("input '") else f"input '{i}': {rec.incomplete}"
+                for i in stage.inputs
+                if (rec := self.done[i]).incomplete
+            ),
+            None,
+        )
         if marker and marker.get("fingerprint") == fp and not marker.get("incomplete") and not upstream:
             rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}), code=code)
             self.on_stage(stage.name, "cached")
@@ -300,7 +322,7 @@ class StageRunner:
             for out_name, table in (result or {}).items():
                 self.run.write_table(f"stages/{stage.name}/{out_name}.parquet", table)
                 outputs[out_name] = table.num_rows
-            incomplete = ctx.incomplete or (f"input stage incomplete: {upstream}" if upstream else None)
+            incomplete = ctx.incomplete or upstream
             if not incomplete and ctx.parts_used:
                 ctx.prune_parts()
             rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs, incomplete, code)

@@ -42,7 +42,7 @@ from engine.report import render
 from engine.runtime import init_ray
 from engine.stages import RunDir, Stage, StageRecord, StageRunner
 from jobs.config import CheckrayConfig
-from jobs.console import stage_printer
+from jobs.console import console, stage_printer
 
 C = TypeVar("C", bound=JobSection)
 
@@ -120,6 +120,7 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
     with run.lock(job.name):
         if job.uses_ray:
             init_ray(job.cfg.runtime)
+            warn_if_not_shared(run)
         runner = StageRunner(run, on_stage=stage_printer(job.name), max_error_share=job.cfg.runtime.max_error_share)
         job.runner = runner
         _run_stages(job, runner)
@@ -143,6 +144,19 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         )
         run.record_owned([*published, MANIFEST])
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def warn_if_not_shared(run: RunDir) -> None:
+    """A local --out on a multi-node cluster is a different directory on every node: Ray
+    Data shards and task outputs would land on whichever node ran them."""
+    import ray
+
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    if run.is_local and len(nodes) > 1:
+        console.print(
+            f"[yellow]warning: {run.uri} is a local path but Ray has {len(nodes)} nodes: "
+            "use shared storage (s3://..., a network filesystem) so every node writes to the same run[/yellow]"
+        )
 
 
 def _run_stages(job: Job, runner: StageRunner) -> None:

@@ -122,12 +122,12 @@ def test_expired_lease_of_another_host_is_replaced_live_one_is_not(tmp_path):
         pass
 
 
-def _race(root: str, start: float, queue) -> None:
+def _race(root: str, start: float, queue, done) -> None:
     time.sleep(max(0.0, start - time.time()))
     try:
         lock = RunDir(root).lock("topics").acquire()
         queue.put("won")
-        time.sleep(1.5)
+        done.wait(60)  # hold it until every contender has tried (a late starter must lose too)
         lock.release()
     except InputError as exc:
         queue.put(str(exc))
@@ -136,12 +136,13 @@ def _race(root: str, start: float, queue) -> None:
 @pytest.mark.timeout(60)
 def test_racing_processes_one_wins(tmp_path):
     ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
+    queue, done = ctx.Queue(), ctx.Event()
     start = time.time() + 2.0
-    procs = [ctx.Process(target=_race, args=(str(tmp_path), start, queue)) for _ in range(4)]
+    procs = [ctx.Process(target=_race, args=(str(tmp_path), start, queue, done)) for _ in range(4)]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=30) for _ in procs]
+    results = [queue.get(timeout=50) for _ in procs]
+    done.set()
     for p in procs:
         p.join()
     assert results.count("won") == 1, results

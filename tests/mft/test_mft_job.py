@@ -37,7 +37,7 @@ def _cfg(**over):
     return load_config(None, base)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # the first user of topics_run_2000 pays for the fixture
 def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     chat = RuleBasedChat(malformed_every=7)

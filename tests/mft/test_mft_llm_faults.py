@@ -65,7 +65,7 @@ def test_failed_prompts_give_a_partial_run_and_the_rerun_reuses_the_rest(topics_
         assert json.loads((out / "manifest.json").read_text())["incomplete"] == {}
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)  # the first user of topics_run_2000 pays for the fixture
 def test_a_server_that_never_answers_stops_the_run_in_one_line(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     out = tmp_path / "mft"
