@@ -59,10 +59,13 @@ class LazyChat:
 def chat_key(given: Any, llm: LLMConfig) -> str:
     """What identifies the answering model in checkpointed answers (``StageChat``): the
     given chat's name, else the configured model and every ``llm:`` field that changes
-    what it answers (backend, engine, server URL, context size ...)."""
-    from engine.stages import fingerprint
+    what it answers (backend, engine, server URL, context size ...), with a local model
+    file or directory (a GGUF, a checkpoint) digested by content: a replaced model reruns."""
+    from engine.stages import fingerprint, reference_digest
 
-    return chat_name(given, llm) if given is not None else f"{llm.model}@{fingerprint(llm)}"
+    if given is not None:
+        return chat_name(given, llm)
+    return f"{llm.model}@{fingerprint(llm, reference_digest(llm.model))}"
 
 
 def chat_name(given: Any, llm: LLMConfig) -> str:

@@ -249,7 +249,7 @@ def benchmark_step(
 
 def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]) -> Stage:
     """Table 3: each trainable model refitted per seed and suite (``jobs/testaug/patch.py``)."""
-    from jobs.benchmark.stages import spec_fingerprint  # a spec plus its weights' time stamp
+    from jobs.benchmark.stages import spec_fingerprint  # a spec with its model files digested
 
     t = cfg.section(TestAugConfig)
     settings = cfg.section(BenchmarkConfig).settings()

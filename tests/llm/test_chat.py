@@ -56,3 +56,16 @@ def test_given_chat_is_neither_wrapped_nor_closed(started):
     assert not given.closed and not started
     assert chat_mod.chat_name(given, LLMConfig()) == "fake-pool"
     assert chat_mod.chat_name(None, LLMConfig(model="m")) == "m"
+
+
+def test_chat_key_follows_the_content_of_a_local_model_file(tmp_path):
+    from actors.llm.chat import chat_key
+    from engine.llm import LLMConfig
+
+    gguf = tmp_path / "model.gguf"
+    gguf.write_bytes(b"weights v1")
+    llm = LLMConfig(model=str(gguf))
+    first = chat_key(None, llm)
+    assert chat_key(None, llm) == first
+    gguf.write_bytes(b"weights v2")  # same path, new model
+    assert chat_key(None, llm) != first
