@@ -15,6 +15,7 @@ deleted before the stage runs again, so a resumed run equals an uninterrupted on
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import json
@@ -181,7 +182,10 @@ class StageContext:
         as parts, so that rerun retries exactly them and reuses the rest."""
         if failed <= 0 or total <= 0 or failed / total <= self.max_error_share:
             return
-        note = f"{failed} of {total} {what} failed"
+        self.mark_incomplete(f"{failed} of {total} {what} failed")
+
+    def mark_incomplete(self, note: str) -> None:
+        """This run uses the stage's outputs; the next run runs the stage again."""
         self.incomplete = f"{self.incomplete}; {note}" if self.incomplete else note
 
     @property
@@ -246,6 +250,16 @@ class StageContext:
         if stage not in self.stage.inputs:
             raise KeyError(f"stage '{self.stage.name}' did not declare input '{stage}'")
         return pq.read_table(self.input_path(stage, output), filesystem=self.run.fs, columns=columns)
+
+
+# The stage whose function is running in this thread: a job run inside a stage (the
+# benchmark that s2lct, mft and testaug run) reports its own incompleteness to it.
+_CURRENT: contextvars.ContextVar[StageContext | None] = contextvars.ContextVar("checkray_stage", default=None)
+
+
+def current_stage() -> StageContext | None:
+    """The ``StageContext`` of the stage running in this thread, if any."""
+    return _CURRENT.get()
 
 
 def _part_name(key: str, code: str) -> str:
@@ -317,7 +331,11 @@ class StageRunner:
             self.on_stage(stage.name, "running")
             start = time.perf_counter()
             ctx = StageContext(self.run, stage, self.done, max_error_share=self.max_error_share, code=code)
-            result = stage.fn(ctx)
+            token = _CURRENT.set(ctx)
+            try:
+                result = stage.fn(ctx)
+            finally:
+                _CURRENT.reset(token)
             outputs: dict[str, int] = dict(ctx.extra_outputs)
             for out_name, table in (result or {}).items():
                 self.run.write_table(f"stages/{stage.name}/{out_name}.parquet", table)

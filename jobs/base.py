@@ -40,7 +40,7 @@ from engine.errors import InputError
 from engine.report import Section as ReportSection
 from engine.report import render
 from engine.runtime import init_ray
-from engine.stages import RunDir, Stage, StageRecord, StageRunner
+from engine.stages import RunDir, Stage, StageRecord, StageRunner, current_stage
 from jobs.config import CheckrayConfig
 from jobs.console import console, stage_printer
 
@@ -143,6 +143,10 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
             ),
         )
         run.record_owned([*published, MANIFEST])
+        outer = current_stage()
+        first = next((f"{name}: {rec.incomplete}" for name, rec in runner.done.items() if rec.incomplete), None)
+        if first and outer is not None:  # a run inside a stage: that stage is not done either
+            outer.mark_incomplete(f"its '{job.name}' run in {run.uri} is incomplete ({first})")
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
 
 

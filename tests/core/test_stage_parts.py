@@ -48,3 +48,31 @@ def test_incomplete_stages_rerun_with_their_parts_and_their_dependents(tmp_path)
     # a part no longer used is pruned when the stage completes
     # (a part's file name is its key and the code that made it)
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "stages" / "items.parts").iterdir()) == ["a", "b"]
+
+
+def test_a_job_run_inside_a_stage_passes_its_incompleteness_up(tmp_path):
+    """The benchmark that s2lct, mft and testaug run inside a stage: a model that failed
+    there leaves the outer stage incomplete too, so the next run retries it."""
+    from jobs.base import Job, run_job
+    from jobs.config import CheckrayConfig
+
+    class Inner(Job):
+        name, title, uses_ray, report_file = "inner", "inner", False, None
+
+        def stages(self):
+            def flaky(ctx):
+                ctx.item_errors(1, 4, "models")
+                return {"data": pa.table({"x": [1]})}
+
+            yield Stage("predict", flaky)
+
+        def publish(self, runner):
+            return []
+
+    def outer(ctx):
+        run_job(Inner(CheckrayConfig()), str(tmp_path / "inner"))
+        return {"data": pa.table({"y": [1]})}
+
+    runner = StageRunner(RunDir(str(tmp_path / "outer")), on_stage=lambda *a: None)
+    rec = runner.run_stage(Stage("evaluate", outer))
+    assert rec.incomplete and "'inner' run" in rec.incomplete and "1 of 4 models failed" in rec.incomplete
