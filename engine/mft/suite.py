@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engine.errors import InputError
+from engine.labels import suggest_flag
 from engine.llm import Generation, GenerationParams
 from engine.mft.parsing import (
     ParseStats,
@@ -28,6 +30,34 @@ from engine.prompts import PromptTemplate, load_prompt
 
 Chat = Callable[[Sequence[Sequence[dict]], GenerationParams], list[Generation]]
 LABEL_WORDS = {"positive", "negative"}
+
+
+def named_label_words(label_words: dict[str, str], names: dict[str, str] | None) -> dict[str, str]:
+    """``mft.label_words`` keyed by label names: a key given as a raw corpus label (``0``)
+    is translated through the corpus label map (``--labels 0=negative``), so the words can
+    be written either way; a key that is already a name stays."""
+    if not names:
+        return dict(label_words)
+    out = {names.get(key, key): word for key, word in label_words.items() if key not in names}
+    out.update({names[key]: word for key, word in label_words.items() if key in names})  # raw keys win
+    return out
+
+
+def check_label_words(labels: set[str], label_words: dict[str, str], names: dict[str, str] | None) -> None:
+    """A one-line error unless every corpus label (after the label map) has an answer word.
+    Unnamed numeric labels point at ``--labels``; named ones at ``mft.label_words``."""
+    unknown = sorted(labels - set(label_words), key=lambda v: (len(v), v))
+    if not unknown:
+        return
+    if all(u.lstrip("-").isdigit() for u in unknown):
+        raise InputError(
+            f"corpus label(s) {', '.join(unknown)} have no name for the LLM's label check; "
+            f"pass {suggest_flag(names, unknown)} (corpus.labels), e.g. --labels 0=negative,1=positive"
+        )
+    raise InputError(
+        f"mft.label_words has no entry for corpus label(s) {unknown} (have {sorted(label_words)}); "
+        f"add e.g. mft.label_words: {{{unknown[0]}: positive}} (the word the LLM labels with: positive or negative)"
+    )
 
 
 @dataclass

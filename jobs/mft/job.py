@@ -29,8 +29,9 @@ from engine.benchmark.registry import ModelSpec
 from engine.config import RepresentationConfig, RepresentativesConfig
 from engine.corpus import apply_label_map
 from engine.errors import InputError
-from engine.labels import parse_label_map, suggest_flag
+from engine.labels import parse_label_map
 from engine.llm import LLMConfig
+from engine.mft.suite import check_label_words, named_label_words
 from engine.report import Section
 from engine.schema import case_id, make_cases
 from engine.splits import split_ids
@@ -97,12 +98,7 @@ def representatives_stage(m: MFTConfig, topics_dir: str, seed: int, names: dict[
         labels = set(reps.column("label").to_pylist()) - {None}
         if not labels:
             raise InputError(f"{topics_dir}: the topics run has no labeled representatives; the mft job needs labels")
-        unknown = labels - set(m.label_words)
-        if unknown:
-            hint = (
-                f"; name them with {suggest_flag(None, sorted(unknown))}" if all(u.isdigit() for u in unknown) else ""
-            )
-            raise InputError(f"mft.label_words has no entry for corpus label(s) {sorted(unknown)}{hint}")
+        check_label_words(labels, m.label_words, names)
         docs = corpus.append_column("split", pa.array([split[i] for i in corpus.column("id").to_pylist()]))
         return {"data": reps, "corpus": docs.select(["id", "text", "label", "split"])}
 
@@ -208,9 +204,11 @@ class MFTJob(Job[MFTConfig]):
         return select_models(self.models, self.conf.models)
 
     def stages(self):
-        m, llm = self.conf, self.cfg.section(LLMConfig)
+        m, llm, names = self.conf, self.cfg.section(LLMConfig), self.cfg.corpus.labels
+        # label_words may be keyed by raw labels (0: negative) or names: one lookup by name
+        m = m.model_copy(update={"label_words": named_label_words(m.label_words, names)})
         embed = self.embed or open_embedder(m.embedder)
-        yield representatives_stage(m, self.topics_dir, self.seed, self.cfg.corpus.labels)
+        yield representatives_stage(m, self.topics_dir, self.seed, names)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the generation
             parts = [
                 generation_stage(m, llm, self.seed, chat, embed, split, version, chat_key(self.chat, llm))

@@ -16,6 +16,7 @@ benchmark (DIR/benchmark/). Descriptions, seeds and prompts: ``engine/testaug/pr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +29,7 @@ import typer
 from actors.llm.chat import chat_key, chat_name, chat_session
 from engine.benchmark.registry import ModelSpec
 from engine.errors import InputError
+from engine.labels import parse_label_map, suggest_flag
 from engine.llm import LLMConfig, count_finish_reasons, make_generation
 from engine.llm_checkpoint import StageChat
 from engine.prompts import load_prompt
@@ -60,10 +62,53 @@ EXPAND_VERSION = "3"  # numbered slots ({noun2})
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 
+def spec_labels(t: TestAugConfig, names: dict[str, str] | None) -> TestAugConfig:
+    """``t`` with the label map its spec is read with: ``testaug.label_map`` when set, else
+    the corpus label map (``--labels 0=negative,1=neutral,2=positive``, corpus.labels)."""
+    if t.label_map is None and names:
+        return t.model_copy(update={"label_map": dict(names)})
+    return t
+
+
+_UNMAPPED = re.compile(r"^(?P<where>.*): label (?P<label>-?\d+) is not in the label map ")
+
+
+def read_spec_labels(t: TestAugConfig) -> list:
+    """The spec's templates; an integer label the map does not cover is a one-line error
+    showing the ``--labels`` to pass. Without a map the templates' defaults apply (single
+    texts 0 negative, 1 positive, 2 neutral; pairs 0 not_duplicate, 1 duplicate): numeric
+    labels then get a warning, since dumps differ (TestAug's sentiment file: 1 is neutral)."""
+    try:
+        templates = read_spec(t.spec, t.label_map)
+    except InputError as exc:
+        m = _UNMAPPED.match(str(exc))
+        if m is None:
+            raise
+        have = t.label_map or {}
+        raise InputError(
+            f"{m['where']}: label {m['label']} is not in the label map"
+            f"{' (have ' + ', '.join(have) + ')' if have else ''}; pass "
+            f"{suggest_flag(have, [m['label']])} (corpus.labels) or set testaug.label_map"
+        ) from None
+    if t.label_map is None:
+        try:
+            read_spec(t.spec, {})  # an empty map: the first integer label fails
+        except InputError as exc:
+            if _UNMAPPED.match(str(exc)):
+                console.print(
+                    f"[yellow]warning:[/] {t.spec}: the labels are numbers, read with the default map "
+                    "(single texts 0=negative,1=positive,2=neutral; pairs 0=not_duplicate,1=duplicate); "
+                    "name them with --labels if the spec means otherwise (TestAug's sentiment dump: "
+                    "--labels 0=negative,1=neutral,2=positive)",
+                    highlight=False,
+                )
+    return templates
+
+
 def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
     if not t.spec:
         raise InputError("no spec: pass --spec FILE or set testaug.spec in the config")
-    descs = describe_templates(read_spec(t.spec, t.label_map), t.seeds_per_template, seed)
+    descs = describe_templates(read_spec_labels(t), t.seeds_per_template, seed)
     if t.descriptions:
         wanted = set(t.descriptions)
         descs = [d for d in descs if wanted & {d.key, d.capability, d.description}]
@@ -289,8 +334,13 @@ class TestAugJob(Job[TestAugConfig]):
         super().__init__(cfg, models)
         self.chat = chat  # None: the llm: backend
 
+    @cached_property
+    def tconf(self) -> TestAugConfig:
+        """The section with the spec's label map (``testaug.label_map``, else corpus.labels)."""
+        return spec_labels(self.conf, self.cfg.corpus.labels)
+
     def check(self) -> None:
-        self.descs = load_descriptions(self.conf, self.seed)  # a missing or bad spec fails before Ray starts
+        self.descs = load_descriptions(self.tconf, self.seed)  # a missing or bad spec fails before Ray starts
 
     def subtitle(self) -> str:
         return f"spec {self.conf.spec}"
@@ -304,7 +354,7 @@ class TestAugJob(Job[TestAugConfig]):
         return chat_name(self.chat, self.cfg.section(LLMConfig))
 
     def stages(self):
-        t, llm = self.conf, self.cfg.section(LLMConfig)
+        t, llm = self.tconf, self.cfg.section(LLMConfig)
         chat_id = chat_key(self.chat, llm)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the validity filter
             yield generation_stage(t, llm, self.descs, chat, self.seed, chat_id)
@@ -351,6 +401,11 @@ def testaug_command(
     models: Optional[str] = typer.Option(None, "--models", help="Model registry or zoo recipe to test."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Generator backend: auto, local, http, vllm."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (testaug: and llm: sections)."),
+    labels: Optional[str] = typer.Option(
+        None,
+        "--labels",
+        help="Name the spec's integer labels: 0=negative,1=neutral,2=positive (corpus.labels; testaug.label_map wins).",
+    ),
 ):
     """Generate capability tests with an LLM (TestAug): filter, expand, measure diversity and bugs found."""
     cfg = load_config(
@@ -361,6 +416,7 @@ def testaug_command(
             "testaug.annotations": annotations,
             "testaug.models": models,
             "llm.backend": backend,
+            "corpus.labels": parse_label_map(labels),
             "out": out,
         },
     )
