@@ -1,10 +1,17 @@
 """Neuron boundary coverage (S²LCT Eq. 3–4) and minimal-token explanations (Eq. 5).
 
-Neurons: every hidden unit of every transformer layer of a torch classifier, each
-sentence's value being the unit's mean over its tokens (padding excluded). The bounds
-``low_n``/``high_n`` are the min/max over the model's training sentences; a suite covers
-an upper (lower) corner neuron when some sentence drives it above ``high_n`` (below
-``low_n``)::
+Neurons: every hidden unit of every transformer layer of a torch classifier. The paper
+does not say what one output of a unit is for a sentence; two readings are computed from
+one forward pass (``layer_summaries``):
+
+* ``mean``: the unit's mean over the sentence's tokens (padding excluded), one value per
+  sentence;
+* ``token``: every token's value is an output (as DeepGauge counts each input position of
+  a sequence model), so a sentence reaches a unit's maximum and minimum over its tokens.
+
+The bounds ``low_n``/``high_n`` are the min/max over the model's training sentences; a
+suite covers an upper (lower) corner neuron when some sentence drives it above ``high_n``
+(below ``low_n``)::
 
     BoundCov(X) = (|UpperCorner(X)| + |LowerCorner(X)|) / (2 |N|)
     SActCov(X)  = |UpperCorner(X)| / |N|
@@ -25,10 +32,17 @@ import numpy as np
 
 def layer_activations(model, tokenizer, texts: Sequence[str], max_length: int = 64, batch_size: int = 32) -> np.ndarray:
     """(len(texts), layers x hidden) mean-pooled hidden states of a transformers model."""
+    return layer_summaries(model, tokenizer, texts, max_length, batch_size)["mean"]
+
+
+def layer_summaries(
+    model, tokenizer, texts: Sequence[str], max_length: int = 64, batch_size: int = 32
+) -> dict[str, np.ndarray]:
+    """Per sentence and unit (layers x hidden): ``mean``, ``max`` and ``min`` over its tokens."""
     import torch
 
     device = next(model.parameters()).device
-    out = []
+    parts: dict[str, list] = {"mean": [], "max": [], "min": []}
     for start in range(0, len(texts), batch_size):
         enc = tokenizer(
             list(texts[start : start + batch_size]),
@@ -38,16 +52,32 @@ def layer_activations(model, tokenizer, texts: Sequence[str], max_length: int = 
             return_tensors="pt",
         ).to(device)
         with torch.inference_mode():
-            hidden = model(**enc, output_hidden_states=True).hidden_states[1:]  # skip the embeddings
-        mask = enc["attention_mask"].unsqueeze(-1).float()
-        pooled = [(h.float() * mask).sum(1) / mask.sum(1).clamp(min=1.0) for h in hidden]
-        out.append(torch.cat(pooled, dim=1).cpu().numpy())
-    width = out[0].shape[1] if out else 0
-    return np.concatenate(out) if out else np.zeros((0, width), np.float32)
+            hidden = torch.cat(model(**enc, output_hidden_states=True).hidden_states[1:], dim=-1).float()
+        mask = enc["attention_mask"].unsqueeze(-1)
+        parts["mean"].append(((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).cpu().numpy())
+        parts["max"].append(hidden.masked_fill(mask == 0, -torch.inf).amax(1).cpu().numpy())
+        parts["min"].append(hidden.masked_fill(mask == 0, torch.inf).amin(1).cpu().numpy())
+    return {k: np.concatenate(v) if v else np.zeros((0, 0), np.float32) for k, v in parts.items()}
 
 
-def neuron_bounds(train_activations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return train_activations.min(axis=0), train_activations.max(axis=0)
+NEURONS = ("mean", "token")
+
+
+def neuron_values(summary: dict[str, np.ndarray], neurons: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values tested against the upper bound, values tested against the lower bound)."""
+    if neurons == "mean":
+        return summary["mean"], summary["mean"]
+    if neurons == "token":
+        return summary["max"], summary["min"]
+    raise ValueError(f"unknown neuron reading '{neurons}' (have: {', '.join(NEURONS)})")
+
+
+def neuron_bounds(
+    train_activations: np.ndarray, train_lower: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) over the training sentences; ``train_lower`` (token minima) sets ``low`` when given."""
+    lower = train_activations if train_lower is None else train_lower
+    return lower.min(axis=0), train_activations.max(axis=0)
 
 
 @dataclass(frozen=True)
@@ -66,16 +96,26 @@ class Coverage:
         return self.upper / self.neurons
 
 
-def corner_coverage(activations: np.ndarray, low: np.ndarray, high: np.ndarray) -> Coverage:
-    """Eq. 3–4 on a suite's activations."""
+def corner_coverage(
+    activations: np.ndarray, low: np.ndarray, high: np.ndarray, lower_values: np.ndarray | None = None
+) -> Coverage:
+    """Eq. 3–4 on a suite's activations (``lower_values``, e.g. token minima, against ``low``)."""
+    lower_values = activations if lower_values is None else lower_values
     upper = np.any(activations > high, axis=0) if len(activations) else np.zeros(len(high), bool)
-    lower = np.any(activations < low, axis=0) if len(activations) else np.zeros(len(low), bool)
+    lower = np.any(lower_values < low, axis=0) if len(lower_values) else np.zeros(len(low), bool)
     return Coverage(len(activations), int(upper.sum()), int(lower.sum()), len(high))
 
 
-def coverage_curve(activations: np.ndarray, low: np.ndarray, high: np.ndarray, sizes: Sequence[int]) -> list[Coverage]:
+def coverage_curve(
+    activations: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    sizes: Sequence[int],
+    lower_values: np.ndarray | None = None,
+) -> list[Coverage]:
     """Coverage of the first ``size`` cases for each size (cases already in random order)."""
-    return [corner_coverage(activations[:n], low, high) for n in sizes]
+    lower_values = activations if lower_values is None else lower_values
+    return [corner_coverage(activations[:n], low, high, lower_values[:n]) for n in sizes]
 
 
 Predict = Callable[[list[str]], np.ndarray]  # texts -> (n, labels) probabilities

@@ -38,6 +38,9 @@ class CoverageConfig(Section):
     max_cases: int = Field(default=500, ge=1)  # cases per suite (same number for both suites)
     points: int = Field(default=4, ge=1)  # suite sizes on the coverage curve
     templates: str = "configs/suites/sentiment_templates.jsonl"  # the CheckList suite compared
+    # What one output of a unit is for a sentence (docs/s2lct.md): its mean over the
+    # tokens, or every token's value (a sentence reaches the unit's max/min over its tokens).
+    neurons: list[Literal["mean", "token"]] = Field(default_factory=lambda: ["mean", "token"], min_length=1)
 
 
 class ExplainConfig(Section):

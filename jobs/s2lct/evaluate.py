@@ -22,7 +22,7 @@ from actors.models import load_model
 from engine.benchmark.registry import ModelSpec
 from engine.config import CorpusConfig
 from engine.corpus import read_corpus
-from engine.s2lct.coverage import coverage_curve, layer_activations, minimal_tokens, neuron_bounds
+from engine.s2lct.coverage import coverage_curve, layer_summaries, minimal_tokens, neuron_bounds, neuron_values
 from engine.splits import split_ids
 from engine.stages import RunDir
 from jobs.config import CheckrayConfig
@@ -123,22 +123,27 @@ def coverage_rows(
     rows = []
     for spec, clf in targets:
         model, tok, max_len = clf.model, clf.tokenizer, getattr(clf, "max_length", 64)
-        low, high = neuron_bounds(
-            layer_activations(model, tok, training_texts(spec, cfg, c.train_sample, seed), max_len)
-        )
-        for name, texts in (("S2LCT", ours), ("CheckList", theirs)):
-            acts = layer_activations(model, tok, texts, max_len)
-            for cov in coverage_curve(acts, low, high, sizes):
-                rows.append(
-                    {
-                        "model": spec.name,
-                        "suite": name,
-                        "cases": cov.cases,
-                        "neurons": cov.neurons,
-                        "BoundCov": round(cov.bound_cov, 4),
-                        "SActCov": round(cov.sact_cov, 4),
-                    }
-                )
+        train = layer_summaries(model, tok, training_texts(spec, cfg, c.train_sample, seed), max_len)
+        suites = {
+            name: layer_summaries(model, tok, texts, max_len)
+            for name, texts in (("S2LCT", ours), ("CheckList", theirs))
+        }
+        for neurons in c.neurons:
+            low, high = neuron_bounds(*neuron_values(train, neurons))
+            for name, summary in suites.items():
+                upper, lower = neuron_values(summary, neurons)
+                for cov in coverage_curve(upper, low, high, sizes, lower):
+                    rows.append(
+                        {
+                            "model": spec.name,
+                            "neurons": neurons,
+                            "suite": name,
+                            "cases": cov.cases,
+                            "neurons_total": cov.neurons,
+                            "BoundCov": round(cov.bound_cov, 4),
+                            "SActCov": round(cov.sact_cov, 4),
+                        }
+                    )
     return rows
 
 

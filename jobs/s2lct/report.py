@@ -134,21 +134,26 @@ def coverage_section(evaluation) -> Section:
 
     blocks = []
     if evaluation.coverage:
-        long = [{**r, "metric": m, "value": r[m]} for r in evaluation.coverage for m in ("BoundCov", "SActCov")]
+        long = [
+            {**r, "metric": m, "value": r[m], "panel": f"{r['model']} · {r.get('neurons', 'mean')} neurons"}
+            for r in evaluation.coverage
+            for m in ("BoundCov", "SActCov")
+        ]
         fig = px.line(
             long,
             x="cases",
             y="value",
             color="suite",
             facet_col="metric",
-            facet_row="model",
+            facet_row="panel",
             markers=True,
             title="Neuron boundary coverage (bounds from the model's training sentences)",
         )
         blocks += [figure_html(fig), table_html(evaluation.coverage)]
     summary = " ".join(evaluation.notes) or (
         "BoundCov and SActCov (Eq. 3–4) of equal-size random samples of the "
-        "S²LCT suite and of the CheckList template suite."
+        "S²LCT suite and of the CheckList template suite, per neuron reading (mean: a unit's mean over the tokens; "
+        "token: every token's value)."
     )
     return Section("S²LCT · neuron coverage", blocks, summary)
 

@@ -289,13 +289,30 @@ def test_table3_counts_pass_to_fail():
     }
 
 
+def reversed_bounds(values, low, high):
+    """(upper values, lower values) and bounds in corner_coverage's argument order."""
+    upper, lower = values
+    return upper, low, high, lower
+
+
 def test_boundary_coverage_and_minimal_tokens():
-    from engine.s2lct.coverage import corner_coverage, minimal_tokens, neuron_bounds
+    from engine.s2lct.coverage import corner_coverage, minimal_tokens, neuron_bounds, neuron_values
 
     low, high = neuron_bounds(np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
     cov = corner_coverage(np.array([[2.0, 0.5, -1.0], [0.5, 0.5, 0.5]]), low, high)
     assert (cov.upper, cov.lower, cov.neurons) == (1, 1, 3)
     assert cov.bound_cov == pytest.approx(2 / 6) and cov.sact_cov == pytest.approx(1 / 3)
+    # Token readings: the upper bound meets token maxima, the lower bound token minima.
+    train = {"max": np.array([[1.0, 1.0, 1.0]]), "min": np.array([[0.0, 0.0, 0.0]]), "mean": np.array([[0.5] * 3])}
+    low, high = neuron_bounds(*neuron_values(train, "token"))
+    assert low.tolist() == [0.0] * 3 and high.tolist() == [1.0] * 3
+    suite = {"max": np.array([[1.5, 0.9, 0.9]]), "min": np.array([[0.2, -0.1, 0.5]]), "mean": np.array([[0.6] * 3])}
+    cov = corner_coverage(*reversed_bounds(neuron_values(suite, "token"), low, high))
+    assert (cov.upper, cov.lower) == (1, 1)
+    cov = corner_coverage(*reversed_bounds(neuron_values(suite, "mean"), low, high))
+    assert (cov.upper, cov.lower) == (0, 0)  # the means stay inside
+    with pytest.raises(ValueError, match="unknown neuron reading"):
+        neuron_values(suite, "cls")
 
     def predict(texts):  # P(negative) rises with "dull"; "film" helps a little
         p = np.array([0.2 + 0.6 * ("dull" in t.split()) + 0.1 * ("film" in t.split()) for t in texts])
@@ -310,7 +327,7 @@ def test_boundary_coverage_and_minimal_tokens():
 def test_layer_activations_of_a_tiny_bert(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from engine.s2lct.coverage import layer_activations
+    from engine.s2lct.coverage import layer_activations, layer_summaries
     from tests.fakes.tiny_hf import build_tiny_bert
 
     texts = ["the film is good", "the film is bad", "a dull film"]
@@ -321,6 +338,14 @@ def test_layer_activations_of_a_tiny_bert(tmp_path):
     assert acts.shape == (3, 2 * 32)  # 2 layers x hidden 32
     assert not np.allclose(acts[0], acts[2])
     assert json.dumps(acts.tolist())  # finite numbers
+    summary = layer_summaries(model, tok, texts, batch_size=2)
+    assert np.allclose(summary["mean"], acts)
+    assert np.all(summary["max"] >= summary["mean"] - 1e-6) and np.all(summary["min"] <= summary["mean"] + 1e-6)
+    assert np.any(summary["max"] > summary["mean"] + 1e-3)  # a unit varies over the tokens
+    # Padding is not a token: a sentence's extremes do not change with the batch it is in.
+    alone = layer_summaries(model, tok, texts[2:], batch_size=1)
+    assert np.allclose(alone["max"][0], summary["max"][2], atol=1e-5)
+    assert np.allclose(alone["min"][0], summary["min"][2], atol=1e-5)
 
 
 def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
