@@ -192,7 +192,8 @@ def _examples(examples: pd.DataFrame | None, model: str, rule: GateRule, per_che
         return []
     mine = select(examples[examples["model"] == model], rule)
     cols = [c for c in ("suite", "capability", "topic", "test_type", "text", "expected", "predicted") if c in mine]
-    return mine[cols].head(per_check).to_dict("records")
+    shown = mine[cols].head(per_check).astype(object)
+    return shown.where(shown.notna(), None).to_dict("records")  # a missing topic is None, not NaN
 
 
 def _check(

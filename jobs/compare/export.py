@@ -208,7 +208,7 @@ def log_benchmark(run_dir: str, tracking_uri: str, experiment: str = "checkray",
     )
     identity = {r["name"]: r for r in (provenance or {}).get("models", [])}
     for row in models.to_dict("records"):
-        name = row["model"]
+        name, error = row["model"], None if pd.isna(row["error"]) else str(row["error"])
         child = log.start(name, {"checkray.job": "benchmark", "checkray.model": name}, parent=parent)
 
         def mine(frame: pd.DataFrame, name: str = name) -> pd.DataFrame:
@@ -232,7 +232,7 @@ def log_benchmark(run_dir: str, tracking_uri: str, experiment: str = "checkray",
             "path": str(ident.get("path")),
             "digest": str(ident.get("digest")),
             "revision": str(ident.get("revision")),
-            "error": str(row["error"]),
+            "error": str(error),
         }
         log.log(
             child,
@@ -240,7 +240,7 @@ def log_benchmark(run_dir: str, tracking_uri: str, experiment: str = "checkray",
             params=model_params,
             tables={"failing_examples.json": _records(mine(examples))},
         )
-        log.end(child, "FINISHED" if row["error"] is None else "FAILED")
+        log.end(child, "FINISHED" if error is None else "FAILED")
     log.end(parent)
     return parent
 

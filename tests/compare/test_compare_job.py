@@ -286,7 +286,8 @@ def test_mlflow_export_read_back_through_its_api(bench, tmp_path):
     children = {r.info.run_name: r for r in runs if r.info.run_id != parent}
     assert set(children) == {"naive", "keyword"}
     naive = children["naive"]
-    assert naive.data.tags["mlflow.parentRunId"] == parent
+    assert naive.data.tags["mlflow.parentRunId"] == parent and naive.info.status == "FINISHED"
+    assert naive.data.params["error"] == "None"
     assert naive.data.metrics["pass_rate.capability.Negation"] == 0.0
     assert naive.data.metrics["pass_rate.capability.Vocabulary"] == 1.0
     assert naive.data.params["family"] == "callable" and len(naive.data.params["digest"]) == 20

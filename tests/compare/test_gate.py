@@ -156,3 +156,27 @@ def test_junit_xml_and_summary(tmp_path):
     assert md.startswith("## gate\n\n**FAILED**: 2 of 8 checks")
     assert "&lt;b&gt;good&lt;/b&gt; \\| really" in md and "<b>" not in md
     assert summary_markdown([c for c in checks if c.passed], "gate").splitlines()[2] == "**PASSED**: all 6 checks"
+
+
+def test_examples_with_a_missing_test_name_show_no_nan(tmp_path):
+    _, _, cells = _cells(tmp_path)
+    examples = pd.DataFrame(
+        [
+            {
+                "model": "naive",
+                "suite": "regress",
+                "capability": "Negation",
+                "topic": float("nan"),
+                "test_type": "MFT",
+                "text": "This film is not good.",
+                "expected": "negative",
+                "predicted": "positive",
+            }
+        ]
+    )
+    gate = read_gate(_write(tmp_path, "rules:\n  - {capability: Negation, min_pass_rate: 0.5}\n"))
+    (check,) = evaluate_gate(gate, cells, examples=examples, models=["naive"])
+    assert check.examples[0]["topic"] is None
+    text = ET.fromstring(junit_xml([check]).split("\n", 1)[1]).find(".//failure").text
+    assert "[Negation / MFT] 'This film is not good.': expected negative, predicted positive" in text
+    assert "nan" not in summary_markdown([check], "g")
