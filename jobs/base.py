@@ -103,6 +103,10 @@ class Job(ABC, Generic[C]):
     def subtitle(self) -> str:
         return self.cfg.corpus.path
 
+    def manifest_extra(self) -> dict[str, Any]:
+        """More for ``manifest.json``, known after ``publish`` (the benchmark's provenance)."""
+        return {}
+
 
 def require_out(out: str | None) -> str:
     if not out:
@@ -137,6 +141,7 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
                     "config": job.cfg.model_dump(mode="json"),
                     "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
                     "incomplete": {name: rec.incomplete for name, rec in runner.done.items() if rec.incomplete},
+                    **job.manifest_extra(),
                 },
                 indent=1,
                 default=str,

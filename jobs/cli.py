@@ -154,7 +154,11 @@ def main(argv: list[str] | None = None) -> None:
     aborts = tuple({h.Abort for h in homes if hasattr(h, "Abort")})
     exits = tuple({h.Exit for h in homes if hasattr(h, "Exit")})
     try:
-        build_cli().main(args=argv, prog_name="checkray", standalone_mode=False)
+        # Without standalone mode click returns a command's exit code (typer.Exit(1))
+        # instead of exiting: pass it on.
+        code = build_cli().main(args=argv, prog_name="checkray", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except CheckrayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -79,6 +79,9 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         yield predict_stage(self.models, self.conf)
         yield evaluate_stage(self.models, self.conf)
 
+    def manifest_extra(self) -> dict:
+        return {"provenance": self.provenance}
+
     def publish(self, runner: StageRunner) -> list[ReportSection]:
         from jobs.benchmark.report import leaderboard_sections
 
