@@ -12,7 +12,11 @@
    merged once: must give the same number); then throughput on ``--bleu-n`` bundled Rotten
    Tomatoes sentences, serial vs Ray tasks. Ratio: serial seconds / Ray seconds.
 
-    .venv/bin/python bench/bench_validity.py [--backends embedding_lr,finetune] [--bleu-n 600] [--only validity|bleu] [--quick]
+   Variants (``--variants``): BACKEND:ENCODER[:cal][:unweighted], e.g. ``finetune:mpnet:cal``
+   (mpnet fine-tuned end to end, threshold calibrated on 20 % of the training part),
+   ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head).
+
+    .venv/bin/python bench/bench_validity.py [--variants embedding_lr:minilm,finetune:mpnet:cal] [--epochs 3] [--lr 5e-5] [--bleu-n 600] [--only validity|bleu] [--quick]
 """
 
 from __future__ import annotations
@@ -34,8 +38,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--held-out", type=float, default=0.3)
-    parser.add_argument("--backends", default="embedding_lr,finetune")
-    parser.add_argument("--epochs", type=float, default=3.0, help="fine-tune epochs (MiniLM)")
+    parser.add_argument(
+        "--variants",
+        default="embedding_lr:minilm,embedding_lr:mpnet,finetune:minilm,finetune:mpnet,finetune:mpnet:cal",
+        help="BACKEND:ENCODER[:cal][:unweighted], comma-separated",
+    )
+    parser.add_argument("--epochs", type=float, default=3.0, help="fine-tune epochs")
+    parser.add_argument("--lr", type=float, default=5e-5, help="fine-tune learning rate")
+    parser.add_argument("--max-length", type=int, default=64, help="fine-tune max tokens")
     parser.add_argument("--bleu-n", type=int, default=8530, help="Rotten Tomatoes sentences for throughput")
     parser.add_argument("--only", choices=("validity", "bleu"), default=None, help="run one of the two parts")
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
@@ -63,7 +73,7 @@ def validity_part(args, rows) -> None:
     )
     train, test = [rows[i] for i in train_idx], [rows[i] for i in test_idx]
     majority = max(np.mean([r["validity"] for r in test]), 1 - np.mean([r["validity"] for r in test]))
-    backends = ["embedding_lr"] if args.quick else [b.strip() for b in args.backends.split(",") if b.strip()]
+    variants = ["embedding_lr:minilm"] if args.quick else [v.strip() for v in args.variants.split(",") if v.strip()]
     lines = [
         ("annotations", f"{len(rows)} ({sum(gold)} valid); train {len(train)}, held out {len(test)}"),
         ("majority class (held out)", f"{majority:.3f}"),
@@ -71,20 +81,36 @@ def validity_part(args, rows) -> None:
     ]
     best = 0.0
     results = {}
-    for backend in backends:
-        start = time.perf_counter()
-        ft = FineTuneConfig(train_size=None, epochs=args.epochs, max_length=64, batch_size=16, learning_rate=5e-5)
-        clf = train_validity(train, backend, "builtin:minilm", seed=42, finetune=ft)
+    import os
+
+    for variant in variants:
+        backend, encoder, *flags = variant.split(":")
+        start, load = time.perf_counter(), os.getloadavg()[0]
+        ft = FineTuneConfig(
+            train_size=None, epochs=args.epochs, max_length=args.max_length, batch_size=16, learning_rate=args.lr
+        )
+        clf = train_validity(
+            train,
+            backend,
+            f"builtin:{encoder}",
+            seed=42,
+            finetune=ft,
+            class_weight="none" if "unweighted" in flags else "balanced",
+            calibrate="cal" in flags,
+        )
         scores = score_validity(clf, test)
         seconds = time.perf_counter() - start
-        results[backend] = {**scores, "seconds": round(seconds, 1)}
+        load = round((load + os.getloadavg()[0]) / 2, 1)
+        results[variant] = {**scores, "seconds": round(seconds, 1), "threshold": clf.threshold, "load": load}
         best = max(best, scores["accuracy"])
         lines.append(
             (
-                f"{backend} accuracy (held out)",
-                f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, train+score {seconds:.1f}s)",
+                f"{variant} accuracy (held out)",
+                f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, threshold {clf.threshold:.3f}, "
+                f"train+score {seconds:.0f}s, load average {load})",
             )
         )
+        print(json.dumps({variant: results[variant]}), flush=True)
     print(json.dumps(results))
     report(
         "validity",

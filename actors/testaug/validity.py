@@ -48,6 +48,13 @@ class ValidityClassifier:
         )
     )
     meta: dict[str, Any] = field(default_factory=dict)
+    # "balanced": the minority class weighs as much as the majority (the logistic head's
+    # class_weight; the fine-tune oversamples the minority class to the same count).
+    class_weight: str = "balanced"
+    # Calibrate the decision threshold on a held-out share of the training cases (the
+    # threshold of best accuracy there) instead of P(valid) >= 0.5.
+    calibrate: bool = False
+    threshold: float = 0.5
     _head: Any = None
     _encoder: Any = None
     _model: Any = None
@@ -56,6 +63,8 @@ class ValidityClassifier:
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise InputError(f"unknown validity backend '{self.backend}' (have: {', '.join(BACKENDS)})")
+        if self.class_weight not in ("balanced", "none"):
+            raise InputError(f"unknown class_weight '{self.class_weight}' (have: balanced, none)")
 
     # ------------------------------------------------------------------ training
     def fit(self, texts: Sequence[str], valid: Sequence[int], seed: int = 0) -> ValidityClassifier:
@@ -66,23 +75,52 @@ class ValidityClassifier:
                 f"{'valid' if valid and valid[0] else 'invalid'} ones)"
             )
         start = time.perf_counter()
+        texts = list(texts)
+        if self.calibrate:
+            from sklearn.model_selection import train_test_split
+
+            fit_idx, cal_idx = train_test_split(
+                np.arange(len(valid)), test_size=CALIBRATION_SHARE, stratify=valid, random_state=seed
+            )
+            self._fit([texts[i] for i in fit_idx], [valid[i] for i in fit_idx], seed)
+            probs = self.predict_proba([texts[i] for i in cal_idx])
+            self.threshold = best_threshold(probs, np.array([valid[i] for i in cal_idx]))
+            self.meta["calibration"] = {"cases": len(cal_idx), "threshold": self.threshold}
+            if self.backend == "embedding_lr":  # cheap: refit the head on every case, keep the threshold
+                self._fit(texts, valid, seed)
+        else:
+            self._fit(texts, valid, seed)
+        self.meta.update(
+            n_train=len(valid),
+            n_valid=sum(valid),
+            seed=seed,
+            class_weight=self.class_weight,
+            threshold=self.threshold,
+            train_seconds=round(time.perf_counter() - start, 1),
+        )
+        return self
+
+    def _fit(self, texts: list[str], valid: list[int], seed: int) -> None:
         if self.backend == "embedding_lr":
             from sklearn.linear_model import LogisticRegression
 
             X = self._embed(texts)
-            self._head = LogisticRegression(max_iter=2000, class_weight="balanced", random_state=seed).fit(X, valid)
-        else:
-            from actors.embedder import resolve_model
-            from actors.zoo.trainers import fine_tune
+            weight = "balanced" if self.class_weight == "balanced" else None
+            self._head = LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed).fit(X, valid)
+            return
+        from actors.embedder import resolve_model
+        from actors.zoo.trainers import fine_tune
 
-            self._model, self._tokenizer, details = fine_tune(
-                resolve_model(self.encoder), list(texts), [LABELS[v] for v in valid], LABELS, self.finetune, seed
-            )
-            self.meta["finetune"] = {**self.finetune.model_dump(), **details}
-        self.meta.update(
-            n_train=len(valid), n_valid=sum(valid), seed=seed, train_seconds=round(time.perf_counter() - start, 1)
+        order = oversample(valid, seed) if self.class_weight == "balanced" else list(range(len(valid)))
+        self._model, self._tokenizer, details = fine_tune(
+            resolve_model(self.encoder),
+            [texts[i] for i in order],
+            [LABELS[valid[i]] for i in order],
+            LABELS,
+            self.finetune,
+            seed,
         )
-        return self
+        self.meta["finetune"] = {**self.finetune.model_dump(), **details}
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:
@@ -114,7 +152,7 @@ class ValidityClassifier:
         return np.concatenate(out)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.predict_proba(texts) >= 0.5
+        return self.predict_proba(texts) >= self.threshold
 
     # ------------------------------------------------------------------ storage
     def save(self, out: str) -> RunDir:
@@ -145,7 +183,7 @@ class ValidityClassifier:
         meta = json.loads((d / METADATA).read_text(encoding="utf-8"))
         backend, encoder = meta.pop("backend", None), meta.pop("encoder", "builtin:minilm")
         meta.pop("labels", None)
-        clf = cls(backend, encoder, meta=meta)
+        clf = cls(backend, encoder, meta=meta, threshold=float(meta.get("threshold", 0.5)))
         if backend == "embedding_lr":
             clf._head = load_pickle(d / "head.joblib", f"validity classifier {d}")
         else:
@@ -156,15 +194,55 @@ class ValidityClassifier:
         return clf
 
 
+CALIBRATION_SHARE = 0.2  # of the training cases, held out to choose the threshold
+
+
+def oversample(valid: Sequence[int], seed: int) -> list[int]:
+    """Indices of every case plus minority-class cases drawn again (seeded, without
+    replacement while they last) until both classes count the same: class weighting for a
+    loss that takes none."""
+    y = np.asarray(valid)
+    counts = {c: int((y == c).sum()) for c in (0, 1)}
+    minority = min(counts, key=counts.get)
+    pool = np.flatnonzero(y == minority)
+    need = counts[1 - minority] - counts[minority]
+    rng = np.random.default_rng(seed)
+    extra = np.concatenate([rng.permutation(pool) for _ in range(need // len(pool) + 1)])[:need] if need else []
+    order = np.concatenate([np.arange(len(y)), np.asarray(extra, dtype=int)])
+    return rng.permutation(order).tolist()
+
+
+def best_threshold(probs: np.ndarray, gold: np.ndarray) -> float:
+    """The P(valid) cut-off of best accuracy on (probs, gold); among equals, the one closest
+    to 0.5. Candidates: midpoints between consecutive distinct probabilities, and 0.5."""
+    values = np.unique(probs)
+    cuts = np.unique(np.concatenate([[0.5], (values[:-1] + values[1:]) / 2])) if len(values) > 1 else np.array([0.5])
+    acc = np.array([((probs >= c).astype(int) == gold).mean() for c in cuts])
+    best = np.flatnonzero(acc == acc.max())
+    return float(cuts[best[np.argmin(np.abs(cuts[best] - 0.5))]])
+
+
 def annotation_inputs(rows: Sequence[dict]) -> list[str]:
     return [classifier_input(r["text"], r.get("text_pair")) for r in rows]
 
 
 def train_validity(
-    rows: Sequence[dict], backend: str, encoder: str, seed: int = 0, finetune: FineTuneConfig | None = None
+    rows: Sequence[dict],
+    backend: str,
+    encoder: str,
+    seed: int = 0,
+    finetune: FineTuneConfig | None = None,
+    class_weight: str = "balanced",
+    calibrate: bool = False,
 ) -> ValidityClassifier:
     """Fit a classifier on annotated rows (``engine.testaug.validity.read_annotations``)."""
-    clf = ValidityClassifier(backend, encoder, **({"finetune": finetune} if finetune else {}))
+    clf = ValidityClassifier(
+        backend,
+        encoder,
+        class_weight=class_weight,
+        calibrate=calibrate,
+        **({"finetune": finetune} if finetune else {}),
+    )
     return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed)
 
 

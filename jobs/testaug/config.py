@@ -62,6 +62,8 @@ class ValidityConfig(JobSection):
     backend: ValidityBackend = "embedding_lr"
     encoder: str = "builtin:minilm"  # sentence encoder (embedding_lr) or base model (finetune)
     seed: int = 42  # the paper fixes the fine-tuning seed to 42
+    class_weight: Literal["balanced", "none"] = "balanced"  # fine-tune: the minority class oversampled
+    calibrate: bool = False  # threshold of best accuracy on 20 % of the training cases, not 0.5
     # The paper (Table 8): lr 5e-6, batch 16, 10 epochs, length 128, for roberta-base on a GPU.
     # MiniLM on CPU: fewer epochs and a larger rate reach the same accuracy in minutes.
     finetune: FineTuneConfig = FineTuneConfig(

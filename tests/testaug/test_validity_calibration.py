@@ -1,0 +1,36 @@
+"""Class weighting by oversampling and the calibrated decision threshold of the validity classifier."""
+
+import numpy as np
+import pytest
+
+from actors.testaug.validity import ValidityClassifier, best_threshold, oversample
+from engine.errors import InputError
+
+
+def test_oversample_balances_the_classes_and_keeps_every_case():
+    valid = [1] * 9 + [0] * 3
+    order = oversample(valid, seed=0)
+    assert sorted(set(order)) == list(range(12))  # every case at least once
+    labels = [valid[i] for i in order]
+    assert labels.count(0) == labels.count(1) == 9
+    assert oversample(valid, seed=0) == order  # seeded
+
+
+def test_best_threshold_maximizes_accuracy_and_prefers_half_among_equals():
+    probs = np.array([0.1, 0.3, 0.55, 0.62, 0.7, 0.9])
+    gold = np.array([0, 0, 0, 0, 1, 1])
+    cut = best_threshold(probs, gold)
+    assert 0.62 < cut <= 0.7
+    assert (((probs >= cut).astype(int)) == gold).all()
+    assert best_threshold(np.array([0.2, 0.8]), np.array([0, 1])) == 0.5  # 0.5 already perfect
+
+
+def test_predict_uses_the_threshold():
+    clf = ValidityClassifier("embedding_lr", threshold=0.8)
+    clf.predict_proba = lambda texts: np.array([0.7, 0.9])
+    assert clf.predict(["a", "b"]).tolist() == [False, True]
+
+
+def test_unknown_class_weight_is_one_line():
+    with pytest.raises(InputError, match="unknown class_weight 'heavy'"):
+        ValidityClassifier("embedding_lr", class_weight="heavy")
