@@ -1,0 +1,93 @@
+"""Why neuron coverage comes out the way it does: S²LCT vs CheckList suites of the same size
+under several bound sizes and both neuron readings, for one torch model of a registry.
+
+    python -m jobs.s2lct.coverage_study --run DIR --models zoo.yaml [--model minilm_ft]
+        [--templates FILE ...] [--cases 500] [--train 500,1000,3000,all]
+
+``DIR`` is a finished s2lct run (its suite.parquet). Prints one table row per (bound
+size, reading, suite); docs/s2lct.md quotes it. One forward pass over the model's whole
+training split and over each suite; bounds from subsets of the training activations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from actors.models import load_model
+from engine.benchmark.registry import read_registry
+from engine.s2lct.consistency import normalize
+from engine.s2lct.coverage import NEURONS, corner_coverage, layer_summaries, neuron_bounds, neuron_values
+from jobs.config import load_config
+from jobs.s2lct.evaluate import template_texts, training_texts
+
+DEFAULT_TEMPLATES = ["configs/suites/sentiment_templates.jsonl"]
+
+
+def _take(summary: dict, idx: np.ndarray) -> dict:
+    return {k: v[idx] for k, v in summary.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--models", required=True)
+    ap.add_argument("--model", default="minilm_ft")
+    ap.add_argument("--templates", nargs="*", default=DEFAULT_TEMPLATES)
+    ap.add_argument("--cases", type=int, default=500)
+    ap.add_argument("--train", default="500,1000,3000,all")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    spec = next(s for s in read_registry(args.models) if s.name == args.model)
+    clf = load_model(spec)
+    model, tok, max_len = clf.model, clf.tokenizer, getattr(clf, "max_length", 64)
+    rng = np.random.default_rng(args.seed)
+    train = training_texts(spec, load_config(None), None, args.seed)
+    rows = pq.read_table(f"{args.run}/suite.parquet").select(["text", "meta"]).to_pylist()
+    meta = [json.loads(r["meta"]) for r in rows]
+    texts = [r["text"] for r in rows]
+    suites = {"S2LCT": [texts[i] for i in rng.permutation(len(texts))[: args.cases]]}
+    for path in args.templates:
+        theirs = template_texts(path, args.cases, args.seed)
+        suites[f"CheckList ({path.rsplit('/', 1)[-1]})"] = [
+            theirs[i] for i in rng.permutation(len(theirs))[: args.cases]
+        ]
+    groups = {
+        "S2LCT seeds": [t for t, m in zip(texts, meta) if m["kind"] == "seed"],
+        "S2LCT expansions": [t for t, m in zip(texts, meta) if m["kind"] == "expansion"],
+        "S2LCT LC1+LC2 (no template)": [t for t, m in zip(texts, meta) if m["capability_id"] in ("LC1", "LC2")],
+        "S2LCT LC3-LC11 (templates)": [t for t, m in zip(texts, meta) if m["capability_id"] not in ("LC1", "LC2")],
+    }
+    n = min(len(v) for v in groups.values() if v)
+    groups = {k: [v[i] for i in rng.permutation(len(v))[:n]] for k, v in groups.items() if v}
+    seen = {normalize(t) for t in train}
+    plain = [t for t, m in zip(texts, meta) if m["kind"] == "seed" and m["capability_id"] in ("LC1", "LC2")]
+    print(
+        f"model {spec.name}; training split {len(train)} sentences, mean {np.mean([len(t.split()) for t in train]):.1f} words"
+    )
+    for name, xs in {**suites, **groups}.items():
+        print(f"  {name}: {len(xs)} cases, mean {np.mean([len(t.split()) for t in xs]):.1f} words")
+    print(f"  LC1/LC2 seeds that are training sentences: {sum(normalize(t) in seen for t in plain)} of {len(plain)}")
+
+    train_act = layer_summaries(model, tok, train, max_len)
+    acts = {name: layer_summaries(model, tok, xs, max_len) for name, xs in {**suites, **groups}.items()}
+    order = rng.permutation(len(train))
+    print("\n| bounds from | neurons | suite | cases | BoundCov | SActCov |\n| --- | --- | --- | ---: | ---: | ---: |")
+    for size in args.train.split(","):
+        k = len(train) if size == "all" else int(size)
+        sub = _take(train_act, order[:k])
+        for neurons in NEURONS:
+            low, high = neuron_bounds(*neuron_values(sub, neurons))
+            names = list(suites) + (list(groups) if size == "all" else [])
+            for name in names:
+                upper, lower = neuron_values(acts[name], neurons)
+                c = corner_coverage(upper, low, high, lower)
+                print(f"| {k} | {neurons} | {name} | {c.cases} | {c.bound_cov:.3f} | {c.sact_cov:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
