@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         "S2LCT LC1+LC2 (no template)": [t for t, m in zip(texts, meta) if m["capability_id"] in ("LC1", "LC2")],
         "S2LCT LC3-LC11 (templates)": [t for t, m in zip(texts, meta) if m["capability_id"] not in ("LC1", "LC2")],
     }
-    n = min(len(v) for v in groups.values() if v)
+    n = min([args.cases] + [len(v) for v in groups.values() if v])
     groups = {k: [v[i] for i in rng.permutation(len(v))[:n]] for k, v in groups.items() if v}
     seen = {normalize(t) for t in train}
     plain = [t for t, m in zip(texts, meta) if m["kind"] == "seed" and m["capability_id"] in ("LC1", "LC2")]
@@ -73,16 +73,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {name}: {len(xs)} cases, mean {np.mean([len(t.split()) for t in xs]):.1f} words")
     print(f"  LC1/LC2 seeds that are training sentences: {sum(normalize(t) in seen for t in plain)} of {len(plain)}")
 
-    train_act = layer_summaries(model, tok, train, max_len)
+    sizes = [len(train) if size == "all" else min(int(size), len(train)) for size in args.train.split(",")]
+    order = rng.permutation(len(train))[: max(sizes)]  # one pass over the largest subset; smaller ones nest in it
+    train_act = layer_summaries(model, tok, [train[i] for i in order], max_len)
     acts = {name: layer_summaries(model, tok, xs, max_len) for name, xs in {**suites, **groups}.items()}
-    order = rng.permutation(len(train))
     print("\n| bounds from | neurons | suite | cases | BoundCov | SActCov |\n| --- | --- | --- | ---: | ---: | ---: |")
-    for size in args.train.split(","):
-        k = len(train) if size == "all" else int(size)
-        sub = _take(train_act, order[:k])
+    for k in sizes:
+        sub = _take(train_act, np.arange(k))
         for neurons in NEURONS:
             low, high = neuron_bounds(*neuron_values(sub, neurons))
-            names = list(suites) + (list(groups) if size == "all" else [])
+            names = list(suites) + (list(groups) if k == max(sizes) else [])
             for name in names:
                 upper, lower = neuron_values(acts[name], neurons)
                 c = corner_coverage(upper, low, high, lower)
