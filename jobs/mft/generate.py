@@ -5,6 +5,7 @@ one stage per split x version whose LLM answers are checkpointed prompt by promp
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,6 +52,13 @@ def generation_stage(
         log = GateLog(on_add=_print_gate)
         seed = base_seed + version
         rng = np.random.default_rng(seed)
+        clock = [time.perf_counter()]
+
+        def _lap() -> float:  # seconds since the previous gate: the wall time of this step
+            now = time.perf_counter()
+            spent, clock[0] = now - clock[0], now
+            return spent
+
         examples = few_shot_examples(
             docs,
             chat,
@@ -67,6 +75,7 @@ def generation_stage(
             len(examples),
             len(missing),
             f"no parseable example for {missing}" if missing else "",
+            seconds=_lap(),
         )
         with chat.step("MFT generation", sum(r["label"] in examples for r in reps)):
             generated = generate_mfts(
@@ -77,9 +86,13 @@ def generation_stage(
                 log,
                 constrained="generate" in m.constrained,
             )
-        log.add("generated MFTs", split, version, len(generated), 0, f"from {len(reps)} representatives")
+        log.add(
+            "generated MFTs", split, version, len(generated), 0, f"from {len(reps)} representatives", seconds=_lap()
+        )
         kept, exact, near = dedupe_cases(generated, embed, m.near_duplicate_cosine)
-        log.add("de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near")
+        log.add(
+            "de-duplication", split, version, len(kept), exact + near, f"{exact} exact, {near} near", seconds=_lap()
+        )
         to_paraphrase = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
         with chat.step("paraphrases", len(to_paraphrase) if m.paraphrases > 0 else 0):
             paraphrased = paraphrase_cases(
@@ -97,6 +110,7 @@ def generation_stage(
             len(paraphrased),
             0,
             f"{m.paraphrases} asked for each of {len(to_paraphrase)}",
+            seconds=_lap(),
         )
         candidates = [{**r, "paraphrase_of": None} for r in kept] + paraphrased
         for r in candidates:
@@ -113,6 +127,7 @@ def generation_stage(
                 len(gated),
                 len(candidates) - len(gated),
                 ", ".join(f"{k} {v}" for k, v in counts.items()),
+                seconds=_lap(),
             )
         else:
             gated = candidates
@@ -192,6 +207,7 @@ GATE_SCHEMA = pa.schema(
         ("kept", pa.int64()),
         ("dropped", pa.int64()),
         ("note", pa.string()),
+        ("seconds", pa.float64()),  # wall time of the step in the run that computed the stage
     ]
 )
 
@@ -213,8 +229,9 @@ def _progress(split: str, version: int):
 
 def _print_gate(row: dict) -> None:
     note = f" ({row['note']})" if row["note"] else ""
+    took = f" in {row['seconds']:.0f}s" if row.get("seconds") is not None else ""
     console.print(
-        f"  mft · {row['split']} v{row['version']} · {row['gate']}: kept {row['kept']}, dropped {row['dropped']}{note}",
+        f"  mft · {row['split']} v{row['version']} · {row['gate']}: kept {row['kept']}, dropped {row['dropped']}{note}{took}",
         highlight=False,
     )
 

@@ -11,6 +11,18 @@ from engine.report import Section, table_html
 from engine.stages import StageRunner
 
 
+def stage_times(runner: StageRunner) -> list[dict]:
+    """Each stage's wall time as committed (a stage reused from an earlier run shows the
+    time it took then)."""
+    rows = []
+    for name, rec in runner.done.items():
+        seconds = rec.seconds
+        if rec.skipped and runner.run.exists("stages", name, "_SUCCESS.json"):
+            seconds = json.loads(runner.run.read_text(f"stages/{name}/_SUCCESS.json")).get("seconds", seconds)
+        rows.append({"stage": name, "seconds": round(float(seconds), 1), "reused": rec.skipped})
+    return rows
+
+
 def mft_sections(runner: StageRunner, suite: pa.Table, evaluation: dict | None) -> list[Section]:
     gates = runner.output("generate", "gates").to_pylist()
     parsing = runner.output("generate", "parsing").to_pylist()
@@ -18,7 +30,11 @@ def mft_sections(runner: StageRunner, suite: pa.Table, evaluation: dict | None) 
     counts = [{"suite": s, "cases": suites.count(s)} for s in sorted(set(suites))]
     blocks = [
         "<h3>Suites</h3>" + table_html(counts),
-        "<h3>Kept and dropped at every gate</h3>" + table_html(gates),
+        "<h3>Kept and dropped at every gate</h3>"
+        + "<p>seconds: wall time of the step in the run that computed its stage (LLM answers read back "
+        + "from checkpoints cost nothing).</p>"
+        + table_html(gates),
+        "<h3>Wall time per stage</h3>" + table_html(stage_times(runner)),
         "<h3>LLM output parsing</h3>" + table_html([{**p, "examples": " | ".join(p["examples"])} for p in parsing]),
     ]
     examples = []
