@@ -193,6 +193,21 @@ def wait_for(ref, timeout_s: float, what: str):
         raise ResourceError(f"{what} did not finish within {timeout_s:.0f} s (runtime.task_timeout_s)") from None
 
 
+def planned_resources(cfg: RuntimeConfig) -> str:
+    """What a job would run on, without starting Ray (``--dry-run``)."""
+    address = os.environ.get("RAY_ADDRESS") or cfg.address
+    if address:
+        gpus = f", asking the autoscaler for {cfg.request_gpus} GPU(s)" if cfg.request_gpus else ""
+        return f"the Ray cluster at {address} (its CPUs and GPUs as it reports them{gpus})"
+    cpus = cfg.num_cpus or os.cpu_count() or 1
+    gpus = cfg.num_gpus or 0
+    plan = plan_actor_pool({"CPU": cpus, "GPU": gpus})
+    return (
+        f"a local Ray with {cpus} CPU(s) and {gpus} GPU(s); model actors on {plan.device}, "
+        f"{plan.pool_size} per pool, {plan.num_cpus:g} CPU(s) and {plan.threads} thread(s) each"
+    )
+
+
 def cluster_resources() -> dict[str, float]:
     import ray
 

@@ -27,6 +27,7 @@ waiting on its own Ray work), for independent stages such as the zoo's models.
 from __future__ import annotations
 
 import json
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,7 @@ from engine.runtime import init_ray
 from engine.stages import RunDir, Stage, StageRecord, StageRunner, current_stage
 from jobs.config import CheckrayConfig
 from jobs.console import console, stage_printer
+from jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 C = TypeVar("C", bound=JobSection)
 
@@ -119,8 +121,12 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
     start = time.perf_counter()
     out = require_out(out or job.cfg.out)
     job.check()
+    if os.environ.get(DRY_RUN_ENV) == "1":
+        print_plan(job, out)
+        raise DryRun(job.name)
     run = RunDir(out)
     run.claim(job.name)  # a directory that is not this job's run fails here, in a second
+    RUN_LOG.attach(run)
     with run.lock(job.name):
         if job.uses_ray:
             init_ray(job.cfg.runtime)
@@ -153,6 +159,20 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         if first and outer is not None:  # a run inside a stage: that stage is not done either
             outer.mark_incomplete(f"its '{job.name}' run in {run.uri} is incomplete ({first})")
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def print_plan(job: Job, out: str) -> None:
+    """``--dry-run``: the resolved config and the resources the job would plan with."""
+    import yaml
+
+    from engine.runtime import planned_resources
+
+    resolved = job.cfg.model_dump(mode="json")
+    if job.section is not None:  # the job's own section with every default filled in
+        resolved[job.section.key] = job.conf.model_dump(mode="json")
+    console.print(f"checkray {job.name} --dry-run: would write {out}", markup=False, soft_wrap=True)
+    console.print(yaml.safe_dump(resolved, sort_keys=False).rstrip(), markup=False, soft_wrap=True)
+    console.print(f"resources: {planned_resources(job.cfg.runtime)}", markup=False, soft_wrap=True)
 
 
 def warn_if_not_shared(run: RunDir) -> None:

@@ -13,13 +13,16 @@ import logging
 import os
 import signal
 import sys
+import traceback
 
 import typer
 import typer.core
 import typer.main
 
 from engine.errors import CheckrayError
+from jobs.console import console
 from jobs.registry import COMMANDS, JOBS
+from jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 
 def _click_modules() -> list:
@@ -76,6 +79,14 @@ class JobCommands(typer.core.TyperGroup):
         return super().resolve_command(ctx, args)
 
 
+# Flags of every command, taken out of the arguments before click parses them, so they
+# may stand anywhere (`checkray topics ... --dry-run`); the root help lists them.
+GLOBAL_FLAGS = {
+    "--dry-run": "Print the resolved config and planned resources; run nothing.",
+    "--verbose": "Show Ray's, transformers' and library output on the console (else DIR/logs/checkray.log).",
+}
+
+
 def _show_version(value: bool) -> None:
     if value:
         from engine import __version__
@@ -100,6 +111,8 @@ def make_app() -> typer.Typer:
         version: bool = typer.Option(
             False, "--version", is_eager=True, callback=_show_version, help="Show the version and exit."
         ),
+        dry_run: bool = typer.Option(False, "--dry-run", help=GLOBAL_FLAGS["--dry-run"]),
+        verbose: bool = typer.Option(False, "--verbose", help=GLOBAL_FLAGS["--verbose"]),
         trust_code: bool = typer.Option(
             False,
             "--trust-code",
@@ -145,7 +158,32 @@ def main(argv: list[str] | None = None) -> None:
         # Without a terminal Ray Data logs each progress bar as INFO lines every few
         # seconds, burying the job's own stage lines (a CI log or `make demo > log`).
         os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
-    logging.basicConfig(level=os.environ.get("CHECKRAY_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = [a for a in given if a not in GLOBAL_FLAGS]
+    verbose = "--verbose" in given or os.environ.get("CHECKRAY_VERBOSE") == "1"
+    if "--dry-run" in given:
+        os.environ[DRY_RUN_ENV] = "1"
+    if verbose:
+        logging.basicConfig(level=os.environ.get("CHECKRAY_LOG", "INFO"), format="%(levelname)s %(name)s: %(message)s")
+    else:
+        RUN_LOG.start()  # everything but checkray's own lines goes to the log file
+    failed = True
+    try:
+        _run(args, verbose)
+        failed = False
+    except SystemExit as exc:
+        failed = exc.code not in (0, None)
+        raise
+    finally:
+        RUN_LOG.stop(keep_temp=failed)  # a failed command's log stays where its error line says
+        os.environ.pop(DRY_RUN_ENV, None)  # one command's flag (main may be called again in-process)
+
+
+def _error(line: str) -> None:
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _run(argv: list[str], verbose: bool) -> None:
     clicks = _click_modules()
     usage_errors = tuple(m.exceptions.ClickException for m in clicks)
     import typer.exceptions
@@ -159,14 +197,16 @@ def main(argv: list[str] | None = None) -> None:
         code = build_cli().main(args=argv, prog_name="checkray", standalone_mode=False)
         if isinstance(code, int) and code:
             sys.exit(code)
+    except DryRun:
+        sys.exit(0)
     except CheckrayError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         sys.exit(2)
     except usage_errors as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `checkray` alone: the help page
-            exc.show()
+            exc.show(file=console.file)
         else:
-            print(usage_line(exc), file=sys.stderr)
+            _error(usage_line(exc))
         sys.exit(exc.exit_code)
     except aborts:
         sys.exit(130)
@@ -176,10 +216,13 @@ def main(argv: list[str] | None = None) -> None:
         from engine.errors import user_error
 
         cause = user_error(exc)
-        if cause is None:
-            raise
-        print(f"error: {cause}", file=sys.stderr)
-        sys.exit(2)
+        if cause is not None:
+            _error(f"error: {cause}")
+            sys.exit(2)
+        traceback.print_exc()  # to the log file (to the console with --verbose)
+        where = "above" if verbose else f"in {RUN_LOG.path}"
+        _error(f"error: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} (traceback {where})")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

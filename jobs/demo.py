@@ -30,6 +30,7 @@ from engine.stages import RunDir
 from jobs.base import Job, JobResult, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
+from jobs.runlog import RUN_LOG
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 
@@ -130,6 +131,7 @@ REPORT_ORDER = ("topics", "templates", "zoo", "mft", "benchmark", "s2lct", "cost
 def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> RunDir:
     run = RunDir(out)
     run.claim("demo")  # each step's job claims its own sub-directory
+    RUN_LOG.attach(run)  # one log for the whole demo: DIR/logs/checkray.log
     with run.lock("demo"):
         state = DemoState(cfg, run)
         timings, sections = [], {}

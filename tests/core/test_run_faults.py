@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.core.test_console import is_own_line
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -118,6 +120,10 @@ def test_driver_killed_mid_job_resumes_to_an_uninterrupted_result_and_a_racer_is
     cold = tmp_path / "cold"
     clean = _topics(cold, corpus)
     assert clean.wait(timeout=400) == 0, clean.stderr.read().decode()[-2000:]
+    # A healthy run's console: checkray's own lines only; Ray's went to the log file.
+    console = clean.stderr.read().decode().splitlines()
+    assert console and all(is_own_line(line) for line in console), console
+    assert "streaming_executor" in (cold / "logs" / "checkray.log").read_text()
     a, b = _published(out), _published(cold)
     for name in a:
         assert a[name].equals(b[name]), name

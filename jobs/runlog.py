@@ -1,0 +1,161 @@
+"""Where output goes: checkray's own lines to the terminal, everything else to a log file.
+
+Ray (its C++ core, Ray Data's execution plans and INFO lines, worker output forwarded to
+the driver), transformers' progress bars, library warnings: they all write to the
+process's stderr. Unless ``--verbose``, the CLI points file descriptor 2 at a log file
+when it starts (a temporary file at first), and checkray's console writes to a duplicate
+of the real stderr, so the user sees the stage lines, progress, warnings that concern
+them and the paths written. When a job opens its run directory, the log moves to
+``DIR/logs/checkray.log`` (appended to by reruns; on an object store it is uploaded when
+the command ends). An internal error prints one line pointing at that file, which holds
+the traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jobs.console import console
+
+if TYPE_CHECKING:
+    from engine.rundir import RunDir
+
+DRY_RUN_ENV = "CHECKRAY_DRY_RUN"  # set by --dry-run
+
+
+class DryRun(Exception):
+    """Raised by ``run_job`` after printing the plan of a ``--dry-run``: exit 0."""
+
+
+LOG_DIR = "logs"
+LOG_FILE = "checkray.log"
+OWN_LOGGERS = ("engine", "actors", "jobs")
+
+
+class _ConsoleHandler(logging.Handler):
+    """checkray's own warnings, on the console as ``warning: ...`` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = record.levelname.lower()
+        console.print(f"[yellow]{level}: {record.getMessage()}[/yellow]", soft_wrap=True, markup=True)
+
+
+class RunLog:
+    """The redirect of fd 2 for one CLI command (``start`` ... ``stop``)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.path: str | None = None  # where the log is now
+        self._saved_fd: int | None = None
+        self._saved_console_file = None
+        self._upload: tuple[RunDir, str] | None = None  # (run, rel) for a run on an object store
+        self._handlers: list[tuple[logging.Logger, logging.Handler]] = []
+
+    def start(self) -> None:
+        if self.active:
+            return
+        sys.stderr.flush()
+        fd, self.path = tempfile.mkstemp(prefix="checkray-", suffix=".log")
+        self._saved_fd = os.dup(2)
+        os.dup2(fd, 2)
+        os.close(fd)
+        self._saved_console_file = getattr(console, "_file", None)  # None: follow sys.stderr
+        self._saved_stderr = sys.stderr
+        # The console writes where stderr went before: the real fd 2 (a duplicate of it),
+        # or the object that stood for stderr when that was no file (a notebook, pytest).
+        if _fileno(sys.stderr) == 2:
+            console.file = io.TextIOWrapper(os.fdopen(os.dup(self._saved_fd), "wb", buffering=0), write_through=True)
+            self._own_console_file = True
+        else:
+            console.file, self._own_console_file = sys.stderr, False
+        # ... and sys.stderr (whatever it was) now writes to fd 2, the log file
+        sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0, closefd=False), write_through=True)
+        root = logging.getLogger()
+        self._saved_level = root.level
+        file_handler = logging.StreamHandler(sys.stderr)  # fd 2: the log file
+        file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(file_handler)
+        root.setLevel(min(root.level or logging.WARNING, logging.INFO))
+        self._handlers.append((root, file_handler))
+        shown = _ConsoleHandler(level=logging.WARNING)
+        for name in OWN_LOGGERS:
+            logger = logging.getLogger(name)
+            logger.addHandler(shown)
+            self._handlers.append((logger, shown))
+        self.active = True
+
+    def attach(self, run: RunDir) -> None:
+        """Move the log into ``run`` (the first run a command opens: the demo's top
+        directory, not its steps')."""
+        if not self.active or self._upload is not None or (self.path and not _is_temp(self.path)):
+            return
+        run.reserve(LOG_DIR)
+        header = f"=== checkray {' '.join(sys.argv[1:])} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
+        if run.is_local:
+            final = Path(run.path(LOG_DIR, LOG_FILE))
+            sys.stderr.flush()
+            final.parent.mkdir(parents=True, exist_ok=True)
+            sys.stderr.flush()
+            with open(final, "ab") as out:
+                out.write(header.encode())
+                out.write(Path(self.path).read_bytes())
+            fd = os.open(final, os.O_WRONLY | os.O_APPEND)
+            os.dup2(fd, 2)
+            os.close(fd)
+            os.unlink(self.path)
+            self.path = str(final)
+        else:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            self._upload = (run, f"{LOG_DIR}/checkray-{stamp}-{os.getpid()}.log")
+            sys.stderr.write(header)
+
+    def stop(self, keep_temp: bool = False) -> None:
+        """Restore stderr; a log that never reached a run directory is deleted unless
+        ``keep_temp`` (the command failed and its error line names the file)."""
+        if not self.active:
+            return
+        sys.stderr.flush()
+        for logger, handler in self._handlers:
+            logger.removeHandler(handler)
+        self._handlers.clear()
+        logging.getLogger().setLevel(self._saved_level)
+        if self._upload is not None:
+            run, rel = self._upload
+            try:
+                run.write_bytes(rel, Path(self.path).read_bytes())
+                os.unlink(self.path)
+                self.path = run.path(rel)
+            except OSError:
+                pass  # the log stays in the temp file named in the error line
+        sys.stderr.close()
+        sys.stderr = self._saved_stderr
+        os.dup2(self._saved_fd, 2)
+        os.close(self._saved_fd)
+        if self.path and _is_temp(self.path) and not keep_temp:
+            os.unlink(self.path)
+        if self._own_console_file:
+            console.file.close()
+        console.file = self._saved_console_file
+        self.active = False
+        self._upload = None
+
+
+def _fileno(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _is_temp(path: str) -> bool:
+    return Path(path).parent == Path(tempfile.gettempdir()) and Path(path).name.startswith("checkray-")
+
+
+RUN_LOG = RunLog()

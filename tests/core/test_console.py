@@ -1,0 +1,70 @@
+"""What a user sees: checkray's own lines on the console, everything else in the run's
+log file; --dry-run plans without running; exit codes 0 / 1 (internal, pointing at the
+log) / 2 (user error)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.fakes.cli import run_cli
+
+# Every line checkray itself prints to stderr has one of these shapes.
+OWN_LINE = re.compile(
+    r"^(\w[\w-]* · [\w.-]+: .+"  # stage lines: "topics · embed: done in 3.1s"
+    r"|(warning|error): .+"  # warnings and errors
+    r"|[^:]+: \d+/\d+ \w+, .+"  # progress without a terminal: "generation: 40/100 prompts, ~2 min left"
+    r"|checkray \w+ --dry-run: .+)$"
+)
+
+
+def is_own_line(line: str) -> bool:
+    return bool(OWN_LINE.match(line))
+
+
+def test_own_line_pattern_tells_foreign_lines_apart():
+    assert is_own_line("topics · embed: done in 48.8s")
+    assert is_own_line("error: reviews.csv: corpus file not found")
+    assert not is_own_line("2026-11-25 10:51:36,317\tINFO streaming_executor.py:215 -- Starting execution")
+    assert not is_own_line("[2026-11-25 10:51:36,377 E 8201 8201] core_worker.cc:2465: Actor with class name")
+    assert not is_own_line("Loading weights: 100%|██████████| 103/103")
+
+
+def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path, capfd):
+    out = tmp_path / "run"
+    assert (
+        run_cli("topics", "--corpus", "builtin:rotten_tomatoes", "--clusters", "4", "--out", str(out), "--dry-run") == 0
+    )
+    err = capfd.readouterr().err
+    assert f"checkray topics --dry-run: would write {out}" in err
+    assert "n_clusters: 4" in err and "n_neighbors: 15" in err  # the section, defaults resolved
+    assert "resources: a local Ray with" in err
+    assert not out.exists()
+
+
+def test_internal_error_exits_1_and_points_at_the_log(tmp_path, capfd, monkeypatch):
+    import os
+
+    import jobs.topics.job
+
+    def boom(job, out=None):
+        raise RuntimeError("something checkray did not expect")
+
+    monkeypatch.setattr(jobs.topics.job, "run_job", boom)
+    monkeypatch.delenv("CHECKRAY_DRY_RUN", raising=False)
+    code = run_cli("topics", "--corpus", "builtin:rotten_tomatoes", "--out", str(tmp_path / "r"))
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    match = re.fullmatch(
+        r"error: internal error: RuntimeError: something checkray did not expect \(traceback in (.+)\)", err[0]
+    )
+    assert match, err
+    log = Path(match.group(1))
+    assert "Traceback" in log.read_text() and "boom" in log.read_text()
+    os.unlink(log)
+
+
+def test_user_error_exits_2_in_one_line(tmp_path, capfd):
+    code = run_cli("topics", "--corpus", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "r"))
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"error: {tmp_path / 'missing.csv'}: corpus file not found"]
