@@ -23,6 +23,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.costello.distances import distance
+
 METRICS = ("l1", "l2", "cos")
 
 
@@ -84,8 +86,6 @@ def _argmin_block(X, start: int, stop: int, metric: str, device: str):
 
 def exact_distances(X: np.ndarray, rows: np.ndarray, other: np.ndarray, metric: str) -> np.ndarray:
     """float64 distances between X[rows] and X[other], row by row."""
-    from engine.costello.metrics import distance
-
     A = np.asarray(X[rows], dtype=np.float64)
     B = np.asarray(X[other], dtype=np.float64)
     return distance(A, B, metric)
@@ -129,8 +129,6 @@ def nearest_neighbour_distances(
 
 def brute_force(vectors: np.ndarray, metric: str) -> np.ndarray:
     """The same by a full pairwise matrix in float64 (tests and small dictionaries)."""
-    from engine.costello.metrics import distance
-
     X = usable_rows(vectors).astype(np.float64)
     n = len(X)
     out = np.empty(n)

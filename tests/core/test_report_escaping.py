@@ -81,7 +81,7 @@ class FakeRunner:
 
     def __init__(self, outputs: dict[tuple[str, str], list[dict]]):
         self.outputs = outputs
-        self.done = {stage for stage, _ in outputs}
+        self.done = {stage: SimpleNamespace(seconds=1.0, skipped=False) for stage, _ in outputs}
         self.run = SimpleNamespace(write_table=lambda *a, **k: None, path=lambda *a: "/tmp/run/" + "/".join(a))
 
     def output(self, stage: str, output: str = "data", columns=None) -> pa.Table:
@@ -310,6 +310,7 @@ def test_costello_repair_report(monkeypatch):
         settings=SimpleNamespace(epochs=1, learning_rate=0.01, alpha=0.5),
         model=P,
         src=None,
+        suite=P,
         before=_violations(),
         violated=[1],
         benign=[2],
