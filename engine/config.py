@@ -71,6 +71,9 @@ def _view_class(cls: type, names: tuple[str, ...]) -> type:
 M = TypeVar("M", bound=BaseModel)
 
 
+TASK_TIMEOUT_S = 6 * 3600.0  # runtime.task_timeout_s, and the default of calls that take no config
+
+
 class RuntimeConfig(Section):
     address: str | None = None  # Ray address; RAY_ADDRESS wins when set
     num_cpus: int | None = Field(default=None, ge=1)  # local Ray only
@@ -91,7 +94,7 @@ class RuntimeConfig(Section):
     # Longest wait on one Ray task or actor call that has no timeout of its own (training
     # a zoo model, a GPU layout task): past it the job stops with a one-line error
     # instead of waiting forever on a hung worker.
-    task_timeout_s: float = Field(default=6 * 3600.0, gt=0.0)
+    task_timeout_s: float = Field(default=TASK_TIMEOUT_S, gt=0.0)
 
 
 class CorpusConfig(Section):

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from engine.config import TASK_TIMEOUT_S
+
 
 class NeighbourActor:
     def __init__(self, device: str, threads: int | None = None):
@@ -30,13 +32,17 @@ class NeighbourActor:
 
 
 def dictionary_nn(
-    matrices: Mapping[str, np.ndarray], metrics: Sequence[str], backend: str = "auto", rows_per_task: int = 4096
+    matrices: Mapping[str, np.ndarray],
+    metrics: Sequence[str],
+    backend: str = "auto",
+    rows_per_task: int = 4096,
+    timeout_s: float = TASK_TIMEOUT_S,
 ) -> dict[str, dict[str, np.ndarray]]:
     """model -> metric -> nearest-neighbour distance of every usable dictionary row."""
     import ray
 
     from engine.costello.neighbours import usable_rows
-    from engine.runtime import cluster_resources, plan_actor_pool
+    from engine.runtime import cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend)
     actors = [
@@ -61,7 +67,7 @@ def dictionary_nn(
             m: {metric: np.empty(n) for metric in metrics} for m, n in shapes.items()
         }
         for model, metric, ref in pending:
-            start, nn = ray.get(ref)
+            start, nn = wait_for(ref, timeout_s, f"a nearest-neighbour block of {model} ({metric})")
             out[model][metric][start : start + len(nn)] = nn
         return out
     finally:

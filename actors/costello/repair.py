@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
-from engine.config import Section
+from engine.config import TASK_TIMEOUT_S, Section
 
 Triple = tuple[str, str, str]
 
@@ -179,14 +179,15 @@ def repair_in_actor(
     settings: RepairSettings,
     out_dir: str,
     backend: str = "auto",
+    timeout_s: float = TASK_TIMEOUT_S,
 ) -> dict:
     import ray
 
-    from engine.runtime import cluster_resources, plan_actor_pool
+    from engine.runtime import cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend, pool_size=1)
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)
     try:
-        return ray.get(actor.repair.remote(violated, benign, settings.model_dump(), out_dir))
+        return wait_for(actor.repair.remote(violated, benign, settings.model_dump(), out_dir), timeout_s, "the repair")
     finally:
         ray.kill(actor)

@@ -291,6 +291,7 @@ class CostelloJob(Job[CostelloConfig]):
     def check(self) -> None:
         from actors.costello.embedders import check_spec
 
+        read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
         self.models = select_models(self.models, self.zoo)
         self.embedders = read_embedders(self.conf.embedders, self.models or ())
         for spec in self.embedders:

@@ -36,12 +36,23 @@ from engine.costello.metrics import fixing_rate
 from engine.costello.triples import CAPABILITIES, triple_table
 from engine.errors import InputError
 from engine.report import Section, table_html
-from engine.stages import RunDir, Stage, StageContext, StageRunner
+from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest, reference_digest
 from jobs.base import Job, published_path, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.costello.config import CostelloConfig, RepairConfig
 
 SOURCE = "costello"  # the job whose published files a repair reads
+
+
+# What repair reads of the COSTELLO run it repairs from (its fingerprint digests them).
+SOURCE_FILES = (
+    "triples.parquet",
+    "violations.parquet",
+    "train.parquet",
+    "dictionaries.parquet",
+    "classifiers.parquet",
+    "costello.json",
+)
 
 
 def read_published(src: RunDir, name: str) -> pa.Table:
@@ -178,7 +189,9 @@ class RepairJob(Job[RepairConfig]):
             rc,
             cc,
             model,
-            self.src.uri,
+            reference_digest(self.spec),  # the model repaired, by content
+            # the source run by the content of what it published, not by its path
+            [path_digest(f"{self.src.uri.rstrip('/')}/{name}") for name in SOURCE_FILES],
             self.suite,
             self.source_seed,
             len(self.violated),
@@ -191,7 +204,13 @@ class RepairJob(Job[RepairConfig]):
             if "://" in ctx.run.uri:
                 raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
             result = repair_in_actor(
-                self.spec, self.violated, self.benign, self.settings, ctx.run.path("model"), rc.backend
+                self.spec,
+                self.violated,
+                self.benign,
+                self.settings,
+                ctx.run.path("model"),
+                rc.backend,
+                timeout_s=self.cfg.runtime.task_timeout_s,
             )
             hist = pa.Table.from_pylist(
                 [
