@@ -32,7 +32,7 @@ import typer
 
 from actors.costello.embedders import EmbedderSpec
 from engine.benchmark.registry import ModelSpec
-from engine.corpus import corpus_fingerprint
+from engine.corpus import corpus_fingerprint, read_corpus
 from engine.costello.mutations import Variant, inversion_sentences, read_inversions
 from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
 from engine.errors import InputError
