@@ -34,6 +34,7 @@ for _name, _ref in [
     ("repair", "jobs.costello.config:RepairConfig"),
     ("testaug", "jobs.testaug.config:TestAugConfig"),
     ("validity", "jobs.testaug.config:ValidityConfig"),
+    ("cache", "engine.cache:CacheConfig"),  # the content cache of embeddings and predictions
 ]:
     SECTIONS.add(_name, _ref)
 
@@ -74,6 +75,7 @@ for _cmd in [
     Command("testaug", "jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
     Command("validity", "jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
     Command("import", "jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
+    Command("cache", "jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
 ]:
     JOBS.add(_cmd.name, _cmd.ref)
     COMMANDS[_cmd.name] = _cmd

@@ -4,6 +4,7 @@ two sessions in one process hang), with a fresh short temp dir, and carry timeou
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pyarrow as pa
 import pytest
@@ -17,6 +18,15 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the CLI sets it, before Ra
 # The tests load their own callable models and unsigned pickles; tests/core/test_trust.py
 # checks the refusals with the switch off.
 os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
+# The content cache of embeddings and predictions (engine/cache.py): never the user's
+# ~/.cache/checkray. Session fixtures use this one; every test gets its own (below), so
+# no test reads what another computed.
+os.environ["CHECKRAY_CACHE_URI"] = tempfile.mkdtemp(prefix="checkray-test-cache-")
+
+
+@pytest.fixture(autouse=True)
+def _own_content_cache(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("CHECKRAY_CACHE_URI", str(tmp_path_factory.mktemp("content-cache")))
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,7 @@ import numpy as np
 from actors.benchmark.host import ModelHost, one_line
 from actors.models import families, is_heavy
 from engine.benchmark.registry import ModelSpec
+from engine.cache import ContentCache
 from engine.config import Backend
 from engine.runtime import ActorPlan, plan_actor_pool
 
@@ -158,11 +159,13 @@ def predict_all(
     on_done: Callable[[ModelRun], None] | None = None,
     models_per_host: int | None = None,
     timeouts: Timeouts = Timeouts(),
+    cache: ContentCache | None = None,
 ) -> dict[str, ModelRun]:
     """Run every model on ``texts`` (and ``pairs``); ``needed[model]`` limits it to some rows.
 
     Returns a ``ModelRun`` per spec. With ``on_done``, each finished model is handed over
     there and its probabilities are not kept (memory does not grow with the models).
+    ``cache``: shared encoders read and store the embeddings of their inputs there.
     """
     import ray
 
@@ -183,13 +186,14 @@ def predict_all(
     import_paths = [p for p in sys.path if p and os.path.isdir(p)]
     feeds: dict[str, list] = {}  # head model -> embedding refs, one per batch
     encoders: dict[str, object] = {}  # head model -> its shared encoder actor
+    flush_embeddings = None
     if share_encoders:
         from actors.benchmark.shared_encoder import start_shared_encoders
 
         # The encoder does most of its heads' work: give it the cores a model would get alone.
         threads = max(1, min(8, int(ray.cluster_resources().get("CPU", 1))))
-        feeds, encoders = start_shared_encoders(
-            runnable, rows_of, texts, pairs, batch_size, plan, threads, import_paths
+        feeds, encoders, flush_embeddings = start_shared_encoders(
+            runnable, rows_of, texts, pairs, batch_size, plan, threads, import_paths, cache
         )
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     pending = plan_hosts(runnable, rows_of, {m: id(refs) for m, refs in feeds.items()}, cpus, models_per_host)
@@ -332,4 +336,6 @@ def predict_all(
             finish_members(hid)
         else:
             submit(hid)
+    if flush_embeddings is not None:
+        flush_embeddings()
     return {spec.name: runs[spec.name] for spec in specs}

@@ -26,6 +26,7 @@ import typer
 
 from engine.benchmark.inputs import read_suite
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig
 from engine.compare.gate import GateFile, read_gate
 from engine.errors import InputError
 from engine.report import Section as ReportSection
@@ -76,7 +77,7 @@ class BenchmarkJob(Job[BenchmarkConfig]):
 
     def stages(self):
         yield cases_stage(self.suites, self.conf)
-        yield predict_stage(self.models, self.conf)
+        yield predict_stage(self.models, self.conf, self.cfg.section(CacheConfig))
         yield evaluate_stage(self.models, self.conf)
 
     def manifest_extra(self) -> dict:

@@ -27,6 +27,7 @@ from engine.benchmark.registry import ModelSpec
 from engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
 from engine.benchmark.sampling import model_case_rows, needed_inputs
 from engine.benchmark.summary import summarize
+from engine.cache import CacheConfig, open_cache, text_digests
 from engine.runtime import cluster_resources
 from engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
 from jobs.benchmark.config import BenchmarkConfig
@@ -41,11 +42,12 @@ MODELS_SCHEMA = pa.schema(
         pa.field("error", pa.string()),
         pa.field("part", pa.string()),  # key of its probabilities in stages/predict.parts/
         pa.field("rows", pa.int64()),  # inputs it was run on
-        pa.field("cached", pa.bool_()),  # committed by an earlier run
+        pa.field("cached", pa.bool_()),  # committed by an earlier run (its checkpoint, or the content cache)
         pa.field("host_size", pa.int64()),  # models that shared its host process
         pa.field("load_seconds", pa.float64()),
         pa.field("ready_seconds", pa.float64()),
         pa.field("predict_seconds", pa.float64()),
+        pa.field("cache_hits", pa.int64()),  # inputs whose predictions came from the content cache
     ]
 )
 _TIMINGS = ("load_seconds", "ready_seconds", "predict_seconds", "host_size")
@@ -132,23 +134,23 @@ def model_progress(models: Sequence[str]):
         yield on_event
 
 
-def _part_table(run) -> pa.Table:
-    width = len(run.labels)
-    offsets = pa.array(np.arange(0, len(run.rows) * width + 1, width, dtype=np.int32))
+def _part_table(rows, probs, labels: list[str], meta: dict) -> pa.Table:
+    width = len(labels)
+    offsets = pa.array(np.arange(0, len(rows) * width + 1, width, dtype=np.int32))
     table = pa.table(
         {
-            "input_key": pa.array(run.rows, pa.int64()),
-            "probs": pa.ListArray.from_arrays(offsets, pa.array(np.asarray(run.probs, np.float32).reshape(-1))),
+            "input_key": pa.array(rows, pa.int64()),
+            "probs": pa.ListArray.from_arrays(offsets, pa.array(np.asarray(probs, np.float32).reshape(-1))),
         }
     )
-    meta = {"labels": run.labels, **{k: getattr(run, k) for k in _TIMINGS}}
-    return table.replace_schema_metadata({"checkray.model": json.dumps(meta)})
+    return table.replace_schema_metadata({"checkray.model": json.dumps({"labels": labels, **meta})})
 
 
-def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
+def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig, cache_cfg: CacheConfig | None = None) -> Stage:
     settings = bench.settings()
 
     def run(ctx: StageContext):
+        from actors.benchmark import cached
         from actors.benchmark.predictor import Timeouts, plan_predictors, predict_all
 
         inputs = ctx.input("cases", "inputs")
@@ -166,12 +168,27 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
         todo = [s for s in specs if s.name not in rows]
         if rows:
             console.print(f"[dim]benchmark · predict: {len(rows)} model(s) committed by an earlier run[/dim]")
+        # The content cache (any run, any --out): a model runs only on inputs no run scored.
+        cache = open_cache(cache_cfg) if todo and (cache_cfg is None or cache_cfg.predictions) else None
+        digests = text_digests(texts, pairs) if cache is not None else None
+        hits = {s.name: cached.lookup(cache, s, needed[s.name], digests) for s in todo}
+        for spec in [s for s in todo if hits[s.name].hits and not hits[s.name].missing]:
+            hit = hits[spec.name]
+            ctx.write_part(keys[spec.name], _part_table(hit.rows, hit.probs, hit.labels, {"cache_hits": hit.hits}))
+            rows[spec.name] = _row(spec, hit.labels, None, keys[spec.name], hit.hits, True, {"cache_hits": hit.hits})
+        todo = [s for s in todo if s.name not in rows]
+        if cache is not None and any(h.hits for h in hits.values()):
+            n = sum(h.hits for h in hits.values())
+            console.print(f"[dim]benchmark · predict: {n} (model, input) pairs from the cache {cache.uri}[/dim]")
 
         def commit(run) -> None:  # a finished model: checkpoint it at once
-            ctx.write_part(keys[run.name], _part_table(run))
             spec = next(s for s in specs if s.name == run.name)
-            meta = {k: getattr(run, k) for k in _TIMINGS}
-            rows[run.name] = _row(spec, run.labels, None, keys[run.name], len(run.rows), False, meta)
+            cached.store(cache, spec, run.rows, run.probs, run.labels, digests)
+            hit = hits[run.name]
+            meta = {k: getattr(run, k) for k in _TIMINGS} | {"cache_hits": hit.hits}
+            all_rows, probs = cached.merge(hit, run.rows, run.probs, run.labels)
+            ctx.write_part(keys[run.name], _part_table(all_rows, probs, run.labels, meta))
+            rows[run.name] = _row(spec, run.labels, None, keys[run.name], len(all_rows), False, meta)
 
         if todo:
             plan = plan_predictors(
@@ -186,11 +203,12 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
                     bench.batch_size,
                     bench.in_flight,
                     on_event,
-                    {s.name: needed[s.name] for s in todo},
+                    {s.name: hits[s.name].missing for s in todo},
                     bench.share_encoders,
                     on_done=commit,
                     models_per_host=bench.models_per_host,
                     timeouts=Timeouts(bench.load_timeout_s, bench.batch_timeout_s),
+                    cache=open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None,
                 )
             for spec in todo:
                 r = runs[spec.name]
@@ -227,6 +245,7 @@ def _row(spec: ModelSpec, labels, error, part, n_rows, cached, meta) -> dict:
         "rows": n_rows,
         "cached": cached,
         **{k: meta.get(k) for k in _TIMINGS},
+        "cache_hits": meta.get("cache_hits"),
     }
 
 

@@ -7,18 +7,21 @@ report.html; stage checkpoints under DIR/stages/ make a rerun resume where it st
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import typer
 
+from engine.cache import CacheConfig, open_cache
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import InputError
 from engine.report import Section
-from engine.runtime import choose_device, cluster_resources, plan_actor_pool, wait_for
+from engine.runtime import choose_device, cluster_resources, wait_for
 from engine.stages import RunDir, Stage, StageContext, StageRunner
 from engine.topics.describe import describe_clusters
 from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
@@ -29,6 +32,7 @@ from jobs.topics.config import TopicsConfig
 from jobs.topics.report import topics_sections
 
 CHUNK = 4096  # rows per transform/predict call when streaming embeddings
+EMBED_CHUNK = 16_384  # rows per cache lookup and per embeddings shard of the embed stage
 
 
 def corpus_stage(cfg: CheckrayConfig):
@@ -52,31 +56,33 @@ def corpus_stage(cfg: CheckrayConfig):
 
 def embed_stage(cfg: CheckrayConfig):
     emb = cfg.section(TopicsConfig).embedder
+    cache_cfg = cfg.section(CacheConfig)  # only saves work: not in the fingerprint
 
     def run(ctx: StageContext):
-        from actors.embedder import EmbeddingActor, resolve_model
-        from actors.pool import map_with_actors
+        from actors.embed_cache import EmbedPool, cluster_plan, embed_stream, sentence_model
+        from actors.embedder import resolve_model
+        from engine.arrays import embeddings_column
 
         resolve_model(emb.model)  # a missing model path fails here, not inside an actor
-        plan = plan_actor_pool(cluster_resources(), emb.backend, emb.pool_size)
-        # Rows arrive sorted by length (see corpus_stage); ``pos`` restores corpus order later.
-        map_with_actors(
-            ctx.input_path("corpus", "by_length"),
-            EmbeddingActor,
-            dict(
-                model=emb.model,
-                encode_batch_size=emb.encode_batch_size,
-                normalize=emb.normalize,
-                threads=plan.threads,
-                keep=("id", "pos"),
-            ),
-            plan,
-            batch_size=emb.batch_size,
-            filesystem=ctx.run.fs,
-            rows=ctx.done["corpus"].outputs.get("data"),
-            order_column="pos",
-            write_to=f"{ctx.stage_path}/embeddings",
-        )
+        model = sentence_model(emb.model, emb.normalize, emb.encode_batch_size)
+        cache = open_cache(cache_cfg) if cache_cfg.embeddings else None
+        source = pq.ParquetFile(ctx.input_path("corpus", "by_length"), filesystem=ctx.run.fs)
+        batches: deque[pa.RecordBatch] = deque()
+
+        def chunks():  # rows arrive sorted by length (corpus_stage); ``pos`` restores corpus order later
+            for batch in source.iter_batches(batch_size=EMBED_CHUNK, columns=["id", "pos", "text"]):
+                batches.append(batch)
+                yield batch.column("text").to_pylist()
+
+        with EmbedPool(model, cluster_plan(emb.backend, emb.pool_size)) as pool:
+            stream = embed_stream(chunks(), model, cache=cache, pool=pool, block_rows=emb.batch_size)
+            for k, vectors in enumerate(stream):
+                batch = batches.popleft()
+                table = pa.table({"id": batch.column("id"), "pos": batch.column("pos")})
+                ctx.run.write_table(
+                    f"stages/embed/embeddings/part-{k:05d}.parquet",
+                    table.append_column("embedding", embeddings_column(vectors)),
+                )
         return None
 
     return Stage("embed", run, inputs=("corpus",), config=emb)

@@ -19,6 +19,7 @@ import typer
 
 from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
 from engine.benchmark.registry import ModelSpec, read_registry, write_registry
+from engine.cache import CacheConfig, open_cache
 from engine.config import read_yaml
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import CheckrayError, ConfigError, InputError
@@ -75,30 +76,21 @@ def embed_stage_name(encoder: str) -> str:
     return "embed-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", encoder.removeprefix("builtin:")).strip("_")
 
 
-def embed_stage(zoo: ZooConfig, encoder: str) -> Stage:
+def embed_stage(zoo: ZooConfig, encoder: str, cache_cfg: CacheConfig | None = None) -> Stage:
     def run(ctx: StageContext):
-        from actors.embedder import EmbeddingActor, resolve_model
-        from actors.pool import map_with_actors
+        from actors.embed_cache import cluster_plan, embed_texts, sentence_model
+        from actors.embedder import resolve_model
+        from engine.arrays import embeddings_column
 
         resolve_model(encoder)  # a missing model path fails here, not inside an actor
-        plan = plan_actor_pool(cluster_resources(), zoo.backend)
-        map_with_actors(
-            ctx.input_path(SPLIT_STAGE),
-            EmbeddingActor,
-            dict(
-                model=encoder,
-                encode_batch_size=zoo.embed_batch_size,
-                normalize=True,
-                threads=plan.threads,
-                keep=("pos",),
-            ),
-            plan,
-            batch_size=256,
-            filesystem=ctx.run.fs,
-            rows=ctx.done[SPLIT_STAGE].outputs.get("data"),
-            order_column="pos",
-            write_to=f"{ctx.stage_path}/embeddings",
-        )
+        split = ctx.input(SPLIT_STAGE, columns=["pos", "text"])
+        model = sentence_model(encoder, normalize=True, encode_batch_size=zoo.embed_batch_size)
+        cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
+        # The corpus the topics job (or an earlier zoo) embedded with this encoder comes
+        # from the cache: only sentences no run embedded are encoded.
+        vectors = embed_texts(split.column("text").to_pylist(), model, cache=cache, plan=cluster_plan(zoo.backend))
+        table = pa.table({"pos": split.column("pos"), "embedding": embeddings_column(vectors)})
+        ctx.run.write_table(f"stages/{ctx.stage.name}/embeddings/part-00000.parquet", table)
         return None
 
     return Stage(embed_stage_name(encoder), run, inputs=(SPLIT_STAGE,), config=[encoder, zoo.backend], version=VERSION)
@@ -184,7 +176,7 @@ class ZooJob(Job[ZooConfig]):
         yield split_stage(self.cfg, zoo)
         labels = sorted(set(self.runner.output(SPLIT_STAGE, columns=["label"]).column("label").to_pylist()))
         for encoder in dict.fromkeys(m.encoder for m in self.selected if m.kind == "embedding"):
-            yield embed_stage(zoo, encoder)
+            yield embed_stage(zoo, encoder, self.cfg.section(CacheConfig))
         # Independent builds, each a Ray task: run side by side as far as the CPUs allow.
         timeout = self.cfg.runtime.task_timeout_s
         yield [model_stage(zoo, m, labels, timeout) for m in sorted(self.selected, key=lambda m: m.kind != "finetune")]

@@ -1,0 +1,117 @@
+"""Predictions of models under test through the content cache (``engine/cache.py``).
+
+A model's predictions are keyed by what the model is (``prediction_identity``: its spec
+with every file, directory or module it names digested by content, ``builtin:`` assets
+pinned, without its name, recorded accuracy or case budget, which change no prediction)
+and by the digest of each (text, text pair). The benchmark looks a model's inputs up
+before it runs it (``lookup``), runs it only on the misses, and stores what it computed
+(``store``), so adding cases to a suite or a model to a registry runs only the new
+(model, input) pairs, in any run directory. ``cached_predict`` does the same for a model
+a job holds in its own process (a judge, an explainer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from actors.embed_cache import pin_builtins
+from engine.benchmark.registry import ModelSpec
+from engine.cache import ContentCache, text_digests
+
+NOT_PREDICTIVE = {"name", "accuracy", "meta", "max_cases"}  # spec fields that change no prediction
+
+
+def prediction_identity(spec: ModelSpec) -> dict[str, Any]:
+    """The cache key of a model under test (see the module docstring)."""
+    return {"predictor": pin_builtins(spec.model_dump(mode="json", exclude=NOT_PREDICTIVE))}
+
+
+@dataclass
+class Cached:
+    """What the cache holds of one model's inputs: ``rows`` with ``probs`` (in
+    ``labels`` order), and the rows still to predict (``missing``, in the given order)."""
+
+    rows: np.ndarray
+    probs: np.ndarray
+    labels: list[str] | None
+    missing: list[int] = field(default_factory=list)
+
+    @property
+    def hits(self) -> int:
+        return len(self.rows)
+
+
+def lookup(cache: ContentCache | None, spec: ModelSpec, rows: Sequence[int], digests: np.ndarray | None) -> Cached:
+    """The cached predictions of ``spec`` on input ``rows`` (``digests``: one per input)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if cache is None or digests is None or not len(rows):
+        return Cached(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), None, rows.tolist())
+    found = cache.space("predictions", prediction_identity(spec)).find(digests[rows])
+    labels = found.meta.get("labels")
+    if not isinstance(labels, list) or found.width != len(labels):
+        return Cached(np.zeros(0, np.int64), np.zeros((0, 0), np.float32), None, rows.tolist())
+    which = np.flatnonzero(found.mask)
+    ok, probs = found.read(which)
+    held = np.zeros(len(rows), bool)
+    held[which[ok]] = True
+    return Cached(rows[which[ok]], probs[ok], [str(x) for x in labels], rows[~held].tolist())
+
+
+def store(
+    cache: ContentCache | None,
+    spec: ModelSpec,
+    rows: Sequence[int],
+    probs: np.ndarray,
+    labels: Sequence[str],
+    digests: np.ndarray | None,
+) -> None:
+    """Add a model's predictions on input ``rows`` (one shard)."""
+    if cache is None or digests is None or not len(rows):
+        return
+    space = cache.space("predictions", prediction_identity(spec))
+    space.put(digests[np.asarray(rows, dtype=np.int64)], np.asarray(probs, np.float32), {"labels": list(labels)})
+
+
+def merge(
+    cached: Cached, rows: Sequence[int], probs: np.ndarray, labels: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cached and fresh predictions of one model, as (rows, probs) in ``labels`` order.
+    The cache's label order is the model's (same identity), but a permutation is mapped."""
+    if not cached.hits:
+        return np.asarray(rows, np.int64), np.asarray(probs, np.float32)
+    hit_probs = cached.probs
+    if list(cached.labels or []) != list(labels):
+        if sorted(cached.labels or []) != sorted(labels):
+            raise ValueError(f"cached predictions have labels {cached.labels}, the model now {list(labels)}")
+        hit_probs = hit_probs[:, [cached.labels.index(lab) for lab in labels]]
+    fresh = np.asarray(probs, np.float32).reshape(-1, hit_probs.shape[1]) if len(rows) else hit_probs[:0]
+    return np.concatenate([cached.rows, np.asarray(rows, np.int64)]), np.concatenate([hit_probs, fresh])
+
+
+def cached_predict(
+    model: Any,
+    spec: ModelSpec,
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None = None,
+    cache: ContentCache | None = None,
+) -> np.ndarray:
+    """``model.predict_proba(texts, pairs)`` (a model loaded in this process), computing
+    only the inputs the cache lacks; (len(texts), labels) in ``model.labels`` order."""
+    if cache is None or not len(texts):
+        return np.asarray(model.predict_proba(list(texts), pairs), dtype=np.float32)
+    digests = text_digests(texts, pairs)
+    _, first, inverse = np.unique(digests.view("V16").ravel(), return_index=True, return_inverse=True)
+    hit = lookup(cache, spec, first, digests)
+    todo = hit.missing
+    fresh = np.zeros((0, len(model.labels)), np.float32)
+    if todo:
+        sub_pairs = None if pairs is None else [pairs[i] for i in todo]
+        fresh = np.asarray(model.predict_proba([texts[i] for i in todo], sub_pairs), dtype=np.float32)
+        store(cache, spec, todo, fresh, model.labels, digests)
+    rows, probs = merge(hit, todo, fresh, list(model.labels))
+    at = dict(zip(rows.tolist(), range(len(rows))))
+    return probs[np.array([at[i] for i in first], dtype=np.int64)][inverse.ravel()]

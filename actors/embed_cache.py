@@ -1,0 +1,365 @@
+"""Embedding through the content cache (``engine/cache.py``): only texts that no run
+embedded before with the same model reach an encoder.
+
+``embed_texts(texts, model, cache=...)`` returns the (n, d) float32 embeddings;
+``embed_stream(chunks, model, ...)`` does the same chunk by chunk, so a corpus of any size
+is embedded in bounded memory (the topics job). A model is an ``EmbedModel``: what it is
+by content (``identity``, the cache key) and how to build the callable that encodes a
+``text`` batch (``actor_cls(**kwargs)``, the same classes ``actors.pool.map_with_actors``
+runs: ``EmbeddingActor``, COSTELLO's ``ContrastEmbedder`` ...).
+
+The misses go to an ``EmbedPool``: plain Ray actors holding the model, started once per
+call (one model load per actor, several actors per node on CPU: processes scale better
+than torch threads on few cores) and fed blocks of texts sorted by length, two in hand
+per actor so an encoder never waits for the driver. The pool starts only when
+something can be missing (at once when the cache holds nothing for the model, so its
+actors load the model while the driver reads the first chunk; else at the first miss).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from engine.cache import ContentCache, text_digests
+from engine.errors import user_error
+from engine.runtime import ActorPlan, plan_actor_pool
+from engine.stages import reference_digest
+
+CHUNK_ROWS = 16_384  # rows looked up, embedded and written at a time by embed_texts
+BLOCK_ROWS = 256  # texts per actor call
+QUEUED_PER_ACTOR = 2  # blocks queued on each actor: one running, one waiting
+MAX_ACTORS_PER_NODE = 4  # CPU: model copies per node (memory) ...
+MAX_RESTARTS = 2  # ... bounded restarts and retries, as actors.pool
+MAX_TASK_RETRIES = 2
+
+
+# ---------------------------------------------------------------------------- identity
+def pin_model(name: str) -> Any:
+    """What an embedding model reference is, by content: a local file or directory by
+    ``engine.stages.path_digest``; ``builtin:<alias>`` by the pinned package that ships
+    it; a hub id by the commit of its local snapshot (when there is one)."""
+    if name.startswith("builtin:"):
+        from actors.assets import ASSETS
+
+        alias = name.removeprefix("builtin:")
+        pins = sorted(a.install for (_, n), a in ASSETS.items() if n == alias)
+        return {"builtin": alias, "package": pins[0] if pins else None}
+    pinned = reference_digest(name)
+    if pinned != name or name.count("/") != 1:
+        return pinned
+    try:  # a hub id: the revision in the local hub cache (nothing is downloaded)
+        from huggingface_hub import snapshot_download
+
+        return {"hub": name, "revision": snapshot_download(name, local_files_only=True).rstrip("/").rsplit("/", 1)[-1]}
+    except Exception:  # noqa: BLE001 - not in the local hub cache: keyed by its name
+        return name
+
+
+def pin_builtins(value: Any) -> Any:
+    """``reference_digest(value)`` with every ``builtin:`` string pinned (``pin_model``):
+    a model spec's identity for the predictions cache."""
+
+    def pin(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {k: pin(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [pin(x) for x in v]
+        return pin_model(v) if isinstance(v, str) and v.startswith("builtin:") else v
+
+    return pin(reference_digest(value))
+
+
+def _versions(*packages: str) -> dict[str, str]:
+    out = {}
+    for name in packages:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "none"
+    return out
+
+
+@dataclass(frozen=True)
+class EmbedModel:
+    """An embedding model: its identity (the cache key: everything that changes its
+    vectors) and the callable class that encodes a batch (``text`` column in,
+    ``embedding`` column out), built in each actor as ``actor_cls(**kwargs)``."""
+
+    identity: dict[str, Any]
+    actor_cls: type
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def sentence_model(
+    model: str, normalize: bool = True, encode_batch_size: int = 64, threads: int | None = None
+) -> EmbedModel:
+    """A sentence-transformers model (``builtin:minilm``, a local path, a hub id) as the
+    topics and zoo jobs and the benchmark's shared encoders use it."""
+    from actors.embedder import EmbeddingActor
+
+    identity = {
+        "encoder": "sentence-transformers",
+        "model": pin_model(model),
+        "normalize": bool(normalize),
+        # Pooling, weights and tokenizer come from the model files; the libraries that run
+        # them are pinned by the lock file, recorded so a cache shared across installs stays apart.
+        "libraries": _versions("sentence-transformers", "transformers", "torch"),
+    }
+    kwargs = dict(model=model, encode_batch_size=encode_batch_size, normalize=normalize, threads=threads, keep=())
+    return EmbedModel(identity, EmbeddingActor, kwargs)
+
+
+# ---------------------------------------------------------------------------- the pool
+def plan_embedders(
+    node_cpus: Sequence[float], gpus: float = 0.0, backend: str = "auto", pool_size: int | None = None
+) -> ActorPlan:
+    """How many encoder actors, with which resources (pure: tested with plain numbers).
+
+    GPU (when Ray reports one and the backend allows it): ``engine.runtime``'s GPU plan, an
+    actor per GPU. CPU: up to ``MAX_ACTORS_PER_NODE`` actors per node, one thread each on
+    a 2-core node; no CPU is held back, since no Ray Data task runs beside them. Every
+    actor asks for the smallest node's share, so the pool always fits (never a hang)."""
+    cpus = float(sum(node_cpus))
+    if gpus > 0 and backend != "cpu" or backend == "gpu":
+        return plan_actor_pool({"CPU": cpus, "GPU": gpus}, backend, pool_size)
+    nodes = [c for c in node_cpus if c >= 1] or [max(cpus, 1.0)]
+    per_node = [max(1, min(int(c), MAX_ACTORS_PER_NODE)) for c in nodes]
+    share = min(c / k for c, k in zip(nodes, per_node))
+    size = pool_size or sum(per_node)
+    return ActorPlan("cpu", size, num_cpus=round(share, 3), num_gpus=0.0, threads=max(1, int(share)))
+
+
+def cluster_plan(backend: str = "auto", pool_size: int | None = None) -> ActorPlan:
+    import ray
+
+    nodes = [n["Resources"].get("CPU", 0.0) for n in ray.nodes() if n.get("Alive")]
+    gpus = float(ray.cluster_resources().get("GPU", 0.0))
+    return plan_embedders([c for c in nodes if c > 0], gpus, backend, pool_size)
+
+
+class EmbedWorker:
+    """The Ray actor: ``actor_cls(**kwargs)`` loaded once; ``embed`` encodes a block."""
+
+    def __init__(self, actor_cls: type, kwargs: Mapping[str, Any]):
+        self.inner = actor_cls(**dict(kwargs))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from engine.arrays import column_to_numpy
+
+        out = self.inner(pa.table({"text": pa.array(texts, pa.string())}))
+        vectors = column_to_numpy(out.column("embedding"))
+        if len(vectors) != len(texts):
+            raise RuntimeError(f"{type(self.inner).__name__} returned {len(vectors)} embeddings for {len(texts)} texts")
+        return vectors
+
+
+class EmbedPool:
+    """Encoder actors of one model. ``submit`` queues a block of texts and returns its
+    ticket; blocks go to whichever actor has fewer than ``QUEUED_PER_ACTOR`` in hand (one
+    running, one waiting: no actor idles while the driver works, and a slow actor gets
+    fewer blocks); ``get`` returns a block's vectors. Actors start on ``start()`` (or the
+    first block) and are killed on ``close()``."""
+
+    def __init__(self, model: EmbedModel, plan: ActorPlan | None = None, backend: str = "auto"):
+        self.model, self.plan, self.backend = model, plan, backend
+        self.actors: list = []
+        self.busy: list[int] = []
+        self.waiting: deque[tuple[int, list[str]]] = deque()
+        self.running: dict = {}  # ObjectRef -> (ticket, actor index)
+        self.done: dict[int, Any] = {}  # ticket -> ObjectRef of its vectors
+        self.tickets = 0
+
+    def start(self) -> EmbedPool:
+        import ray
+
+        if self.actors:
+            return self
+        self.plan = self.plan or cluster_plan(self.backend)
+        kwargs = dict(self.model.kwargs)
+        if "threads" in kwargs and kwargs["threads"] is None:
+            kwargs["threads"] = self.plan.threads
+        cls = ray.remote(EmbedWorker).options(
+            **self.plan.ray_options(),
+            max_restarts=MAX_RESTARTS,
+            max_task_retries=MAX_TASK_RETRIES,
+            scheduling_strategy="SPREAD",
+        )
+        self.actors = [cls.remote(self.model.actor_cls, kwargs) for _ in range(self.plan.pool_size)]
+        self.busy = [0] * len(self.actors)
+        return self
+
+    def submit(self, texts: list[str]) -> int:
+        self.start()
+        ticket = self.tickets
+        self.tickets += 1
+        self.waiting.append((ticket, texts))
+        self._pump()
+        return ticket
+
+    def _pump(self) -> None:
+        while self.waiting and min(self.busy) < QUEUED_PER_ACTOR:
+            a = int(np.argmin(self.busy))
+            ticket, texts = self.waiting.popleft()
+            self.running[self.actors[a].embed.remote(texts)] = (ticket, a)
+            self.busy[a] += 1
+
+    def get(self, ticket: int) -> np.ndarray:
+        import ray
+
+        while ticket not in self.done:
+            ready, _ = ray.wait(list(self.running), num_returns=1)
+            for ref in ready:
+                done, a = self.running.pop(ref)
+                self.busy[a] -= 1
+                self.done[done] = ref
+            self._pump()
+        try:
+            return ray.get(self.done.pop(ticket))
+        except Exception as exc:  # a user error inside the actor (missing model ...) stays one line
+            cause = user_error(exc)
+            if cause is None:
+                raise
+            raise cause from None
+
+    def close(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors, self.busy = [], []
+        self.waiting.clear()
+        self.running.clear()
+        self.done.clear()
+
+    def __enter__(self) -> EmbedPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------- embedding
+@dataclass
+class _Chunk:
+    n: int
+    digests: np.ndarray | None
+    hit_rows: np.ndarray
+    hit_values: np.ndarray | None
+    unique: np.ndarray  # rows computed (one per distinct missing text), sorted by length
+    inverse: np.ndarray  # every missing row -> its position in ``unique``
+    missing: np.ndarray
+    tickets: list = field(default_factory=list)
+
+
+@dataclass
+class EmbedStats:
+    texts: int = 0
+    hits: int = 0
+    computed: int = 0
+
+
+def embed_stream(
+    chunks: Iterable[Sequence[str]],
+    model: EmbedModel,
+    *,
+    cache: ContentCache | None = None,
+    pool: EmbedPool | None = None,
+    block_rows: int = BLOCK_ROWS,
+    stats: EmbedStats | None = None,
+) -> Iterator[np.ndarray]:
+    """Embeddings of each chunk of texts, in order. A chunk's cache hits are read, its
+    missing texts (each distinct text once) sent to the pool in blocks, and the new vectors
+    written to the cache as one shard; the next chunk is queued before this one is
+    collected, so the encoders stay busy across chunks. ``pool``: a pool to use (and
+    leave open); by default one is started at the first miss and closed at the end."""
+    space = cache.space("embeddings", model.identity) if cache is not None else None
+    own = pool is None
+    pool = pool or EmbedPool(model)
+    stats = stats if stats is not None else EmbedStats()
+    queued: deque[_Chunk] = deque()
+
+    def prepare(texts: Sequence[str]) -> _Chunk:
+        n = len(texts)
+        digests = text_digests(texts) if space is not None else None
+        hit_rows, hit_values = np.zeros(0, np.int64), None
+        if space is not None and n:
+            found = space.find(digests)
+            ok, values = found.read(np.flatnonzero(found.mask))
+            hit_rows, hit_values = np.flatnonzero(found.mask)[ok], values[ok]
+        hit = np.zeros(n, bool)
+        hit[hit_rows] = True
+        missing = np.flatnonzero(~hit)
+        if digests is not None:
+            _, first, inverse = np.unique(
+                digests[missing].view(f"V{digests.shape[1]}").ravel(), return_index=True, return_inverse=True
+            )
+        else:
+            first, inverse = np.arange(len(missing)), np.arange(len(missing))
+        lengths = np.array([len(texts[missing[i]]) for i in first], dtype=np.int64)
+        by_length = np.argsort(lengths, kind="stable")
+        rank = np.empty_like(by_length)
+        rank[by_length] = np.arange(len(by_length))
+        unique = missing[first[by_length]]
+        chunk = _Chunk(n, digests, hit_rows, hit_values, unique, rank[inverse], missing)
+        for lo in range(0, len(unique), block_rows):
+            chunk.tickets.append(pool.submit([texts[i] for i in unique[lo : lo + block_rows]]))
+        stats.texts += n
+        stats.hits += len(hit_rows)
+        stats.computed += len(unique)
+        return chunk
+
+    def finish(chunk: _Chunk) -> np.ndarray:
+        computed = [pool.get(t) for t in chunk.tickets]
+        new = np.concatenate(computed).astype(np.float32, copy=False) if computed else None
+        hits = chunk.hit_values if chunk.hit_values is not None and len(chunk.hit_rows) else None
+        width = new.shape[1] if new is not None else hits.shape[1] if hits is not None else 0
+        out = np.zeros((chunk.n, width), dtype=np.float32)
+        if hits is not None:
+            out[chunk.hit_rows] = hits
+        if new is not None:
+            out[chunk.missing] = new[chunk.inverse]
+            if space is not None:
+                space.put(chunk.digests[chunk.unique], new)
+        return out
+
+    if space is None or not space.has_shards():
+        pool.start()  # nothing cached: the actors load the model while the first chunk is read
+    try:
+        for texts in chunks:
+            queued.append(prepare(texts))
+            if len(queued) > 1:  # the next chunk is queued: collect the previous one
+                yield finish(queued.popleft())
+        while queued:
+            yield finish(queued.popleft())
+    finally:
+        if own:
+            pool.close()
+
+
+def embed_texts(
+    texts: Sequence[str],
+    model: EmbedModel,
+    *,
+    cache: ContentCache | None = None,
+    pool: EmbedPool | None = None,
+    plan: ActorPlan | None = None,
+    block_rows: int = BLOCK_ROWS,
+    stats: EmbedStats | None = None,
+) -> np.ndarray:
+    """(len(texts), d) float32 embeddings; only texts the cache lacks are encoded (see
+    ``embed_stream``). ``plan``: the pool's resources (default: ``plan_embedders`` on
+    what Ray reports)."""
+    if pool is None and plan is not None:
+        pool = EmbedPool(model, plan)
+        with pool:
+            return embed_texts(texts, model, cache=cache, pool=pool, block_rows=block_rows, stats=stats)
+    chunks = (texts[lo : lo + CHUNK_ROWS] for lo in range(0, len(texts), CHUNK_ROWS))
+    parts = list(embed_stream(chunks, model, cache=cache, pool=pool, block_rows=block_rows, stats=stats))
+    return np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
