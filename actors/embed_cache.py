@@ -97,6 +97,18 @@ class EmbedModel:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
+def embedding_identity(model: str, **settings: Any) -> dict[str, Any]:
+    """The cache identity of an encoder: its model by content (``pin_model``), every
+    setting that changes its vectors (normalisation, pooling, max length ...), and the
+    versions of the libraries that run it (pinned by the lock file; recorded so a cache
+    shared across installs keeps them apart)."""
+    return {
+        "model": pin_model(model),
+        **settings,
+        "libraries": _versions("sentence-transformers", "transformers", "torch"),
+    }
+
+
 def sentence_model(
     model: str, normalize: bool = True, encode_batch_size: int = 64, threads: int | None = None
 ) -> EmbedModel:
@@ -104,14 +116,7 @@ def sentence_model(
     topics and zoo jobs and the benchmark's shared encoders use it."""
     from actors.embedder import EmbeddingActor
 
-    identity = {
-        "encoder": "sentence-transformers",
-        "model": pin_model(model),
-        "normalize": bool(normalize),
-        # Pooling, weights and tokenizer come from the model files; the libraries that run
-        # them are pinned by the lock file, recorded so a cache shared across installs stays apart.
-        "libraries": _versions("sentence-transformers", "transformers", "torch"),
-    }
+    identity = embedding_identity(model, encoder="sentence-transformers", normalize=bool(normalize))
     kwargs = dict(model=model, encode_batch_size=encode_batch_size, normalize=normalize, threads=threads, keep=())
     return EmbedModel(identity, EmbeddingActor, kwargs)
 

@@ -20,13 +20,12 @@ URI, ``s3://bucket/checkray``, so the drivers of a cluster can share one)::
 A *space* is one identity (``space_key``). Shards are immutable and uniquely named, each
 written under a temporary name and renamed (one PUT on object stores), so concurrent
 runs never corrupt the cache: the directory listing is the index, and a writer only ever
-adds a complete file to it. A shard that cannot be read (truncated, foreign) is skipped,
-deleted, and its rows recomputed by the caller. ``prune`` bounds the cache by size (least
-recently used shard first: a hit touches its shard on local disks; on object stores,
-where nothing can be touched, the oldest written) and by age, and merges spaces made of
-many small shards. Nothing here changes what a stage computes: a cached value is the
-value the same model computed for the same text (up to float32 rounding of the batch it
-was computed in), and stage fingerprints never include the cache's settings.
+adds a complete file to it. A shard that cannot be read (truncated) is skipped, deleted,
+and its rows recomputed by the caller; a file checkray did not name is skipped, never
+deleted. ``engine/cache_admin.py`` lists the cache and bounds it (size, age, merging).
+Nothing here changes what a stage computes: a cached value is the value the same model
+computed for the same text (up to float32 rounding of the batch it was computed in), and
+stage fingerprints never include the cache's settings.
 """
 
 from __future__ import annotations
@@ -371,16 +370,6 @@ class ShardInfo:
     mtime: float
 
 
-@dataclass
-class PruneReport:
-    deleted: int = 0
-    freed: int = 0
-    merged: int = 0  # shards merged into larger ones
-    debris: int = 0  # temporary files of crashed writers, unreadable shards
-    kept: int = 0
-    kept_bytes: int = 0
-
-
 class ContentCache:
     """The cache root; ``space(kind, identity)`` gives one identity's values."""
 
@@ -431,158 +420,3 @@ class ContentCache:
                 mtime = info.mtime.timestamp() if info.mtime else 0.0
                 out.append(ShardInfo(kind, space, info.path, int(info.size or 0), mtime))
         return out
-
-    def describe(self, kind: str, space: str) -> dict[str, Any]:
-        try:
-            with self.fs.open_input_stream(self.path(kind, space, SPACE_FILE)) as src:
-                return json.loads(src.read()).get("identity", {})
-        except (OSError, ValueError):
-            return {}
-
-    def info(self) -> list[dict[str, Any]]:
-        """One row per space: kind, identity summary, shards, rows, bytes, last used."""
-        spaces: dict[tuple[str, str], list[ShardInfo]] = {}
-        for shard in self.shards():
-            spaces.setdefault((shard.kind, shard.space), []).append(shard)
-        rows = []
-        for (kind, space), shards in sorted(spaces.items()):
-            count = 0
-            for shard in shards:
-                try:
-                    count += pq.read_metadata(shard.path, filesystem=self.fs).num_rows
-                except (pa.ArrowException, OSError):
-                    pass
-            rows.append(
-                {
-                    "kind": kind,
-                    "space": space,
-                    "model": summarize_identity(self.describe(kind, space)),
-                    "shards": len(shards),
-                    "rows": count,
-                    "bytes": sum(s.size for s in shards),
-                    "last_used": max(s.mtime for s in shards),
-                }
-            )
-        return rows
-
-    # -------------------------------------------------------------- pruning
-    def prune(
-        self,
-        max_bytes: int | None = None,
-        max_age_s: float | None = None,
-        compact: bool = True,
-        now: float | None = None,
-    ) -> PruneReport:
-        """Delete debris (temporary files of crashed writers, unreadable shards), shards
-        unused for longer than ``max_age_s``, then the least recently used until the
-        cache holds at most ``max_bytes``; merge spaces of ``COMPACT_AT`` shards or more.
-        Safe while other runs use the cache: a reader that loses a shard recomputes its
-        rows, and a merge writes the merged shard before deleting what it merged."""
-        now = time.time() if now is None else now
-        report = PruneReport()
-        report.debris += self._delete_debris(now)
-        shards = []
-        for shard in self.shards():
-            if max_age_s is not None and now - shard.mtime > max_age_s:
-                self._delete(shard, report)
-            else:
-                shards.append(shard)
-        if compact:
-            shards = self._compact(shards, report)
-        shards.sort(key=lambda s: s.mtime)  # least recently used first
-        total = sum(s.size for s in shards)
-        while max_bytes is not None and shards and total > max_bytes:
-            shard = shards.pop(0)
-            self._delete(shard, report)
-            total -= shard.size
-        report.kept, report.kept_bytes = len(shards), total
-        return report
-
-    def _delete(self, shard: ShardInfo, report: PruneReport) -> None:
-        try:
-            self.fs.delete_file(shard.path)
-        except FileNotFoundError:
-            return
-        report.deleted += 1
-        report.freed += shard.size
-
-    def _delete_debris(self, now: float) -> int:
-        count = 0
-        for kind in KINDS:
-            try:
-                infos = self.fs.get_file_info(pafs.FileSelector(self.path(kind), allow_not_found=True, recursive=True))
-            except OSError:
-                continue
-            for info in infos:
-                if info.type != pafs.FileType.File or ".tmp-" not in info.base_name:
-                    continue
-                if now - (info.mtime.timestamp() if info.mtime else 0.0) > DEBRIS_AGE_S:
-                    try:
-                        self.fs.delete_file(info.path)
-                        count += 1
-                    except OSError:
-                        pass
-        return count
-
-    def _compact(self, shards: list[ShardInfo], report: PruneReport) -> list[ShardInfo]:
-        by_space: dict[tuple[str, str], list[ShardInfo]] = {}
-        for shard in shards:
-            by_space.setdefault((shard.kind, shard.space), []).append(shard)
-        kept = []
-        for (kind, space), members in by_space.items():
-            if len(members) < COMPACT_AT:
-                kept.extend(members)
-                continue
-            tables, meta, used = [], None, []
-            for shard in members:
-                try:
-                    table = pq.read_table(shard.path, filesystem=self.fs)
-                except (pa.ArrowException, OSError):
-                    self._delete(shard, report)
-                    report.debris += 1
-                    continue
-                m = _meta_of(table.schema)
-                key = (
-                    None if m is None else (m.get("format"), m.get("width"), json.dumps(m.get("meta"), sort_keys=True))
-                )
-                if meta is None:
-                    meta = (key, m)
-                if key != meta[0]:
-                    kept.append(shard)  # disagrees with the space: left to the size bound
-                    continue
-                tables.append(table.replace_schema_metadata(None))
-                used.append(shard)
-            if len(used) < 2:
-                kept.extend(used)
-                continue
-            m = meta[1]
-            merged = pa.concat_tables(tables)
-            target = CacheSpace(self, kind, m.get("identity") or {}, key=space)
-            values = _matrix(merged.column("value"), m["width"])
-            written = target.put(_digest_numpy(merged.column("digest")), values, m.get("meta"))
-            if not written:
-                kept.extend(used)
-                continue
-            for shard in used:
-                self._delete(shard, report)
-            report.merged += len(used)
-            newest = max(s.mtime for s in used)
-            for path in written:
-                info = self.fs.get_file_info(path)
-                kept.append(ShardInfo(kind, space, path, int(info.size or 0), newest))
-                if self.local:
-                    os.utime(path, (newest, newest))  # merged shards keep their last use
-        return kept
-
-
-def summarize_identity(identity: Mapping[str, Any]) -> str:
-    """A short readable name for an identity (``builtin:minilm normalize`` ...)."""
-    model = identity.get("model", identity.get("name", ""))
-    if isinstance(model, Mapping):
-        model = model.get("path") or model.get("callable") or model.get("builtin") or json.dumps(model, sort_keys=True)
-    extras = [
-        f"{k}={v}"
-        for k, v in sorted(identity.items())
-        if k not in ("model", "name") and not isinstance(v, (dict, list))
-    ]
-    return " ".join([str(model), *extras])[:120]

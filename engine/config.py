@@ -119,7 +119,7 @@ class CorpusConfig(Section):
 
 class EmbedderConfig(Section):
     model: str = "builtin:minilm"  # builtin alias, local path or hub name
-    batch_size: int = Field(default=256, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # rows per Ray Data batch
+    batch_size: int = Field(default=256, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per encoder actor call
     encode_batch_size: int = Field(default=64, ge=1)  # rows per forward pass
     pool_size: int | None = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # None: planned
     backend: Backend = "auto"

@@ -15,9 +15,9 @@ from typing import Optional
 import typer
 
 from engine.cache import CacheConfig, ContentCache, cache_uri
+from engine.cache_admin import cache_info, prune
 from engine.errors import ConfigError, InputError
 from jobs.config import load_config
-from jobs.console import console
 
 app = typer.Typer(help="Show or bound the cache of embeddings and predictions (info, prune).", no_args_is_help=True)
 
@@ -66,21 +66,20 @@ def open_named(directory: str | None, config: Path | None) -> ContentCache:
 def info_command(directory: Optional[str] = CacheDir, config: Optional[Path] = CacheConfigFile):
     """What the cache holds: one line per model (space), its shards, rows, size, last use."""
     cache = open_named(directory, config)
-    rows = cache.info()
-    console.print(f"cache {cache.uri}")
+    rows = cache_info(cache)
+    typer.echo(f"cache {cache.uri}")
     if not rows:
-        console.print("  empty")
+        typer.echo("  empty")
         return
     now = time.time()
     for r in rows:
         age = (now - r["last_used"]) / 86400
-        console.print(
+        typer.echo(
             f"  {r['kind']:<11} {r['space']}  {r['rows']:>9,} rows  {r['shards']:>4} shard(s)  "
-            f"{human(r['bytes']):>10}  used {age:5.1f} d ago  {r['model']}",
-            soft_wrap=True,
+            f"{human(r['bytes']):>10}  used {age:5.1f} d ago  {r['model']}"
         )
     total = sum(r["bytes"] for r in rows)
-    console.print(
+    typer.echo(
         f"  total: {len(rows)} space(s), {sum(r['rows'] for r in rows):,} rows, "
         f"{sum(r['shards'] for r in rows)} shard(s), {human(total)}"
     )
@@ -99,12 +98,13 @@ def prune_command(
     """Bound the cache: by size (least recently used first), by age; merge small shards.
     Safe while runs use the cache (a run that loses a shard recomputes its rows)."""
     cache = open_named(directory, config)
-    report = cache.prune(
+    report = prune(
+        cache,
         max_bytes=parse_size(max_size) if max_size else None,
         max_age_s=parse_age(max_age) if max_age else None,
         compact=compact,
     )
-    console.print(
+    typer.echo(
         f"cache {cache.uri}: deleted {report.deleted} shard(s) ({human(report.freed)}), merged {report.merged}, "
         f"removed {report.debris} debris file(s); kept {report.kept} shard(s), {human(report.kept_bytes)}"
     )

@@ -23,6 +23,7 @@ from engine.cache import (
     space_key,
     text_digests,
 )
+from engine.cache_admin import cache_info, prune
 
 IDENTITY = {"encoder": "fake", "model": {"path": "m", "digest": "abc"}, "normalize": True}
 
@@ -151,13 +152,13 @@ def test_prune_bounds_size_least_recently_used_first_and_by_age(tmp_path):
     # A hit marks m0 as just used: m1 is now the least recently used.
     assert spaces[0].get(text_digests(["m0 1"]))[0].all()
     sizes = {p.parent.name: p.stat().st_size for p in shards(tmp_path)}
-    report = cache.prune(max_bytes=sum(sizes.values()) - 1)
+    report = prune(cache, max_bytes=sum(sizes.values()) - 1)
     assert report.deleted == 1 and report.freed == sizes[spaces[1].key]
     assert not spaces[1].has_shards() and spaces[0].has_shards() and spaces[2].has_shards()
     # By age, 60 s later: m2 was last used 160 s before, m0 60 s before; the bound is 120 s.
-    report = cache.prune(max_age_s=120, now=now + 60)
+    report = prune(cache, max_age_s=120, now=now + 60)
     assert report.deleted == 1 and spaces[0].has_shards() and not spaces[2].has_shards()
-    assert [r["space"] for r in cache.info()] == [spaces[0].key]
+    assert [r["space"] for r in cache_info(cache)] == [spaces[0].key]
 
 
 def test_prune_merges_small_shards_and_removes_debris(tmp_path):
@@ -170,12 +171,12 @@ def test_prune_merges_small_shards_and_removes_debris(tmp_path):
     debris.write_bytes(b"crashed writer")
     old = time.time() - 7200
     os.utime(debris, (old, old))
-    report = cache.prune()
+    report = prune(cache)
     assert report.merged == COMPACT_AT and report.debris == 1 and not debris.exists()
     assert len(list(Path(space.path).glob("*.parquet"))) == 1
     ok, values, meta = space.get(text_digests(texts))
     assert ok.all() and np.array_equal(values, values_for(texts, 2)) and meta == {"labels": ["a", "b"]}
-    (row,) = cache.info()
+    (row,) = cache_info(cache)
     assert row["rows"] == len(texts) and row["shards"] == 1 and row["kind"] == "predictions"
 
 
@@ -209,6 +210,22 @@ def test_a_cache_on_an_object_store(s3, monkeypatch):
     space.put(text_digests(texts[:10] + ["new"]), values_for(texts[:10] + ["new"]))
     ok, values, _ = space.get(text_digests(["new", *texts]))
     assert ok.all() and np.array_equal(values, values_for(["new", *texts]))
-    (row,) = cache.info()
+    (row,) = cache_info(cache)
     assert row["shards"] == 2 and row["rows"] == 111
-    assert cache.prune(max_bytes=0).deleted == 2 and not space.has_shards()
+    assert prune(cache, max_bytes=0).deleted == 2 and not space.has_shards()
+
+
+def test_cache_cli_info_and_prune(tmp_path, capsys):
+    from tests.fakes.cli import run_cli
+
+    cache = ContentCache(str(tmp_path))
+    space = cache.space("embeddings", {"encoder": "sentence-transformers", "model": {"builtin": "minilm"}})
+    texts = [f"cli {i}" for i in range(300)]
+    space.put(text_digests(texts), values_for(texts, 64))
+    assert run_cli("cache", "info", "--dir", str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "300 rows" in out and "minilm" in out and "total: 1 space(s)" in out
+    assert run_cli("cache", "prune", "--dir", str(tmp_path), "--max-size", "1KB") == 0
+    assert "deleted 1 shard(s)" in capsys.readouterr().out and not space.has_shards()
+    assert run_cli("cache", "prune", "--dir", str(tmp_path), "--max-size", "lots") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: --max-size 'lots': not a size")

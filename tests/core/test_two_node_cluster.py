@@ -287,7 +287,7 @@ def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
                 *("checkray", "topics", "--corpus", "builtin:rotten_tomatoes", "--sample", str(DOCS)),
                 *("--clusters", str(CLUSTERS), "--top-k", "3", "--out", topics_out),
             )
-            topics_placed = placements(dashboard, token, topics["job_id"], "OrderedActor")
+            topics_placed = placements(dashboard, token, topics["job_id"], "EmbedWorker")
 
             bench_out = f"s3://{s3.bucket}/bench"
             bench = submit(
@@ -308,7 +308,7 @@ def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
 
         # What ran where: the drivers on the head, every CPU actor and task on the worker.
         assert topics["driver_node_id"] == head_id and bench["driver_node_id"] == head_id
-        print(check_placement(*topics_placed, "OrderedActor", worker_id, head_id))
+        print(check_placement(*topics_placed, "EmbedWorker", worker_id, head_id))
         print(check_placement(*bench_placed, "ModelHost", worker_id, head_id))
 
         # The runs' published files, read back from the object store.
@@ -322,7 +322,7 @@ def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
         reps = read("topics", "representatives.parquet")
         assert set(reps.column("cluster").to_pylist()) == set(range(CLUSTERS))
         embeddings = pq.read_table(f"{s3.bucket}/topics/stages/embed/embeddings", filesystem=fs)
-        assert embeddings.num_rows == DOCS  # written by Ray Data from the worker
+        assert embeddings.num_rows == DOCS  # embedded on the worker (actors.embed_cache), written by the driver
 
         models = read("bench", "models.parquet")
         assert sorted(models.column("model").to_pylist()) == ["textblob", "vader"]
