@@ -106,3 +106,8 @@ def render(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         plotlyjs=get_plotlyjs(),
     )
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render another page of ``engine/html`` (autoescaped), e.g. a run directory's index."""
+    return _ENV.get_template(name).render(**context)

@@ -147,6 +147,7 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
                     "config": job.cfg.model_dump(mode="json"),
                     "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
                     "incomplete": {name: rec.incomplete for name, rec in runner.done.items() if rec.incomplete},
+                    "seconds": round(time.perf_counter() - start, 1),  # this run's wall time (report-index)
                     **job.manifest_extra(),
                 },
                 indent=1,

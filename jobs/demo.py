@@ -8,10 +8,12 @@ resumes where it stopped), each built from what the earlier ones produced:
            -> S2LCT -> COSTELLO (+ repair) -> TestAug
            -> benchmark (zoo x template and MFT suites)
            -> one report (every job's sections, then the timings)
+           -> index.html linking every job's report (``jobs/index.py``)
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ from engine.stages import RunDir
 from jobs.base import Job, JobResult, run_job
 from jobs.config import CheckrayConfig, load_config
 from jobs.console import console
+from jobs.index import DEMO_TIMINGS, write_index
 from jobs.runlog import RUN_LOG
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
@@ -145,6 +148,8 @@ def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> 
         ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
         ordered.append(Section("Demo timings", [table_html(timings)]))
         run.write_text("report.html", render("checkray · demo report", ordered, subtitle=cfg.corpus.path))
+        run.write_text(DEMO_TIMINGS, json.dumps({"steps": timings}, indent=1))
+        write_index(run, "checkray · demo")  # DIR/index.html: every report, config, versions, times, gates
     return run
 
 
@@ -156,3 +161,4 @@ def demo_command(
     path = config or (DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else None)
     run = run_demo(load_config(path), out)
     console.print(f"[bold green]demo report: {run.path('report.html')}[/bold green]")
+    console.print(f"[bold green]index of every report: {run.path('index.html')}[/bold green]")

@@ -75,6 +75,11 @@ for _cmd in [
     Command("testaug", "jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
     Command("validity", "jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
     Command("import", "jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
+    Command(
+        "report-index",
+        "jobs.index:index_command",
+        "Write DIR/index.html: every report of a run directory, its config, versions, stage times and gates.",
+    ),
     Command("cache", "jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
 ]:
     JOBS.add(_cmd.name, _cmd.ref)
