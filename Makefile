@@ -16,7 +16,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo test test-fast test-latest lint format lock setup bench clean
+.PHONY: demo test test-fast test-latest lint format lock setup bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -70,8 +70,17 @@ demo: setup
 	$(BIN)/checkray demo --out runs/demo
 
 # The README's test command: lint (ruff, import layering) then every test.
-test: setup lint
+test: setup lint browser
 	$(BIN)/python -m pytest -q
+
+# The report pages are checked in a real headless browser (tests/core/test_report_site.py):
+# Debian's chromium and chromedriver from apt (as root, else sudo -n); nothing from a CDN.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if ! command -v apt-get >/dev/null; then echo "no apt-get: install chromium and chromedriver (the browser tests skip without them)"; exit 0; fi; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver || \
+	  { $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver; }; }
 
 # No Ray start, no model load: the quick loop while editing (under a minute).
 test-fast: setup
