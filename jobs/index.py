@@ -150,13 +150,29 @@ def find_runs(uri: str) -> list[RunInfo]:
             runs.append(_run_info(tree, rel, manifest, marker))
         elif marker.get("job") and tree.kind(rel, "report.html") == pafs.FileType.File:
             # a run without a manifest but with a report: the demo's combined report
-            runs.append(RunInfo(rel, str(marker["job"]), pages=[_join(rel, "report.html")], **_marker(marker)))
+            info = RunInfo(rel, str(marker["job"]), pages=[_join(rel, "report.html")], **_marker(marker))
+            steps = _steps(tree, rel)
+            info.wall = round(sum(float(s["seconds"]) for s in steps), 1) if steps else None
+            runs.append(info)
         if depth < MAX_DEPTH:
             for name in tree.subdirs(rel):
                 walk(_join(rel, name), depth + 1)
 
     walk("", 0)
     return runs
+
+
+def _steps(tree: _Tree, rel: str) -> list[dict[str, Any]]:
+    """The demo's steps and their wall times (``timings.json``), if this is a demo."""
+    timings = tree.json(rel, DEMO_TIMINGS)
+    steps = timings.get("steps") if isinstance(timings, dict) else None
+    if not isinstance(steps, list):
+        return []
+    return [
+        {"step": str(s.get("step")), "seconds": f"{float(s['seconds']):.1f}"}
+        for s in steps
+        if isinstance(s, dict) and isinstance(s.get("seconds"), int | float)
+    ]
 
 
 def _join(*parts: str) -> str:
@@ -351,8 +367,7 @@ def render_index(uri: str, runs: list[RunInfo], title: str = "") -> str:
     from engine.report import render_template
 
     tree = _Tree(uri)
-    timings = tree.json("", DEMO_TIMINGS)
-    steps = timings.get("steps") if isinstance(timings, dict) else None
+    steps = _steps(tree, "")
     package_columns, packages = package_rows(tree, runs)
     return render_template(
         "index.html.j2",
@@ -362,7 +377,7 @@ def render_index(uri: str, runs: list[RunInfo], title: str = "") -> str:
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         runs=runs,
         href=lambda rel: quote(rel),
-        steps=steps if isinstance(steps, list) else None,
+        steps=steps or None,
         configs=config_groups(runs),
         models=model_rows(tree, runs),
         package_columns=package_columns,

@@ -1,0 +1,111 @@
+"""The report site in a real headless browser (Debian's chromium, tests/browser.py): a
+small demo run (templates suite -> benchmark of two keyword models with a --gate file)
+gets an index.html; the index and every page it links render, their plotly plots draw,
+and the console stays free of errors. A PNG screenshot of each page is kept under
+runs/test-artifacts/ (or $CHECKRAY_TEST_ARTIFACTS)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from tests.browser import artifact_dir, check_page, chromium_driver
+
+# A browser (installed with apt-get when missing) is no part of `make test-fast`.
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+GATE = """
+rules:
+  - name: vocabulary
+    capability: Vocabulary
+    min_pass_rate: 0.5
+  - test_type: MFT
+    min_pass_rate: 0.99
+    each: capability
+"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium_driver()
+    yield driver
+    driver.quit()
+
+
+def _small_demo(tmp_path: Path) -> Path:
+    from engine.benchmark.registry import ModelSpec
+    from engine.compare.gate import read_gate
+    from jobs.benchmark.job import BenchmarkJob
+    from jobs.config import load_config
+    from jobs.demo import Step, _templates_done, run_demo
+    from jobs.templates.job import TemplatesJob
+
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(GATE)
+    gate = read_gate(gate_file)
+    specs = [
+        ModelSpec.model_validate({"name": name, "family": "callable", "path": f"tests.fakes.models:{name}_sentiment"})
+        for name in ("keyword", "naive")
+    ]
+    cfg = load_config(
+        None,
+        {
+            "templates.spec": str(ROOT / "configs" / "suites" / "sentiment_templates.jsonl"),
+            "templates.suite": "checklist-sentiment",
+            "templates.nsamples": 8,
+            "runtime.num_cpus": 2,
+        },
+    )
+    steps = [
+        Step("templates", lambda s: TemplatesJob(s.cfg), _templates_done),
+        Step("benchmark", lambda s: BenchmarkJob(s.cfg, specs, s.suites, gate=gate)),
+    ]
+    out = tmp_path / "demo"
+    run_demo(cfg, str(out), steps)
+    return out
+
+
+@pytest.mark.timeout(600)
+def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser):
+    out = _small_demo(tmp_path)
+    index = out / "index.html"
+    assert index.is_file() and (out / "timings.json").is_file()
+    source = index.read_text()
+    assert "Demo steps" in source and "Gate checks (--gate file)" in source  # the benchmark's junit.xml
+    assert re.search(r"FAIL</td>", source) and "checklist-sentiment" in source
+
+    found = check_page(browser, index, "demo-index")
+    assert sorted(found["links"]) == ["benchmark/leaderboard.html", "report.html"]
+    plots = 0
+    for link in found["links"]:
+        page = out / unquote(link)
+        assert page.is_file(), link
+        seen = check_page(browser, page, "demo-" + link.replace("/", "-").removesuffix(".html"))
+        plots += len(seen["plots"])
+        assert seen["title"].startswith("checkray")
+    assert plots >= 2  # the leaderboard's heatmap, and again in the combined report
+    shots = sorted(p.name for p in artifact_dir().glob("demo-*.png"))
+    assert shots == ["demo-benchmark-leaderboard.png", "demo-index.png", "demo-report.png"]
+    print(f"screenshots: {artifact_dir()}")
+
+
+def test_the_browser_check_catches_console_errors_and_empty_plots(tmp_path, browser):
+    from plotly.offline import get_plotlyjs
+
+    broken = tmp_path / "error.html"
+    broken.write_text("<!doctype html><title>t</title><h1>x</h1><script>undefinedFunction()</script>")
+    with pytest.raises(AssertionError, match="console errors"):
+        check_page(browser, broken, "check-console-error")
+    empty = tmp_path / "empty-plot.html"
+    empty.write_text(
+        f"<!doctype html><title>t</title><script>{get_plotlyjs()}</script><h1>x</h1>"
+        '<div id="p" class="plotly-graph-div" style="height:300px;width:100%"></div>'
+        "<script>Plotly.newPlot('p', [], {})</script>"
+    )
+    with pytest.raises(AssertionError, match="has no traces"):
+        check_page(browser, empty, "check-empty-plot")
