@@ -5,8 +5,8 @@ driver's path, so Selenium Manager never fetches one).
 ``chromium_driver()`` installs ``chromium`` and ``chromium-driver`` with apt-get when they
 are missing (as root, else through ``sudo -n``) and skips only when there is no apt-get.
 ``check_page`` opens a page, waits for plotly to draw, and fails on a page without a
-title or body, a plot that did not draw (no SVG/canvas, zero size, no traces) or any
-console error; it keeps a full-page PNG screenshot in ``artifact_dir()``
+title or body, a plot that did not draw (no SVG/canvas, zero size, no traces), any
+console error or a dialog (a script the page should never have run); it keeps a full-page PNG screenshot in ``artifact_dir()``
 (``$CHECKRAY_TEST_ARTIFACTS``, default ``runs/test-artifacts/``; ``runs/`` is ignored by git).
 """
 
@@ -103,6 +103,19 @@ def _wait(driver, condition: str, timeout: float = 60.0) -> bool:
     return False
 
 
+def _no_alert(driver, page: Path) -> None:
+    """A dialog means a script ran that no report writes (an injected ``alert(1)``)."""
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        alert = driver.switch_to.alert
+    except NoAlertPresentException:
+        return
+    text = alert.text
+    alert.dismiss()
+    raise AssertionError(f"{page}: a script opened a dialog: {text!r}")
+
+
 def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     """Open ``page``, check that it renders, its plots draw and the console has no error;
     save a screenshot. Returns what was found (title, plots, links, screenshot path)."""
@@ -110,6 +123,7 @@ def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     expected_plots = len(re.findall(r'class="plotly-graph-div"', source))
     driver.get_log("browser")  # drop what an earlier page logged
     driver.get(page.resolve().as_uri())
+    _no_alert(driver, page)
     assert _wait(driver, "document.readyState === 'complete'"), f"{page}: never finished loading"
     ready = "[...document.querySelectorAll('.plotly-graph-div')].every(el => el._fullLayout)"
     assert _wait(driver, ready), f"{page}: plotly did not finish drawing"
@@ -123,6 +137,7 @@ def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
         assert p["ready"] and p["traces"] > 0, f"{page}: plot {p['id']} has no traces: {p}"
         assert p["svg"] > 0 and p["drawn"] > 0, f"{page}: plot {p['id']} drew nothing: {p}"
         assert p["width"] > 100 and p["height"] > 100, f"{page}: plot {p['id']} has no size: {p}"
+    _no_alert(driver, page)
     errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
     assert not errors, f"{page}: console errors: {errors[:5]}"
     shot = artifact_dir() / f"{shot_name}.png"

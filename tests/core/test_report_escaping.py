@@ -166,7 +166,7 @@ def _summary_rows():
     return [row, {**row, "model": "m2", "capability": "Negation"}]
 
 
-def test_benchmark_leaderboard():
+def _benchmark_page() -> str:
     from engine.benchmark.summary import SUMMARY_SCHEMA
     from jobs.benchmark.report import leaderboard_sections
 
@@ -175,12 +175,16 @@ def test_benchmark_leaderboard():
         [{"model": P, "capability": P, "topic": P, "text": P, "original": P, "expected": P, "predicted": P}]
     )
     models = pa.Table.from_pylist([{"model": P, "error": P}])
-    page = _page(leaderboard_sections(summary, examples, models, {P: 0.9}))
+    return _page(leaderboard_sections(summary, examples, models, {P: 0.9}))
+
+
+def test_benchmark_leaderboard():
+    page = _benchmark_page()
     assert "Plotly.newPlot" in page  # the heatmap: model and capability names on its axes
     assert_escaped(page)
 
 
-def test_mft_report():
+def _mft_page() -> str:
     from engine.schema import make_cases
     from jobs.mft.report import mft_sections
 
@@ -205,10 +209,14 @@ def test_mft_report():
         }
     )
     evaluation = {"table7": [{"model": P, "accuracy": 0.5}], "table8": [{"topic": P, P: 0.5}]}
-    assert_escaped(_page(mft_sections(runner, suite, evaluation)))
+    return _page(mft_sections(runner, suite, evaluation))
 
 
-def test_s2lct_report():
+def test_mft_report():
+    assert_escaped(_mft_page())
+
+
+def _s2lct_page() -> str:
     from engine.s2lct.spec import CapabilitySpec
     from jobs.config import load_config
     from jobs.s2lct.evaluate import Evaluation
@@ -253,7 +261,11 @@ def test_s2lct_report():
         notes=[P],
     )
     s = load_config(None).section("s2lct")
-    page = _page(s2lct_sections(runner, suite, grammar, [spec], s, evaluation))
+    return _page(s2lct_sections(runner, suite, grammar, [spec], s, evaluation))
+
+
+def test_s2lct_report():
+    page = _s2lct_page()
     assert "Plotly.newPlot" in page  # coverage curves: suite and model names in legend and facets
     assert_escaped(page)
 
@@ -280,7 +292,7 @@ def _violations():
     return pa.Table.from_pylist(rows)
 
 
-def test_costello_report():
+def _costello_page() -> str:
     from jobs.costello.config import CostelloConfig
     from jobs.costello.report import costello_sections
 
@@ -298,13 +310,18 @@ def test_costello_report():
         ]
     )
     classifiers = pa.Table.from_pylist([{"model": P, "classifier": P, "accuracy": 0.9}])
-    assert_escaped(_page(costello_sections(wide, _violations(), thresholds, classifiers, cc)))
+    return _page(costello_sections(wide, _violations(), thresholds, classifiers, cc))
 
 
-def test_costello_repair_report(monkeypatch):
+def test_costello_report():
+    assert_escaped(_costello_page())
+
+
+def _repair_page() -> str:
+    from unittest import mock
+
     import jobs.costello.repair as repair
 
-    monkeypatch.setattr(repair, "read_published", lambda src, name: pa.table({"model": [P], "accuracy": [0.8]}))
     job = SimpleNamespace(
         cc=SimpleNamespace(distance="l2", threshold="mu-2sigma"),
         settings=SimpleNamespace(epochs=1, learning_rate=0.01, alpha=0.5),
@@ -322,10 +339,16 @@ def test_costello_repair_report(monkeypatch):
             ("train", "history"): [{"epoch": 1, "note": P, "loss_before": 1.0, "loss_after": 0.5}],
         }
     )
-    assert_escaped(_page(repair.RepairJob.publish(job, runner)))
+    published = pa.table({"model": [P], "accuracy": [0.8]})
+    with mock.patch.object(repair, "read_published", lambda src, name: published):
+        return _page(repair.RepairJob.publish(job, runner))
 
 
-def test_testaug_report():
+def test_costello_repair_report():
+    assert_escaped(_repair_page())
+
+
+def _testaug_page() -> str:
     from engine.testaug.prompt import Description
     from jobs.testaug.config import TestAugConfig
     from jobs.testaug.report import failure_section, testaug_sections
@@ -369,16 +392,38 @@ def test_testaug_report():
     )
     t = TestAugConfig()
     sections = testaug_sections(runner, t, descs, pa.table({"x": [1]}), pa.table({"x": [1]}), summary, None, P)
-    page = _page(sections + [failure_section(summary)])
+    return _page(sections + [failure_section(summary)])
+
+
+def test_testaug_report():
+    page = _testaug_page()
     assert "LLM labeler answers" in page
     assert_escaped(page)
 
 
-def test_demo_report():
+def _demo_page() -> str:
     from engine.benchmark.registry import ModelSpec
     from jobs.zoo.job import zoo_section
 
     spec = ModelSpec.model_validate({"name": P, "family": "tfidf", "path": "/x", "accuracy": 0.8})
     sections = [zoo_section([spec]), Section("COSTELLO repair", [], f"repair skipped: {P}")]
     sections.append(Section("Demo timings", [table_html([{"step": P, "seconds": 1.0}])]))
-    assert_escaped(render("checkray · demo report", sections, subtitle=P))
+    return render("checkray · demo report", sections, subtitle=P)
+
+
+def test_demo_report():
+    assert_escaped(_demo_page())
+
+
+# Every report page, built from payload-laden tables: also opened in a real browser
+# (tests/core/test_report_site.py), with plotly.js, to see it render with no script run.
+REPORT_PAGES = {
+    "topics": lambda: _topics_page([P, "positive"]),
+    "benchmark": _benchmark_page,
+    "mft": _mft_page,
+    "s2lct": _s2lct_page,
+    "costello": _costello_page,
+    "repair": _repair_page,
+    "testaug": _testaug_page,
+    "demo": _demo_page,
+}

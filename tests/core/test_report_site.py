@@ -1,7 +1,8 @@
 """The report site in a real headless browser (Debian's chromium, tests/browser.py): a
 small demo run (templates suite -> benchmark of two keyword models with a --gate file)
 gets an index.html; the index and every page it links render, their plotly plots draw,
-and the console stays free of errors. A PNG screenshot of each page is kept under
+and the console stays free of errors. Every job's report page, built from hostile text,
+renders with no script of the payload run. A PNG screenshot of each page is kept under
 runs/test-artifacts/ (or $CHECKRAY_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from urllib.parse import unquote
 import pytest
 
 from tests.browser import artifact_dir, check_page, chromium_driver
+from tests.core.test_report_escaping import REPORT_PAGES, P
 
 # A browser (installed with apt-get when missing) is no part of `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -94,6 +96,21 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
     print(f"screenshots: {artifact_dir()}")
 
 
+@pytest.mark.parametrize("name", sorted(REPORT_PAGES))
+def test_every_report_page_with_hostile_text_in_a_browser(name, tmp_path, browser):
+    """Each job's report page, built from tables whose every text is a script/img payload
+    (tests/core/test_report_escaping.py), with the real plotly.js: it renders, its plots
+    draw, and no payload runs (no dialog, no console error)."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(REPORT_PAGES[name](), encoding="utf-8")
+    found = check_page(browser, page, f"hostile-{name}")
+    assert found["title"] == (P if name != "demo" else "checkray · demo report")  # the title is text, too
+    if name in ("topics", "benchmark", "s2lct"):
+        assert found["plots"], f"{name}: the report's figure is missing"
+    text = browser.execute_script("return document.body.innerText")
+    assert "<img src=x onerror=alert(1)>" in text  # the payload shows as text
+
+
 def test_the_browser_check_catches_console_errors_and_empty_plots(tmp_path, browser):
     from plotly.offline import get_plotlyjs
 
@@ -109,3 +126,7 @@ def test_the_browser_check_catches_console_errors_and_empty_plots(tmp_path, brow
     )
     with pytest.raises(AssertionError, match="has no traces"):
         check_page(browser, empty, "check-empty-plot")
+    dialog = tmp_path / "dialog.html"
+    dialog.write_text("<!doctype html><title>t</title><h1>x</h1><img src=x onerror=alert(1)>")
+    with pytest.raises(AssertionError, match="opened a dialog"):
+        check_page(browser, dialog, "check-dialog")
