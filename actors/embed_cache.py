@@ -19,10 +19,11 @@ actors load the model while the driver reads the first chunk; else at the first 
 from __future__ import annotations
 
 import importlib.metadata
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -76,7 +77,7 @@ def pin_builtins(value: Any) -> Any:
     return pin(reference_digest(value))
 
 
-def _versions(*packages: str) -> dict[str, str]:
+def library_versions(*packages: str) -> dict[str, str]:
     out = {}
     for name in packages:
         try:
@@ -105,7 +106,7 @@ def embedding_identity(model: str, **settings: Any) -> dict[str, Any]:
     return {
         "model": pin_model(model),
         **settings,
-        "libraries": _versions("sentence-transformers", "transformers", "torch"),
+        "libraries": library_versions("sentence-transformers", "transformers", "torch"),
     }
 
 
@@ -119,6 +120,64 @@ def sentence_model(
     identity = embedding_identity(model, encoder="sentence-transformers", normalize=bool(normalize))
     kwargs = dict(model=model, encode_batch_size=encode_batch_size, normalize=normalize, threads=threads, keep=())
     return EmbedModel(identity, EmbeddingActor, kwargs)
+
+
+# ---------------------------------------------------------------------------- lookups
+@dataclass
+class Lookup:
+    """What the cache holds of ``texts`` (``lookup_embeddings``): the vectors of the hit
+    rows, and one row per distinct missing text (``todo``) to encode and ``fill`` in."""
+
+    texts: Sequence[str]
+    digests: np.ndarray | None
+    hit: np.ndarray  # (n,) bool
+    values: np.ndarray | None  # (hits, d): the vectors of the hit rows, in row order
+    todo: list[int]  # the first row of each distinct missing text
+
+    @property
+    def todo_texts(self) -> list[str]:
+        return [self.texts[i] for i in self.todo]
+
+
+def lookup_embeddings(cache: ContentCache | None, identity: Mapping[str, Any], texts: Sequence[str]) -> Lookup:
+    """Look ``texts`` up in the embedding space of ``identity`` (no cache: all missing)."""
+    n = len(texts)
+    if cache is None or not n:
+        seen: dict[str, int] = {}
+        todo = [seen.setdefault(t, i) for i, t in enumerate(texts) if t not in seen]
+        return Lookup(texts, None, np.zeros(n, bool), None, todo)
+    digests = text_digests(texts)
+    found = cache.space("embeddings", identity).find(digests)
+    which = np.flatnonzero(found.mask)
+    ok, values = found.read(which)
+    hit = np.zeros(n, bool)
+    hit[which[ok]] = True
+    missing = np.flatnonzero(~hit)
+    _, first = np.unique(digests[missing].view(f"V{digests.shape[1]}").ravel(), return_index=True)
+    return Lookup(texts, digests, hit, values[ok], sorted(missing[first].tolist()))
+
+
+def fill_embeddings(
+    cache: ContentCache | None, identity: Mapping[str, Any], found: Lookup, computed: np.ndarray | None
+) -> np.ndarray:
+    """The (n, d) embeddings of ``found.texts``: its hits and ``computed`` (the vectors of
+    ``found.todo_texts``, in that order), which are stored in the cache (one shard)."""
+    n = len(found.texts)
+    if found.todo and (computed is None or len(computed) != len(found.todo)):
+        raise ValueError(f"{len(found.todo)} texts to embed, {0 if computed is None else len(computed)} vectors")
+    parts = [m for m in (found.values, computed) if m is not None and len(m)]
+    width = parts[0].shape[1] if parts else 0
+    out = np.zeros((n, width), dtype=np.float32)
+    if found.values is not None and len(found.values):
+        out[found.hit] = found.values
+    if found.todo:
+        computed = np.asarray(computed, dtype=np.float32)
+        position = {found.texts[i]: k for k, i in enumerate(found.todo)}
+        rows = np.flatnonzero(~found.hit)
+        out[rows] = computed[[position[found.texts[i]] for i in rows]]
+        if cache is not None and found.digests is not None:
+            cache.space("embeddings", identity).put(found.digests[found.todo], computed)
+    return out
 
 
 # ---------------------------------------------------------------------------- the pool
@@ -172,6 +231,8 @@ class EmbedPool:
     fewer blocks); ``get`` returns a block's vectors. Actors start on ``start()`` (or the
     first block) and are killed on ``close()``."""
 
+    last_times: ClassVar[dict[str, float]] = {}  # ``times`` of the last pool closed in this process
+
     def __init__(self, model: EmbedModel, plan: ActorPlan | None = None, backend: str = "auto"):
         self.model, self.plan, self.backend = model, plan, backend
         self.actors: list = []
@@ -180,12 +241,14 @@ class EmbedPool:
         self.running: dict = {}  # ObjectRef -> (ticket, actor index)
         self.done: dict[int, Any] = {}  # ticket -> ObjectRef of its vectors
         self.tickets = 0
+        self.times: dict[str, float] = {}  # perf_counter at start, first block done, close (benches read it)
 
     def start(self) -> EmbedPool:
         import ray
 
         if self.actors:
             return self
+        self.times = {"start": time.perf_counter()}
         self.plan = self.plan or cluster_plan(self.backend)
         kwargs = dict(self.model.kwargs)
         if "threads" in kwargs and kwargs["threads"] is None:
@@ -220,6 +283,7 @@ class EmbedPool:
 
         while ticket not in self.done:
             ready, _ = ray.wait(list(self.running), num_returns=1)
+            self.times.setdefault("first", time.perf_counter())
             for ref in ready:
                 done, a = self.running.pop(ref)
                 self.busy[a] -= 1
@@ -236,6 +300,9 @@ class EmbedPool:
     def close(self) -> None:
         import ray
 
+        if self.actors:
+            self.times["close"] = time.perf_counter()
+            EmbedPool.last_times = dict(self.times)
         for actor in self.actors:
             ray.kill(actor)
         self.actors, self.busy = [], []

@@ -101,17 +101,76 @@ def cached_predict(
 ) -> np.ndarray:
     """``model.predict_proba(texts, pairs)`` (a model loaded in this process), computing
     only the inputs the cache lacks; (len(texts), labels) in ``model.labels`` order."""
-    if cache is None or not len(texts):
-        return np.asarray(model.predict_proba(list(texts), pairs), dtype=np.float32)
-    digests = text_digests(texts, pairs)
-    _, first, inverse = np.unique(digests.view("V16").ravel(), return_index=True, return_inverse=True)
-    hit = lookup(cache, spec, first, digests)
-    todo = hit.missing
-    fresh = np.zeros((0, len(model.labels)), np.float32)
-    if todo:
-        sub_pairs = None if pairs is None else [pairs[i] for i in todo]
-        fresh = np.asarray(model.predict_proba([texts[i] for i in todo], sub_pairs), dtype=np.float32)
-        store(cache, spec, todo, fresh, model.labels, digests)
-    rows, probs = merge(hit, todo, fresh, list(model.labels))
-    at = dict(zip(rows.tolist(), range(len(rows))))
-    return probs[np.array([at[i] for i in first], dtype=np.int64)][inverse.ravel()]
+    predictor = CachedPredictor(spec, lambda: model, cache)
+    try:
+        return predictor(texts, pairs)
+    finally:
+        predictor.flush()
+
+
+class CachedPredictor:
+    """A model under test called from a job's own process (S²LCT's consistency judge and
+    explanations ...), through the predictions cache: ``predictor(texts, pairs)`` returns
+    (n, labels) probabilities in ``labels`` order, computing only inputs neither this
+    predictor nor the cache has seen. The model is built by ``load()`` at the first miss
+    (never, when the cache holds everything); what it computed is stored by ``flush()`` as
+    one shard (call it once at the end: many small calls, one shard)."""
+
+    def __init__(self, spec: ModelSpec, load: Any, cache: ContentCache | None, labels: Sequence[str] | None = None):
+        self.spec, self._load, self.cache = spec, load, cache
+        self.model: Any = None
+        self.labels: list[str] | None = [str(x) for x in labels] if labels is not None else None  # output order
+        self.memo: dict[bytes, np.ndarray] = {}
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []  # (digest, probs in self.labels order)
+        self.hits = self.computed = 0
+
+    def loaded(self) -> Any:
+        if self.model is None:
+            self.model = self._load()
+        return self.model
+
+    def _in_order(self, probs: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+        labels = [str(x) for x in labels]
+        if self.labels is None:
+            self.labels = labels
+        if labels == self.labels:
+            return probs
+        if sorted(labels) != sorted(self.labels):
+            raise ValueError(f"{self.spec.name}: cached predictions have labels {self.labels}, the model {labels}")
+        return probs[:, [labels.index(lab) for lab in self.labels]]
+
+    def __call__(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> np.ndarray:
+        texts = list(texts)
+        if self.cache is None:
+            model = self.loaded()
+            return self._in_order(np.asarray(model.predict_proba(texts, pairs), dtype=np.float32), model.labels)
+        digests = text_digests(texts, pairs)
+        keys = [d.tobytes() for d in digests]
+        first = list({k: i for i, k in reversed(list(enumerate(keys))) if k not in self.memo}.values())
+        if first:
+            hit = lookup(self.cache, self.spec, first, digests)
+            if hit.hits:
+                for row, probs in zip(hit.rows.tolist(), self._in_order(hit.probs, hit.labels or [])):
+                    self.memo[keys[row]] = probs
+                self.hits += hit.hits
+            if hit.missing:
+                model = self.loaded()
+                sub_pairs = None if pairs is None else [pairs[i] for i in hit.missing]
+                fresh = np.asarray(model.predict_proba([texts[i] for i in hit.missing], sub_pairs), np.float32)
+                fresh = self._in_order(fresh.reshape(len(hit.missing), -1), model.labels)
+                for row, probs in zip(hit.missing, fresh):
+                    self.memo[keys[row]] = probs
+                    self.pending.append((digests[row], probs))
+                self.computed += len(hit.missing)
+        if not keys:
+            return np.zeros((0, len(self.labels or [])), np.float32)
+        return np.stack([self.memo[k] for k in keys])
+
+    def flush(self) -> None:
+        """Store what the model computed since the last flush (one shard)."""
+        if self.pending and self.cache is not None and self.labels is not None:
+            digests = np.stack([d for d, _ in self.pending])
+            store(
+                self.cache, self.spec, range(len(digests)), np.stack([p for _, p in self.pending]), self.labels, digests
+            )
+        self.pending = []

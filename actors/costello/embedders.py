@@ -12,7 +12,10 @@ An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
 
 ``embed_all`` maps the texts through one ``actors.pool.map_with_actors`` pool of size 1 per
 model, the pools started concurrently from driver threads: the models embed at the same
-time, each actor holding a share of the CPUs (or of a GPU when Ray reports one).
+time, each actor holding a share of the CPUs (or of a GPU when Ray reports one). With a
+content cache (``engine/cache.py``) each model embeds only the texts no run embedded
+with it before (``contrast_identity``: the model by content, kind, pooling, max length);
+a model the cache holds everything of starts no actor.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from engine.cache import ContentCache
 from engine.config import Section
 from engine.errors import InputError
 
@@ -118,31 +122,59 @@ class ContrastEmbedder:
         return pa.table({"embedding": embeddings_column(vectors)})
 
 
+def contrast_identity(spec: EmbedderSpec) -> dict[str, Any]:
+    """The content-cache identity of an embedder as ``ContrastEmbedder`` runs it: the
+    model by content (``actors.embed_cache.pin_model``: a local directory such as a zoo
+    model by ``path_digest``, a ``builtin:`` asset by its pinned package), its kind,
+    pooling and max length (what changes its vectors; not its name, which is a label,
+    nor its batch size), and the versions of the libraries that run it."""
+    from actors.embed_cache import embedding_identity, library_versions
+
+    if spec.kind == "spacy":  # the pipeline's static word vectors, averaged
+        package = spec.model if "/" not in spec.model and not spec.model.startswith("builtin:") else "spacy"
+        return embedding_identity(spec.model, encoder="costello/spacy", spacy=library_versions("spacy", package))
+    return embedding_identity(
+        spec.model, encoder="costello/sentence-transformers", pooling=spec.pooling, max_length=spec.max_length
+    )
+
+
 def embed_all(
     texts: Sequence[str],
     specs: Sequence[EmbedderSpec],
     backend: str = "auto",
     batch_size: int = 128,
     parallel: bool = True,
+    cache: ContentCache | None = None,
+    stats: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` with every model; returns name -> (len(texts), dim) float32.
 
     Parallel: one actor per model at once, the CPUs left after Ray Data's reserve split
     between them (torch threads set to match). Sequential (``parallel=False``, for the
-    bench): one model after another, each actor with the whole share.
+    bench): one model after another, each actor with the whole share. ``cache``: each
+    model embeds only the texts the cache lacks for it (each distinct text once) and stores
+    them; the CPUs are shared among the models that have something to embed.
+    ``stats``: filled with name -> texts embedded.
     """
+    from actors.embed_cache import fill_embeddings, lookup_embeddings
     from actors.pool import map_with_actors
     from engine.arrays import column_to_numpy
     from engine.runtime import cluster_resources, plan_actor_pool
 
     for spec in specs:
         check_spec(spec)
-    # Shortest texts first, so each batch pads little; ``order`` puts the rows back.
-    order = np.array(sorted(range(len(texts)), key=lambda i: len(texts[i])), dtype=np.int64)
-    table = pa.table({"text": pa.array([texts[i] for i in order], pa.string())})
-    resources = cluster_resources()
+    identities = {spec.name: contrast_identity(spec) for spec in specs}
+    found = {spec.name: lookup_embeddings(cache, identities[spec.name], texts) for spec in specs}
+    todo = [spec for spec in specs if found[spec.name].todo]
+    if stats is not None:
+        stats.update({name: len(f.todo) for name, f in found.items()})
+    resources = cluster_resources() if todo else {}
 
     def run(spec: EmbedderSpec, share: int) -> np.ndarray:
+        missing = found[spec.name].todo_texts
+        # Shortest texts first, so each batch pads little; ``order`` puts the rows back.
+        order = np.array(sorted(range(len(missing)), key=lambda i: len(missing[i])), dtype=np.int64)
+        table = pa.table({"text": pa.array([missing[i] for i in order], pa.string())})
         # Each model's pool is ONE actor holding 1/share of the CPUs (threads to match); on
         # GPUs the models share them (a fraction each) instead of queueing for a whole one.
         plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
@@ -158,8 +190,13 @@ def embed_all(
         unsorted[order] = vectors
         return unsorted
 
-    if not parallel or len(specs) == 1:
-        return {spec.name: run(spec, 1) for spec in specs}
-    with ThreadPoolExecutor(max_workers=len(specs)) as pool:
-        futures = {spec.name: pool.submit(run, spec, len(specs)) for spec in specs}
-        return {name: f.result() for name, f in futures.items()}
+    if not parallel or len(todo) <= 1:
+        computed = {spec.name: run(spec, 1) for spec in todo}
+    else:
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            futures = {spec.name: pool.submit(run, spec, len(todo)) for spec in todo}
+            computed = {name: f.result() for name, f in futures.items()}
+    return {
+        spec.name: fill_embeddings(cache, identities[spec.name], found[spec.name], computed.get(spec.name))
+        for spec in specs
+    }

@@ -124,9 +124,12 @@ def train_repair(
         for _ in range(settings.epochs)
     ]
     used = sorted({t for plan in plans for _, b_idx in plan for i in b_idx for t in benign[i]})
-    if old_embeddings is None and used:
-        old = model.encode(used, convert_to_numpy=True, show_progress_bar=False, batch_size=64)
-        old_embeddings = dict(zip(used, old))
+    # The anchors: the original model's embeddings, given (from the content cache) or computed here.
+    old_embeddings = dict(old_embeddings or {})
+    need = [t for t in used if t not in old_embeddings]
+    if need:
+        old = model.encode(need, convert_to_numpy=True, show_progress_bar=False, batch_size=64)
+        old_embeddings.update(zip(need, old))
     # The loss is reported on (at most max_triples of) the violated triples.
     probe = list(violated[: settings.max_triples] if settings.max_triples else violated)
     loss_before = mean_triplet_loss(model, probe, settings.margin)
@@ -166,8 +169,15 @@ class RepairActor:
 
         self.model = load_encoder(EmbedderSpec.model_validate(spec), threads=threads)
 
-    def repair(self, violated: list[Triple], benign: list[Triple], settings: dict, out_dir: str) -> dict:
-        result = train_repair(self.model, violated, benign, RepairSettings.model_validate(settings))
+    def repair(
+        self,
+        violated: list[Triple],
+        benign: list[Triple],
+        settings: dict,
+        out_dir: str,
+        old_embeddings: dict[str, np.ndarray] | None = None,
+    ) -> dict:
+        result = train_repair(self.model, violated, benign, RepairSettings.model_validate(settings), old_embeddings)
         self.model.save(out_dir)
         return result.__dict__
 
@@ -180,7 +190,10 @@ def repair_in_actor(
     out_dir: str,
     backend: str = "auto",
     timeout_s: float = TASK_TIMEOUT_S,
+    old_embeddings: dict[str, np.ndarray] | None = None,
 ) -> dict:
+    """Train in an actor; ``old_embeddings``: the original model's embeddings of benign
+    texts already known (the content cache), so the actor encodes only the others."""
     import ray
 
     from engine.runtime import cluster_resources, plan_actor_pool, wait_for
@@ -188,6 +201,10 @@ def repair_in_actor(
     plan = plan_actor_pool(cluster_resources(), backend, pool_size=1)
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)
     try:
-        return wait_for(actor.repair.remote(violated, benign, settings.model_dump(), out_dir), timeout_s, "the repair")
+        return wait_for(
+            actor.repair.remote(violated, benign, settings.model_dump(), out_dir, old_embeddings),
+            timeout_s,
+            "the repair",
+        )
     finally:
         ray.kill(actor)

@@ -5,7 +5,8 @@
            -> mutate     (Ray Data actor pool: spaCy POS + WordNet + lexicons)
            -> triples    (CR1-CR4, common test-case schema; + given suites, --triples)
            -> embed      (one Ray actor per embedding model, all in parallel; every
-                          model's whole vocabulary is embedded for its thresholds)
+                          model's whole vocabulary is embedded for its thresholds;
+                          through the content cache: only texts no run embedded)
            -> thresholds (nearest-neighbour distances over each whole dictionary, Ray actors)
            -> validate   (distances, adaptive thresholds, downstream-MLP Wilcoxon ground truth)
 
@@ -32,6 +33,7 @@ import typer
 
 from actors.costello.embedders import EmbedderSpec
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig, open_cache
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.costello.mutations import Variant, inversion_sentences, read_inversions
 from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
@@ -185,7 +187,9 @@ def triples_stage(cc: CostelloConfig) -> Stage:
     return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], external=_digests(*cc.triples))
 
 
-def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
+def embed_stage(
+    cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int, cache_cfg: CacheConfig | None = None
+) -> Stage:
     cc = cc.view("dictionary", "dictionary_size", "dictionary_tokens", "backend", "batch_size")
 
     def run(ctx: StageContext):
@@ -194,7 +198,9 @@ def embed_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) ->
 
         dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
         texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
-        vectors = embed_all(texts, specs, cc.backend, cc.batch_size)
+        # The content cache (any run, any --out): each model embeds only texts no run embedded with it.
+        cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
+        vectors = embed_all(texts, specs, cc.backend, cc.batch_size, cache=cache)
         out = {"texts": pa.table({"text": pa.array(texts, pa.string())})}
         out.update({f"dict-{name}": table for name, table in dicts.items()})
         for name, matrix in vectors.items():
@@ -302,7 +308,7 @@ class CostelloJob(Job[CostelloConfig]):
         yield seeds_stage(self.cfg, cc, seed)
         yield mutate_stage(cc, seed)
         yield triples_stage(cc)
-        yield embed_stage(cc, self.embedders, seed)
+        yield embed_stage(cc, self.embedders, seed, self.cfg.section(CacheConfig))
         yield thresholds_stage(cc, self.embedders)
         yield validate_stage(cc, self.embedders, seed)
 

@@ -32,6 +32,7 @@ import typer
 
 from actors.costello.repair import RepairSettings
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig, open_cache
 from engine.costello.metrics import fixing_rate
 from engine.costello.triples import CAPABILITIES, triple_table
 from engine.errors import InputError
@@ -211,6 +212,7 @@ class RepairJob(Job[RepairConfig]):
                 ctx.run.path("model"),
                 rc.backend,
                 timeout_s=self.cfg.runtime.task_timeout_s,
+                old_embeddings=self.cached_anchors(),
             )
             hist = pa.Table.from_pylist(
                 [
@@ -249,6 +251,23 @@ class RepairJob(Job[RepairConfig]):
 
         yield Stage("train", train, config=fp, version="1")
         yield Stage("retest", retest, inputs=("train",), config=fp, version="1")
+
+    def cached_anchors(self) -> dict[str, np.ndarray]:
+        """The original model's embeddings of the benign texts that the content cache holds
+        (the costello run embedded every triple text through it): the repair actor encodes
+        only the others. The repaired model's own embeddings (retest) are not cached: that
+        model exists only in this run (a new directory, new files each time it is trained),
+        so no other run could ever read them back."""
+        from actors.costello.embedders import EmbedderSpec, contrast_identity
+        from actors.embed_cache import lookup_embeddings
+
+        cache_cfg = self.cfg.section(CacheConfig)
+        cache = open_cache(cache_cfg) if cache_cfg.embeddings else None
+        texts = list(dict.fromkeys(t for triple in self.benign for t in triple))
+        if cache is None or not texts:
+            return {}
+        found = lookup_embeddings(cache, contrast_identity(EmbedderSpec.model_validate(self.spec)), texts)
+        return dict(zip((t for t, h in zip(texts, found.hit) if h), found.values)) if found.values is not None else {}
 
     def publish(self, runner: StageRunner) -> list[Section]:
         run, cc, s = runner.run, self.cc, self.settings

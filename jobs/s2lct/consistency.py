@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig, ContentCache, open_cache
 from engine.config import CorpusConfig
 from engine.errors import InputError
 from engine.s2lct.consistency import NO_ANSWER, normalize, sample_cases, summarize, verdicts
@@ -92,18 +93,21 @@ def choose_judge(
     return spec, share, notes
 
 
-def judge_reader(spec: ModelSpec, neutral_label: str):
-    """texts -> readings ({label, neutral, p_positive}) of the judge model."""
+def judge_reader(spec: ModelSpec, neutral_label: str, cache: ContentCache | None = None):
+    """texts -> readings ({label, neutral, p_positive}) of the judge model, and the
+    ``CachedPredictor`` behind it: through the predictions cache, the judge runs (and is
+    loaded) only for texts no run had it read; ``flush()`` stores what it read."""
+    from actors.benchmark.cached import CachedPredictor
     from actors.models import load_model
 
     if spec.family in ZERO_SHOT_FAMILIES and neutral_label not in spec.labels:
         spec = spec.model_copy(update={"labels": [*spec.labels, neutral_label]})
-    clf = load_model(spec)
-    labels = list(clf.labels)
+    predictor = CachedPredictor(spec, lambda: load_model(spec), cache)
     answers = spec.family in ZERO_SHOT_FAMILIES  # an LLM that names no label gives the uniform row
 
     def read(texts: list[str]) -> list[dict]:
-        probs = np.asarray(clf.predict_proba(texts), dtype=float)
+        probs = np.asarray(predictor(texts), dtype=float)
+        labels = list(predictor.labels or [])
         out = []
         for row in probs:
             if answers and np.ptp(row) < 1e-9:
@@ -116,7 +120,7 @@ def judge_reader(spec: ModelSpec, neutral_label: str):
             out.append({"label": label, "neutral": bool(neutral), "p_positive": p_pos})
         return out
 
-    return read
+    return read, predictor
 
 
 def case_rows(seeds: pa.Table, suite: pa.Table, search: pa.Table, specs: Sequence[CapabilitySpec]) -> list[dict]:
@@ -162,7 +166,13 @@ def registry_digests(s: S2lctConfig, models: Sequence[ModelSpec]) -> tuple[str, 
     return tuple(path_digest(f) for f in dict.fromkeys(files))
 
 
-def consistency_stage(s: S2lctConfig, specs: Sequence[CapabilitySpec], models: Sequence[ModelSpec], seed: int) -> Stage:
+def consistency_stage(
+    s: S2lctConfig,
+    specs: Sequence[CapabilitySpec],
+    models: Sequence[ModelSpec],
+    seed: int,
+    cache_cfg: CacheConfig | None = None,
+) -> Stage:
     c = s.consistency
 
     def run(ctx: StageContext) -> dict[str, pa.Table]:
@@ -172,7 +182,11 @@ def consistency_stage(s: S2lctConfig, specs: Sequence[CapabilitySpec], models: S
         sampled = sample_cases(rows, c.per_capability, seed)
         part_texts = list(dict.fromkeys(p["text"] for r in sampled for p in r["parts"]))
         judge, share, notes = choose_judge(models, c.judge, part_texts, c.max_overlap)
-        checked = verdicts(sampled, judge_reader(judge, s.neutral_label), neutral_label=s.neutral_label)
+        # The content cache (any run, any --out): the judge reads only texts it never read.
+        cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.predictions else None
+        read, predictor = judge_reader(judge, s.neutral_label, cache)
+        checked = verdicts(sampled, read, neutral_label=s.neutral_label)
+        predictor.flush()
         table = pa.Table.from_pylist([flat(r, judge.name) for r in checked])
         return {
             "data": table,

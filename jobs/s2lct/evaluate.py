@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from actors.models import load_model
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig, ContentCache, open_cache
 from engine.config import CorpusConfig
 from engine.corpus import read_corpus
 from engine.s2lct.coverage import coverage_curve, layer_summaries, minimal_tokens, neuron_bounds, neuron_values
@@ -147,46 +148,64 @@ def coverage_rows(
     return rows
 
 
-def explanation_rows(results: pa.Table, suite: pa.Table, targets: Sequence[tuple[ModelSpec, Any]], s) -> list[dict]:
+def explanation_rows(
+    results: pa.Table,
+    suite: pa.Table,
+    targets: Sequence[tuple[ModelSpec, Any]],
+    s,
+    cache: ContentCache | None = None,
+) -> list[dict]:
     """Eq. 5 on up to ``explain.failures`` failures per model: pass-to-fail expansions
-    first, one per capability before a second one of any."""
+    first, one per capability before a second one of any. The masked variants' predictions
+    go through the predictions cache (``cache``): a rerun scores none of them again."""
+    from actors.benchmark.cached import CachedPredictor
+
     meta = case_meta(suite)
     rows = []
     for spec, clf in targets:
-        sub = results.filter(pa.compute.equal(results.column("model"), spec.name)).to_pylist()
-        outcome = {r["case_id"]: r["pass"] for r in sub}
-        fails = [r for r in sub if r["pass"] is False and r["predicted"] in clf.labels]
-        fails.sort(key=lambda r: 0 if outcome.get(meta[r["case_id"]].get("seed_case_id")) is True else 1)
-        picked, seen = [], set()
-        for r in fails:  # one per capability first, then the rest
-            if r["capability"] not in seen and len(picked) < s.explain.failures:
-                picked.append(r)
-                seen.add(r["capability"])
-        picked += [r for r in fails if r not in picked][: s.explain.failures - len(picked)]
-        for r in picked:
-            tokens = r["text"].split()
-            label = clf.labels.index(r["predicted"])
-            expl = minimal_tokens(
-                tokens,
-                lambda texts, clf=clf: np.asarray(clf.predict_proba(texts)),
-                label,
-                s.explain.p_thresh,
-                s.explain.mask_token,
-            )
-            rows.append(
-                {
-                    "model": spec.name,
-                    "capability": r["capability"],
-                    "kind": meta[r["case_id"]].get("kind"),
-                    "text": r["text"],
-                    "expected": r["expected_label"],
-                    "predicted": r["predicted"],
-                    "minimal tokens": " ".join(tokens[i] for i in expl.kept),
-                    "kept": f"{len(expl.kept)}/{len(tokens)}",
-                    "P(predicted)": round(expl.probability, 3),
-                    "reached": expl.reached,
-                }
-            )
+        predictor = CachedPredictor(spec, lambda clf=clf: clf, cache, labels=clf.labels)
+        rows += _explain(results, meta, spec, clf, predictor, s)
+        predictor.flush()
+    return rows
+
+
+def _explain(results, meta, spec: ModelSpec, clf, predictor, s) -> list[dict]:
+    """One model's explanation rows; ``predictor``: the model through the cache."""
+    rows = []
+    sub = results.filter(pa.compute.equal(results.column("model"), spec.name)).to_pylist()
+    outcome = {r["case_id"]: r["pass"] for r in sub}
+    fails = [r for r in sub if r["pass"] is False and r["predicted"] in clf.labels]
+    fails.sort(key=lambda r: 0 if outcome.get(meta[r["case_id"]].get("seed_case_id")) is True else 1)
+    picked, seen = [], set()
+    for r in fails:  # one per capability first, then the rest
+        if r["capability"] not in seen and len(picked) < s.explain.failures:
+            picked.append(r)
+            seen.add(r["capability"])
+    picked += [r for r in fails if r not in picked][: s.explain.failures - len(picked)]
+    for r in picked:
+        tokens = r["text"].split()
+        label = clf.labels.index(r["predicted"])
+        expl = minimal_tokens(
+            tokens,
+            lambda texts: np.asarray(predictor(texts), dtype=float),
+            label,
+            s.explain.p_thresh,
+            s.explain.mask_token,
+        )
+        rows.append(
+            {
+                "model": spec.name,
+                "capability": r["capability"],
+                "kind": meta[r["case_id"]].get("kind"),
+                "text": r["text"],
+                "expected": r["expected_label"],
+                "predicted": r["predicted"],
+                "minimal tokens": " ".join(tokens[i] for i in expl.kept),
+                "kept": f"{len(expl.kept)}/{len(tokens)}",
+                "P(predicted)": round(expl.probability, 3),
+                "reached": expl.reached,
+            }
+        )
     return rows
 
 
@@ -216,7 +235,9 @@ def evaluate_suite(
         ev.notes.append("neuron coverage: no torch (family hf) model among the models under test")
     explain_specs = [sp for sp in specs if sp.name in explain_names]
     if s.explain.failures and explain_specs:
-        ev.explanations = explanation_rows(results, suite, [(sp, model(sp)) for sp in explain_specs], s)
+        cache_cfg = cfg.section(CacheConfig)
+        cache = open_cache(cache_cfg) if cache_cfg.predictions else None
+        ev.explanations = explanation_rows(results, suite, [(sp, model(sp)) for sp in explain_specs], s, cache)
     run.write_table("table3.parquet", pa.Table.from_pylist(ev.table3))
     if ev.coverage:
         run.write_table("coverage.parquet", pa.Table.from_pylist(ev.coverage))

@@ -25,6 +25,7 @@ import pyarrow as pa
 import typer
 
 from engine.benchmark.registry import ModelSpec
+from engine.cache import CacheConfig
 from engine.config import CorpusConfig
 from engine.corpus import corpus_fingerprint, read_corpus
 from engine.errors import InputError
@@ -330,7 +331,7 @@ class S2lctJob(Job[S2lctConfig]):
         yield seeds_stage(self.capabilities, s, seed)
         yield expand_stage(s, seed)
         if self.models and s.consistency.enabled:
-            yield consistency_stage(s, self.capabilities, self.judges, seed)
+            yield consistency_stage(s, self.capabilities, self.judges, seed, self.cfg.section(CacheConfig))
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
         from jobs.s2lct.evaluate import evaluate_suite

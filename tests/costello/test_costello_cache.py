@@ -1,0 +1,144 @@
+"""COSTELLO through the content cache (engine/cache.py): ``embed_all`` embeds only what the
+cache lacks for each model (a warm call starts no actor and equals the cold one); a
+costello run into a new --out embeds nothing and publishes the same tables; the repair
+reads its anchors (the original model's embeddings of benign triples) from the cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from engine.cache import ContentCache
+from tests.fakes.cli import run_cli
+
+pytestmark = pytest.mark.ray
+
+WORDS = ["a good film", "a great movie", "fine acting", "a lovely story", "a bad film", "an awful movie"]
+
+
+def _tiny(tmp_path: Path, extra: list[str] = ()) -> Path:
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    return build_tiny_bert(tmp_path / "bert", WORDS + list(extra) + ["he is she great fine poor dull"])
+
+
+def _cache_rows(cache_dir: Path) -> int:
+    cache = ContentCache(str(cache_dir))
+    return sum(pq.read_metadata(s.path).num_rows for s in cache.shards() if s.kind == "embeddings")
+
+
+@pytest.mark.timeout(600)
+def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monkeypatch):
+    import actors.pool
+    from actors.costello.embedders import EmbedderSpec, contrast_identity, embed_all
+
+    model = _tiny(tmp_path)
+    specs = [
+        EmbedderSpec(name="mean", model=str(model), pooling="mean"),
+        EmbedderSpec(name="cls", model=str(model), pooling="cls"),
+    ]
+    # Pooling (and max length) change the vectors: two spaces; the name is only a label.
+    assert contrast_identity(specs[0]) != contrast_identity(specs[1])
+    assert contrast_identity(specs[0]) == contrast_identity(specs[0].model_copy(update={"name": "other"}))
+    cache = ContentCache(str(tmp_path / "cache"))
+    texts = WORDS + [WORDS[0]]  # a duplicate is embedded once
+
+    stats: dict[str, int] = {}
+    cold = embed_all(texts, specs, cache=cache, stats=stats)
+    assert stats == {"mean": 6, "cls": 6}
+    plain = embed_all(texts, specs)  # no cache: the same vectors
+    for name in ("mean", "cls"):
+        assert cold[name].shape == (7, 32) and np.allclose(cold[name], plain[name], atol=1e-6)
+        assert np.array_equal(cold[name][0], cold[name][6])
+
+    # Warm: nothing is embedded, no actor starts, the vectors are the cold run's.
+    def no_actor(*args, **kwargs):
+        raise AssertionError("an encoder was started although the cache holds every text")
+
+    monkeypatch.setattr(actors.pool, "map_with_actors", no_actor)
+    warm = embed_all(texts[::-1], specs, cache=cache, stats=stats)
+    assert stats == {"mean": 0, "cls": 0}
+    for name in ("mean", "cls"):
+        assert np.array_equal(warm[name], cold[name][::-1])
+    monkeypatch.undo()
+
+    # Two new texts among known ones: only those two are embedded, per model.
+    more = ["a dull story", *WORDS, "poor acting"]
+    mixed = embed_all(more, specs, cache=cache, stats=stats)
+    assert stats == {"mean": 2, "cls": 2}
+    fresh = embed_all(more, specs)
+    for name in ("mean", "cls"):
+        assert np.array_equal(mixed[name][1:7], cold[name][:6])
+        assert np.allclose(mixed[name], fresh[name], atol=1e-6)
+    assert _cache_rows(tmp_path / "cache") == 2 * 8
+
+
+@pytest.mark.timeout(600)
+def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anchors(
+    ray_session, tmp_path, monkeypatch, capsys
+):
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from engine.arrays import column_to_numpy
+
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("CHECKRAY_CACHE_URI", str(cache_dir))
+    good = ["a good film", "a great movie", "fine acting", "a lovely story", "good fun", "great music"]
+    bad = ["a bad film", "an awful movie", "poor acting", "a dull story", "bad fun", "awful music"]
+    texts = [t for pair in zip(good, bad) for t in pair] * 2
+    corpus = tmp_path / "c.csv"
+    pcsv.write_csv(pa.table({"text": texts, "label": ["positive", "negative"] * (len(texts) // 2)}), corpus)
+    released = tmp_path / "paper_triples.json"
+    released.write_text(
+        json.dumps(
+            {
+                "SenWordFuzz": [
+                    ["a good film", "a great film", "a bad film"],
+                    ["fine acting", "good acting", "poor acting"],
+                    ["a lovely story", "a fine story", "a dull story"],
+                    ["good fun", "great fun", "bad fun"],
+                ],
+                "synon_contr": [["great music", "good music", "awful music"]],
+            }
+        )
+    )
+    model = _tiny(tmp_path, texts)
+    embedders = tmp_path / "emb.yaml"
+    embedders.write_text(f"embedders:\n  - {{name: tiny, model: {model}, pooling: mean}}\n")
+    config = tmp_path / "c.yaml"
+    config.write_text("costello:\n  classifiers: 5\n  classifier_train: 24\n  classifier_max_iter: 30\n")
+
+    def costello(out: Path) -> None:
+        args = ["--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config)]
+        code = run_cli("costello", *args, "--triples", str(released), "--out", str(out))
+        assert code == 0, capsys.readouterr()
+
+    costello(tmp_path / "first")
+    stored = _cache_rows(cache_dir)
+    embedded = pq.read_table(tmp_path / "first" / "stages" / "embed" / "texts.parquet").num_rows
+    assert stored == embedded > 0  # every text the stage embeds, once
+    costello(tmp_path / "second")  # a new --out: the embed stage runs and reads everything from the cache
+    assert _cache_rows(cache_dir) == stored
+    for name in ("violations.parquet", "thresholds.parquet", "classifiers.parquet", "triples.parquet"):
+        assert pq.read_table(tmp_path / "first" / name).equals(pq.read_table(tmp_path / "second" / name)), name
+
+    # The repair's anchors (the original model on the benign triples) come from the cache.
+    from jobs.config import load_config
+    from jobs.costello.repair import RepairJob
+
+    job = RepairJob(
+        load_config(None, {"repair.threshold": "zero"}), violations_dir=str(tmp_path / "first"), model="tiny"
+    )
+    job.check()
+    anchors = job.cached_anchors()
+    benign = {t for triple in job.benign for t in triple}
+    assert benign and set(anchors) == benign
+    stage = tmp_path / "first" / "stages" / "embed"
+    vectors = column_to_numpy(pq.read_table(stage / "emb-tiny.parquet").column("embedding"))
+    by_text = dict(zip(pq.read_table(stage / "texts.parquet").column("text").to_pylist(), vectors))
+    assert all(np.array_equal(anchors[t], by_text[t]) for t in benign)
