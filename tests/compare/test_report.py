@@ -19,7 +19,9 @@ def _no_plotlyjs(monkeypatch):
     monkeypatch.setattr(plotly.offline, "get_plotlyjs", lambda: "/* plotly.js */")
 
 
-def test_compare_report_escapes_everything():
+def compare_page() -> str:
+    """The compare report of two sides whose every text is the payload (also opened in a
+    browser by tests/core/test_report_site.py)."""
     n = 6
     paired = pd.DataFrame(
         {
@@ -56,6 +58,10 @@ def test_compare_report_escapes_everything():
         "settings_differences": {},
     }
     checks = [Check(P, P, P, False, 6, 0.5, 0.9, reasons=[P], examples=[{"text": P}])]
-    page = _page(compare_sections(table, flips(paired), info, CompareConfig(), checks))
+    return _page(compare_sections(table, flips(paired), info, CompareConfig(), checks))
+
+
+def test_compare_report_escapes_everything():
+    page = compare_page()
     assert_escaped(page)
     assert "Flipped cases" in page and "Gate" in page

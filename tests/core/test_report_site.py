@@ -14,6 +14,7 @@ from urllib.parse import unquote
 import pytest
 
 from tests.browser import artifact_dir, check_page, chromium_driver
+from tests.compare.test_report import compare_page
 from tests.core.test_report_escaping import REPORT_PAGES, P
 
 # A browser (installed with apt-get when missing) is no part of `make test-fast`.
@@ -96,16 +97,37 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
     print(f"screenshots: {artifact_dir()}")
 
 
-@pytest.mark.parametrize("name", sorted(REPORT_PAGES))
+def _index_page(tmp_path: Path) -> Path:
+    """An index over a run whose directory name and config are the payload."""
+    from engine.stages import RunDir
+    from jobs.base import run_job
+    from jobs.config import CheckrayConfig
+    from jobs.index import write_index
+    from tests.core.test_report_index import GatedJob
+
+    top = tmp_path / "runs"
+    run_job(
+        GatedJob(CheckrayConfig.model_validate({"corpus": {"path": P}})), str(top / "x<img src=y onerror=alert(3)>")
+    )
+    return Path(write_index(RunDir(str(top)), title=P))
+
+
+PAGES = {**REPORT_PAGES, "compare": compare_page}
+
+
+@pytest.mark.parametrize("name", [*sorted(PAGES), "index"])
 def test_every_report_page_with_hostile_text_in_a_browser(name, tmp_path, browser):
     """Each job's report page, built from tables whose every text is a script/img payload
     (tests/core/test_report_escaping.py), with the real plotly.js: it renders, its plots
     draw, and no payload runs (no dialog, no console error)."""
-    page = tmp_path / f"{name}.html"
-    page.write_text(REPORT_PAGES[name](), encoding="utf-8")
+    if name == "index":
+        page = _index_page(tmp_path)
+    else:
+        page = tmp_path / f"{name}.html"
+        page.write_text(PAGES[name](), encoding="utf-8")
     found = check_page(browser, page, f"hostile-{name}")
     assert found["title"] == (P if name != "demo" else "checkray · demo report")  # the title is text, too
-    if name in ("topics", "benchmark", "s2lct"):
+    if name in ("topics", "benchmark", "s2lct", "compare"):
         assert found["plots"], f"{name}: the report's figure is missing"
     text = browser.execute_script("return document.body.innerText")
     assert "<img src=x onerror=alert(1)>" in text  # the payload shows as text
