@@ -155,3 +155,32 @@ def test_cli_on_a_run_directory_records_the_index_as_the_runs_own(tmp_path):
         cwd=ROOT,
     )
     assert proc.returncode == 2 and "not a directory" in proc.stderr + proc.stdout
+    run = RunDir(str(out))
+    run.claim("tiny")
+    with run.lock("tiny"):  # a run in progress: one line naming the holder, nothing written
+        (out / INDEX).unlink()
+        proc = subprocess.run(
+            [sys.executable, "-m", "jobs.cli", "report-index", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    assert proc.returncode == 2 and "in use by another checkray run" in proc.stderr + proc.stdout
+    assert not (out / INDEX).exists()
+
+
+def test_index_on_an_object_store(tmp_path, monkeypatch):
+    from tests.fakes.s3_server import local_s3
+
+    with local_s3() as s3:
+        for key, value in s3.env.items():
+            monkeypatch.setenv(key, value)
+        top = f"s3://{s3.bucket}/site"
+        run_job(TinyJob(_cfg()), f"{top}/a")
+        run_job(GatedJob(_cfg()), f"{top}/b/gated")
+        run = RunDir(top)
+        write_index(run)
+        page = run.read_text(INDEX)
+    hrefs = [a["href"] for tag, a in _tags(page) if tag == "a" and "report" in a.get("class", "")]
+    assert hrefs == ["a/report.html", "b/gated/report.html"] and "MFT gates" in page
