@@ -61,6 +61,8 @@ def ensure_chromium() -> tuple[str, str]:
     if apt is None:
         pytest.skip("no chromium/chromedriver and no apt-get to install them (Debian: chromium chromium-driver)")
     prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    if prefix and shutil.which("sudo") is None:
+        pytest.fail(f"chromium and chromedriver are missing; install {' '.join(APT_PACKAGES)} as root (make browser)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = [*prefix, apt, "install", "-y", *APT_PACKAGES]
     proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
