@@ -149,3 +149,36 @@ def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     driver.set_window_size(1280, 1000)
     links = driver.execute_script("return [...document.querySelectorAll('a.report')].map(a => a.getAttribute('href'))")
     return {"title": title, "plots": plots, "links": links, "screenshot": shot}
+
+
+def check_site(index: Path, shot: Path | None = None) -> list[str]:
+    """Check ``index`` and every report it links (``check_page``); with ``shot``, save the
+    top of the index (1280 px wide) there. Returns one line per page."""
+    from urllib.parse import unquote
+
+    driver = chromium_driver()
+    lines = []
+    try:
+        start = time.perf_counter()
+        found = check_page(driver, index, "site-index")
+        lines.append(f"{index}: ok, {len(found['links'])} links ({time.perf_counter() - start:.1f}s)")
+        for link in found["links"]:
+            start = time.perf_counter()
+            seen = check_page(driver, index.parent / unquote(link), "site-" + link.replace("/", "-"))
+            lines.append(f"{link}: ok, {len(seen['plots'])} plots ({time.perf_counter() - start:.1f}s)")
+        if shot is not None:
+            driver.set_window_size(1280, 1100)
+            driver.get(index.resolve().as_uri())
+            driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    return lines
+
+
+if __name__ == "__main__":
+    # python -m tests.browser DIR/index.html [PNG]: the site checked in headless chromium.
+    import sys
+
+    for line in check_site(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) > 2 else None):
+        print(line)
+    print(f"screenshots: {artifact_dir()}")
