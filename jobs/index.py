@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -52,6 +54,33 @@ def _config_models(config: Any, prefix: str = "") -> list[tuple[str, str]]:
             else:
                 found += _config_models(value, where)
     return found
+
+
+def reference_identity(value: str) -> str:
+    """What a model reference in a config is: a builtin's package and installed version, a
+    local path's digest (size and mtime of its files), else a name loaded as given."""
+    if value.startswith("builtin:"):
+        from importlib import metadata
+
+        from actors.assets import ASSETS
+
+        alias = value.removeprefix("builtin:")
+        for (kind, name), asset in ASSETS.items():
+            if name == alias:
+                install = re.sub(r"\{([^,}.]+)[^}]*\}", r"\1", asset.install)  # part{1,2} -> part1
+                found = []
+                for dist, pinned in re.findall(r"([A-Za-z0-9_.\-]+)==([\w.+]+)", install):
+                    try:
+                        found.append(f"{dist} {metadata.version(dist)}")
+                    except metadata.PackageNotFoundError:
+                        found.append(f"{dist} (not installed; pinned {pinned})")
+                return f"builtin {kind}: " + (", ".join(found) or asset.install)
+        return "unknown builtin"
+    if "://" not in value and Path(value).exists():
+        from engine.stages import path_digest
+
+        return f"local path, digest {path_digest(value)[:16]}"
+    return "loaded by name (hub id or package)"
 
 
 def model_rows(tree: RunTree, runs: list[RunInfo]) -> list[dict[str, Any]]:
@@ -101,10 +130,10 @@ def model_rows(tree: RunTree, runs: list[RunInfo]) -> list[dict[str, Any]]:
                 {
                     "model": value,
                     "family": "",
-                    "identity": f"config {key}",
+                    "identity": reference_identity(value),
                     "accuracy": None,
                     "status": "",
-                    "from": where,
+                    "from": f"{where}: config {key}",
                 }
             )
     return rows

