@@ -26,6 +26,7 @@ from engine.errors import ConfigError, InputError
 from engine.stages import RunDir
 from jobs.base import published_path, read_manifest
 from jobs.benchmark.provenance import read_provenance
+from jobs.console import console
 
 JUNIT, SUMMARY_MD = "junit.xml", "summary.md"
 
@@ -146,7 +147,8 @@ def finish_gate(checks: Sequence[Check], run: RunDir) -> None:
     failed = [c for c in checks if not c.passed]
     where = f"{run.path(JUNIT)}, {run.path(SUMMARY_MD)}"
     if failed:
-        typer.echo(f"gate · FAILED: {len(failed)} of {len(checks)} checks ({where})", err=True)
+        # checkray's console, not fd 2: the quiet console sends fd 2 to DIR/logs/checkray.log
+        console.print(f"gate · FAILED: {len(failed)} of {len(checks)} checks ({where})", markup=False, soft_wrap=True)
         # SystemExit, not typer.Exit: jobs/cli.py runs click with standalone_mode=False, where
         # click turns typer.Exit(1) into a return value that the entry point does not pass on.
         raise SystemExit(1)

@@ -123,7 +123,8 @@ def test_driver_killed_mid_job_resumes_to_an_uninterrupted_result_and_a_racer_is
     # A healthy run's console: checkray's own lines only; Ray's went to the log file.
     console = clean.stderr.read().decode().splitlines()
     assert console and all(is_own_line(line) for line in console), console
-    assert "streaming_executor" in (cold / "logs" / "checkray.log").read_text()
+    # ... e.g. umap-learn's UserWarning (topics embeds through actors, not Ray Data, since the cache)
+    assert "umap_.py" in (cold / "logs" / "checkray.log").read_text()
     a, b = _published(out), _published(cold)
     for name in a:
         assert a[name].equals(b[name]), name
