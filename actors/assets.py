@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine.config import cache_root
-from engine.errors import InputError
+from checkray.engine.config import cache_root
+from checkray.engine.errors import InputError
 
 Kind = Literal["embedder", "llm", "spacy"]
 

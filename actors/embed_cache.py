@@ -5,7 +5,7 @@ embedded before with the same model reach an encoder.
 ``embed_stream(chunks, model, ...)`` does the same chunk by chunk, so a corpus of any size
 is embedded in bounded memory (the topics job). A model is an ``EmbedModel``: what it is
 by content (``identity``, the cache key) and how to build the callable that encodes a
-``text`` batch (``actor_cls(**kwargs)``, the same classes ``actors.pool.map_with_actors``
+``text`` batch (``actor_cls(**kwargs)``, the same classes ``checkray.actors.pool.map_with_actors``
 runs: ``EmbeddingActor``, COSTELLO's ``ContrastEmbedder`` ...).
 
 The misses go to an ``EmbedPool``: plain Ray actors holding the model, started once per
@@ -28,10 +28,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
-from engine.cache import ContentCache, text_digests
-from engine.errors import user_error
-from engine.runtime import ActorPlan, plan_actor_pool
-from engine.stages import reference_digest
+from checkray.engine.cache import ContentCache, text_digests
+from checkray.engine.errors import user_error
+from checkray.engine.runtime import ActorPlan, plan_actor_pool
+from checkray.engine.stages import reference_digest
 
 CHUNK_ROWS = 16_384  # rows looked up, embedded and written at a time by embed_texts
 BLOCK_ROWS = 256  # texts per actor call
@@ -44,10 +44,10 @@ MAX_TASK_RETRIES = 2
 # ---------------------------------------------------------------------------- identity
 def pin_model(name: str) -> Any:
     """What an embedding model reference is, by content: a local file or directory by
-    ``engine.stages.path_digest``; ``builtin:<alias>`` by the pinned package that ships
+    ``checkray.engine.stages.path_digest``; ``builtin:<alias>`` by the pinned package that ships
     it; a hub id by the commit of its local snapshot (when there is one)."""
     if name.startswith("builtin:"):
-        from actors.assets import ASSETS
+        from checkray.actors.assets import ASSETS
 
         alias = name.removeprefix("builtin:")
         pins = sorted(a.install for (_, n), a in ASSETS.items() if n == alias)
@@ -115,7 +115,7 @@ def sentence_model(
 ) -> EmbedModel:
     """A sentence-transformers model (``builtin:minilm``, a local path, a hub id) as the
     topics and zoo jobs and the benchmark's shared encoders use it."""
-    from actors.embedder import EmbeddingActor
+    from checkray.actors.embedder import EmbeddingActor
 
     identity = embedding_identity(model, encoder="sentence-transformers", normalize=bool(normalize))
     kwargs = dict(model=model, encode_batch_size=encode_batch_size, normalize=normalize, threads=threads, keep=())
@@ -186,7 +186,7 @@ def plan_embedders(
 ) -> ActorPlan:
     """How many encoder actors, with which resources (pure: tested with plain numbers).
 
-    GPU (when Ray reports one and the backend allows it): ``engine.runtime``'s GPU plan, an
+    GPU (when Ray reports one and the backend allows it): ``checkray.engine.runtime``'s GPU plan, an
     actor per GPU. CPU: up to ``MAX_ACTORS_PER_NODE`` actors per node, one thread each on
     a 2-core node; no CPU is held back, since no Ray Data task runs beside them. Every
     actor asks for the smallest node's share, so the pool always fits (never a hang)."""
@@ -215,7 +215,7 @@ class EmbedWorker:
         self.inner = actor_cls(**dict(kwargs))
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        from engine.arrays import column_to_numpy
+        from checkray.engine.arrays import column_to_numpy
 
         out = self.inner(pa.table({"text": pa.array(texts, pa.string())}))
         vectors = column_to_numpy(out.column("embedding"))

@@ -1,7 +1,7 @@
 """Sentence-embedding actor for Ray Data ``map_batches`` (CPU or GPU, same code).
 
 ``EmbeddingActor`` holds one sentence-transformers model; Ray Data runs a pool of them
-(``ActorPoolStrategy``) sized by ``engine.runtime.plan_actor_pool``. The device comes
+(``ActorPoolStrategy``) sized by ``checkray.engine.runtime.plan_actor_pool``. The device comes
 from torch inside the actor: on a GPU node the actor was scheduled with ``num_gpus`` and
 sees CUDA; everywhere else it runs on CPU with the planned number of threads.
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from actors.assets import resolve_builtin
-from engine.arrays import embeddings_column
-from engine.errors import InputError
+from checkray.actors.assets import resolve_builtin
+from checkray.engine.arrays import embeddings_column
+from checkray.engine.errors import InputError
 
 
 def resolve_model(name: str) -> str:

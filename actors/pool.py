@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import InputError, user_error
-from engine.runtime import ActorPlan
+from checkray.engine.errors import InputError, user_error
+from checkray.engine.runtime import ActorPlan
 
 POSITION = "_pos"  # hidden order column added to a table input
 ROW = "_row"  # a one-to-many actor's index of the input row (within its batch)

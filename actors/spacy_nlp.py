@@ -11,8 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from actors.assets import resolve_builtin
-from engine.errors import InputError
+from checkray.actors.assets import resolve_builtin
+from checkray.engine.errors import InputError
 
 DEFAULT_PIPELINE = "builtin:sm"
 

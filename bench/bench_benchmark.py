@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def build_suites(n_cases: int):
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
-    from engine.schema import make_cases
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
+    from checkray.engine.schema import make_cases
 
     corpus = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
     texts, labels = corpus.column("text").to_pylist(), corpus.column("label").to_pylist()
@@ -104,9 +104,9 @@ def build_suites(n_cases: int):
 
 def sequential(parts, specs, batch_size: int = 32):
     """The usual loop: one model after another, each suite in batches of 32, in-process."""
-    from actors.models import load_model
-    from engine.benchmark.expectations import evaluate_cases
-    from jobs.benchmark.job import BenchmarkConfig
+    from checkray.actors.models import load_model
+    from checkray.engine.benchmark.expectations import evaluate_cases
+    from checkray.jobs.benchmark.job import BenchmarkConfig
 
     settings = BenchmarkConfig().settings()
     per_model, passed = {}, {}
@@ -129,7 +129,7 @@ def engine(parts, specs, **bench_options):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.benchmark.job import BenchmarkConfig, run_benchmark
+    from checkray.jobs.benchmark.job import BenchmarkConfig, run_benchmark
 
     with tempfile.TemporaryDirectory(prefix="bench-") as out:
         results, _ = run_benchmark(parts, specs, BenchmarkConfig(**bench_options), out)
@@ -246,11 +246,11 @@ def scale(specs, workdir: Path) -> None:
 
     import pyarrow.parquet as pq
 
-    from jobs.base import run_job
-    from jobs.benchmark.config import BenchmarkConfig
-    from jobs.benchmark.job import BenchmarkJob
-    from jobs.cli import main as cli
-    from jobs.config import CheckrayConfig
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.cli import main as cli
+    from checkray.jobs.config import CheckrayConfig
 
     suite_dir = workdir / "checklist"
     if not (suite_dir / "sentiment_suite.pkl").exists():
@@ -327,7 +327,7 @@ def main() -> None:
 
     from bench_models import build_models
 
-    from engine.runtime import cluster_resources, init_ray
+    from checkray.engine.runtime import cluster_resources, init_ray
 
     t = time.perf_counter()
     all_specs = build_models(36, 12)  # 24 text models, then 12 heads; trained once, cached

@@ -28,9 +28,9 @@ def write_embed_stage(run_uri: str, n: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from actors.embedder import load_sentence_transformer
-    from engine.arrays import embeddings_column
-    from engine.stages import RunDir
+    from checkray.actors.embedder import load_sentence_transformer
+    from checkray.engine.arrays import embeddings_column
+    from checkray.engine.stages import RunDir
 
     corpus = rt_table(n)
     model = load_sentence_transformer("builtin:minilm", device="cpu")
@@ -54,8 +54,8 @@ def write_embed_stage(run_uri: str, n: int) -> None:
 
 def child_engine(run_uri: str) -> dict:
     start = time.perf_counter()
-    from jobs.config import load_config
-    from jobs.topics.job import fit_layout
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import fit_layout
 
     layout = fit_layout(run_uri, load_config(None), "cpu")
     return {"seconds": time.perf_counter() - start, "labels": layout.column("cluster").to_pylist()}
@@ -68,7 +68,7 @@ def child_direct(run_uri: str) -> dict:
     from sklearn.cluster import KMeans
     from umap import UMAP
 
-    from jobs.config import load_config
+    from checkray.jobs.config import load_config
 
     cfg = load_config(None)
     r, c = cfg.section("topics").reducer, cfg.section("topics").clusterer
@@ -95,7 +95,7 @@ def main() -> None:
     n = resolve_n(args)
     from sklearn.metrics import adjusted_rand_score
 
-    from jobs.config import load_config
+    from checkray.jobs.config import load_config
 
     if n > load_config(None).section("topics").reducer.fit_sample:
         raise SystemExit("--n above reducer.fit_sample: the engine would fit on a sample and the sides would differ")

@@ -2,9 +2,9 @@
 embedding fan-out across models, in parallel vs one model after another.
 
 1. Scoring (``costello_scoring``). Engine: the texts of all triples deduplicated, embedded
-   once through ``actors.costello.embedders.embed_all`` (Ray Data, one actor), then L1/L2/
+   once through ``checkray.actors.costello.embedders.embed_all`` (Ray Data, one actor), then L1/L2/
    cos distances and the four verdicts vectorised over every triple
-   (``engine.costello.metrics``). Baseline: the shape of the authors' script, a Python
+   (``checkray.engine.costello.metrics``). Baseline: the shape of the authors' script, a Python
    loop that encodes each triple's three sentences with ``SentenceTransformer.encode``
    and compares their distances. Both embed with the same MiniLM (mean pooling); both pay
    their model load. Goal: engine >= 2x. The pure scoring part (distances + verdicts on
@@ -49,7 +49,7 @@ from common import base_parser, report, resolve_n, setup_env  # noqa: E402
 
 THRESHOLD_NAMES = ("zero", "min", "mu-2sigma", "mu-sigma")
 setup_env()
-from engine.costello.metrics import DISTANCES, distance, violates  # noqa: E402
+from checkray.engine.costello.metrics import DISTANCES, distance, violates  # noqa: E402
 
 
 def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
@@ -58,10 +58,10 @@ def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
         triples = [tuple(t[:3]) for rows in data.values() for t in rows]
         rng = np.random.default_rng(0)
         return [triples[i] for i in rng.permutation(len(triples))[:n]]
-    from engine.costello.triples import triple_table
-    from engine.stages import RunDir, StageRunner
-    from jobs.config import load_config
-    from jobs.costello.job import mutate_stage, seeds_stage, triples_stage
+    from checkray.engine.costello.triples import triple_table
+    from checkray.engine.stages import RunDir, StageRunner
+    from checkray.jobs.config import load_config
+    from checkray.jobs.costello.job import mutate_stage, seeds_stage, triples_stage
 
     cfg = load_config(None, {"costello.seeds": max(50, n * 2)})
     cc = cfg.section("costello")
@@ -107,7 +107,7 @@ def best_of(fn, repeat: int = 5) -> float:
 
 
 def bench_scoring(triples, spec) -> None:
-    from actors.costello.embedders import embed_all, load_encoder
+    from checkray.actors.costello.embedders import embed_all, load_encoder
 
     theta = {"zero": 0.0, "min": 0.1, "mu-2sigma": 0.2, "mu-sigma": 0.3}
     n = len(triples)
@@ -167,7 +167,7 @@ def bench_scoring(triples, spec) -> None:
 
 
 def bench_fanout(texts, specs) -> None:
-    from actors.costello.embedders import embed_all
+    from checkray.actors.costello.embedders import embed_all
 
     embed_all(texts[:8], specs[:1])  # warm Ray Data once; both sides pay their model loads
     start = time.perf_counter()
@@ -197,9 +197,9 @@ def bench_nn(spec, n_words: int) -> None:
     """Block-wise whole-dictionary nearest neighbours vs sklearn's pairwise_distances."""
     from sklearn.metrics import pairwise_distances
 
-    from actors.costello.embedders import embed_all
-    from engine.costello.neighbours import nearest_neighbour_distances, usable_rows
-    from jobs.costello.inputs import tokenizer_vocabulary
+    from checkray.actors.costello.embedders import embed_all
+    from checkray.engine.costello.neighbours import nearest_neighbour_distances, usable_rows
+    from checkray.jobs.costello.inputs import tokenizer_vocabulary
 
     words = tokenizer_vocabulary(spec, "all")[:n_words]
     X = usable_rows(embed_all(words, [spec])[spec.name])
@@ -242,17 +242,17 @@ def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, ver
     """Remaining violations epoch by epoch for each learning rate (printed table)."""
     import pyarrow.compute as pc
 
-    from actors.costello.embedders import EmbedderSpec, load_encoder
-    from actors.costello.repair import RepairSettings, train_repair
-    from engine.stages import RunDir
-    from jobs.costello.config import RepairConfig
-    from jobs.costello.repair import read_published, source_config, split_triples
+    from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
+    from checkray.actors.costello.repair import RepairSettings, train_repair
+    from checkray.engine.stages import RunDir
+    from checkray.jobs.costello.config import RepairConfig
+    from checkray.jobs.costello.repair import read_published, source_config, split_triples
 
     metric, threshold = verdict.split("/")
     src = RunDir(run_dir)
     meta, cc = source_config(src, RepairConfig(distance=metric, threshold=threshold))
     spec = next(e for e in meta["embedders"] if e["name"] == model)
-    from engine.costello.triples import triple_table
+    from checkray.engine.costello.triples import triple_table
 
     wide = triple_table(read_published(src, "triples.parquet"))
     wide = wide.filter(pc.equal(wide["suite"], cc.suite))
@@ -315,9 +315,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=200, help="violated triples of the repair curve (seeded sample)")
     args = parser.parse_args()
     n = resolve_n(args)
-    from actors.costello.embedders import EmbedderSpec
-    from engine.config import RuntimeConfig
-    from engine.runtime import init_ray
+    from checkray.actors.costello.embedders import EmbedderSpec
+    from checkray.engine.config import RuntimeConfig
+    from checkray.engine.runtime import init_ray
 
     if args.repair_curve:
         lrs = [float(x) for x in args.lrs.split(",")]

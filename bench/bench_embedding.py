@@ -70,7 +70,7 @@ def padded_tokens(lengths: list[int], encode_batch: int, block: int | None) -> i
 
 
 def engine_config(corpus: str, pool_size: int | None = None):
-    from jobs.config import load_config
+    from checkray.jobs.config import load_config
 
     overrides = {"corpus.path": corpus, "corpus.text_column": "text", "corpus.label_column": "label"}
     if pool_size:
@@ -80,10 +80,10 @@ def engine_config(corpus: str, pool_size: int | None = None):
 
 def run_engine(corpus: str, n: int, cache_dir: str | None = None, pool_size: int | None = None) -> tuple[float, dict]:
     """corpus + embed stages on a fresh run dir; a fresh empty cache unless ``cache_dir``."""
-    from actors.embed_cache import cluster_plan
-    from engine.runtime import init_ray
-    from engine.stages import RunDir, StageRunner
-    from jobs.topics.job import corpus_stage, embed_stage, read_embeddings
+    from checkray.actors.embed_cache import cluster_plan
+    from checkray.engine.runtime import init_ray
+    from checkray.engine.stages import RunDir, StageRunner
+    from checkray.jobs.topics.job import corpus_stage, embed_stage, read_embeddings
 
     cfg = engine_config(corpus, pool_size)
     init_ray(cfg.runtime)
@@ -113,7 +113,7 @@ def run_baseline(corpus: str, encode_batch: int) -> tuple[float, float]:
     import pyarrow.parquet as pq
     import torch
 
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embedder import load_sentence_transformer
 
     start = time.perf_counter()
     texts = pq.read_table(corpus, columns=["text"]).column("text").to_pylist()
@@ -129,7 +129,7 @@ def run_baseline(corpus: str, encode_batch: int) -> tuple[float, float]:
 
 def startup_seconds() -> float:
     """An encoder pool's start-up alone: actor processes, imports, model load, one sentence."""
-    from actors.embed_cache import EmbedPool, sentence_model
+    from checkray.actors.embed_cache import EmbedPool, sentence_model
 
     start = time.perf_counter()
     with EmbedPool(sentence_model("builtin:minilm")) as pool:
@@ -147,7 +147,7 @@ def main() -> None:
     args = parser.parse_args()
     args.repeat = args.repeat or (1 if args.quick else 2)
     n = resolve_n(args)
-    from engine.config import EmbedderConfig
+    from checkray.engine.config import EmbedderConfig
 
     emb = EmbedderConfig()
     with tempfile.TemporaryDirectory(prefix="crbench-corpus") as folder:
@@ -165,7 +165,7 @@ def main() -> None:
         texts = pq.read_table(corpus, columns=["text"]).column("text").to_pylist()
 
     base_seconds, engine_seconds = min(base_runs), min(engine_runs)
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embedder import load_sentence_transformer
 
     tokenizer = load_sentence_transformer("builtin:minilm", device="cpu").tokenizer
     lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=256)["input_ids"]]

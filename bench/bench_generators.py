@@ -68,19 +68,25 @@ def sst2(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 def child(model: str, engine: str, docs: int, labels_n: int, threads: int, max_tokens: int) -> dict:
     setup_env()
-    from engine.llm import GenerationParams
-    from engine.mft.parsing import ParseStats, parse_label, parse_mft_cases
-    from engine.prompts import load_prompt
-    from engine.templates.expand import read_spec
-    from engine.testaug.prompt import ParseCount, describe_templates, parse_single_cases, prompt_examples, sample_seeds
+    from checkray.engine.llm import GenerationParams
+    from checkray.engine.mft.parsing import ParseStats, parse_label, parse_mft_cases
+    from checkray.engine.prompts import load_prompt
+    from checkray.engine.templates.expand import read_spec
+    from checkray.engine.testaug.prompt import (
+        ParseCount,
+        describe_templates,
+        parse_single_cases,
+        prompt_examples,
+        sample_seeds,
+    )
 
     start = time.perf_counter()
     if engine == "llamacpp":
-        from actors.llm.local_llamacpp import LlamaCppGenerator
+        from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         gen = LlamaCppGenerator(model, n_ctx=2048, threads=threads)
     else:
-        from actors.llm.local_transformers import TransformersGenerator
+        from checkray.actors.llm.local_transformers import TransformersGenerator
 
         gen = TransformersGenerator(model, threads=threads)
     load_s = time.perf_counter() - start
@@ -134,7 +140,7 @@ def child(model: str, engine: str, docs: int, labels_n: int, threads: int, max_t
     agree = [p == y for p, (_, y) in zip(parsed, gold)]
 
     # on topic: MiniLM cosine of each review with its source sentence, and no task talk
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embedder import load_sentence_transformer
 
     st = load_sentence_transformer("builtin:minilm")
     on_topic = []

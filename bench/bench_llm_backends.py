@@ -39,18 +39,18 @@ PROMPTS = [
 
 def child(engine: str, n: int, max_tokens: int, threads: int) -> dict:
     setup_env()
-    from actors.llm.packaged import resolve_llm
-    from engine.llm import GenerationParams, count_finish_reasons
+    from checkray.actors.llm.packaged import resolve_llm
+    from checkray.engine.llm import GenerationParams, count_finish_reasons
 
     gguf = Path(resolve_llm("builtin:qwen2.5-0.5b-instruct"))
     result: dict = {"engine": engine}
     start = time.perf_counter()
     if engine == "llamacpp":
-        from actors.llm.local_llamacpp import LlamaCppGenerator
+        from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         gen = LlamaCppGenerator(str(gguf), n_ctx=1024, threads=threads)
     else:
-        from actors.llm.local_transformers import TransformersGenerator, convert_gguf, converted_dir
+        from checkray.actors.llm.local_transformers import TransformersGenerator, convert_gguf, converted_dir
 
         if not (converted_dir(gguf) / "config.json").is_file():
             t0 = time.perf_counter()

@@ -55,8 +55,8 @@ def write_corpus(path: Path, base_n: int, copies: int) -> int:
 
 
 def child(args: argparse.Namespace) -> None:
-    from jobs.config import load_config
-    from jobs.topics.job import run_topics
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import run_topics
 
     cfg = load_config(
         None,

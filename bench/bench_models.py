@@ -156,10 +156,10 @@ def build_models(n: int, n_heads: int):
     """``n - n_heads`` text models and ``n_heads`` MiniLM heads, trained once and cached."""
     import joblib
 
-    from actors.embedder import load_sentence_transformer
-    from engine.benchmark.registry import ModelSpec
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
+    from checkray.actors.embedder import load_sentence_transformer
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
 
     MODELS_DIR.mkdir(parents=True, exist_ok=True)
     corpus = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))

@@ -28,10 +28,10 @@ from common import RT_SIZE, add_repeat, base_parser, interleaved_best, report, r
 def run_engine(texts: list[str]) -> tuple[float, dict]:
     import pyarrow as pa
 
-    from actors.s2lct.parser import ParserActor
-    from engine.runtime import cluster_resources, init_ray, plan_actor_pool
-    from jobs.config import load_config
-    from jobs.s2lct.job import ray_map
+    from checkray.actors.s2lct.parser import ParserActor
+    from checkray.engine.runtime import cluster_resources, init_ray, plan_actor_pool
+    from checkray.jobs.config import load_config
+    from checkray.jobs.s2lct.job import ray_map
 
     cfg = load_config(None)
     s = cfg.section("s2lct")
@@ -54,8 +54,8 @@ def run_engine(texts: list[str]) -> tuple[float, dict]:
 def run_baseline(texts: list[str]) -> tuple[float, float]:
     import spacy
 
-    from actors.s2lct.parser import dep_to_const, token_dicts
-    from actors.spacy_nlp import resolve_pipeline
+    from checkray.actors.s2lct.parser import dep_to_const, token_dicts
+    from checkray.actors.spacy_nlp import resolve_pipeline
 
     start = time.perf_counter()
     nlp = spacy.load(resolve_pipeline("builtin:sm"), disable=["ner"])

@@ -8,7 +8,7 @@
    0.915 test accuracy on this description (Table 11); the majority class is printed too.
    Ratio: our accuracy / 0.915.
 2. Self-BLEU-4: on 300 annotated sentences, a loop of sacreBLEU's public ``sentence_score``
-   (each sentence against the 299 others) vs ``engine.testaug.diversity`` (references' n-grams
+   (each sentence against the 299 others) vs ``checkray.engine.testaug.diversity`` (references' n-grams
    merged once: must give the same number); then throughput on ``--bleu-n`` bundled Rotten
    Tomatoes sentences, serial vs Ray tasks. Ratio: serial seconds / Ray seconds.
 
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
     args = parser.parse_args()
     setup_env()
-    from engine.testaug.validity import read_annotations
+    from checkray.engine.testaug.validity import read_annotations
 
     rows = read_annotations(args.data)
     if args.only != "bleu":
@@ -64,8 +64,8 @@ def validity_part(args, rows) -> None:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from actors.testaug.validity import score_validity, train_validity
-    from engine.training import FineTuneConfig
+    from checkray.actors.testaug.validity import score_validity, train_validity
+    from checkray.engine.training import FineTuneConfig
 
     gold = [r["validity"] for r in rows]
     train_idx, test_idx = train_test_split(
@@ -126,9 +126,9 @@ def bleu_part(args, rows) -> None:
     import numpy as np
     import ray
 
-    from engine.config import RuntimeConfig
-    from engine.runtime import init_ray
-    from engine.testaug.diversity import self_bleu
+    from checkray.engine.config import RuntimeConfig
+    from checkray.engine.runtime import init_ray
+    from checkray.engine.testaug.diversity import self_bleu
 
     check = [r["text"] for r in rows][: 100 if args.quick else 300]
     start = time.perf_counter()

@@ -121,8 +121,8 @@ def _typo(rng: np.random.Generator, text: str) -> str:
 
 def build(cl, n_rt: int, rng: np.random.Generator):
     """A ``TestSuite`` of the stand-in classes ``cl`` (``fake_checklist()``)."""
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
 
     corpus = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
     texts = corpus.column("text").to_pylist()[:n_rt]

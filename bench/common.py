@@ -74,8 +74,8 @@ def resolve_n(args: argparse.Namespace) -> int:
 
 def rt_table(n: int | None = None):
     """The first ``n`` bundled Rotten Tomatoes sentences as a CORPUS_SCHEMA table."""
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
 
     if n is not None and n > RT_SIZE:
         raise SystemExit(f"--n {n}: only {RT_SIZE} bundled sentences (use a script that scales the corpus)")

@@ -84,9 +84,9 @@ def main() -> None:
 
     from sklearn.base import clone
 
-    from actors.models.sklearn_models import SklearnTextModel, load_estimator
-    from engine.benchmark.registry import read_registry, write_registry
-    from engine.trust import SIGNATURE_SUFFIX, pickle_bytes
+    from checkray.actors.models.sklearn_models import SklearnTextModel, load_estimator
+    from checkray.engine.benchmark.registry import read_registry, write_registry
+    from checkray.engine.trust import SIGNATURE_SUFFIX, pickle_bytes
 
     start = time.perf_counter()
     out = Path(args.out)

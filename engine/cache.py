@@ -48,10 +48,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pydantic import Field
 
-from engine.config import NOT_FINGERPRINTED, JobSection, cache_root
-from engine.errors import InputError
-from engine.rundir import open_filesystem
-from engine.stages import fingerprint
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, cache_root
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import open_filesystem
+from checkray.engine.stages import fingerprint
 
 log = logging.getLogger(__name__)
 

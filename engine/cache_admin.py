@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from engine.cache import (
+from checkray.engine.cache import (
     COMPACT_AT,
     DEBRIS_AGE_S,
     KINDS,

@@ -19,14 +19,16 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-FIRST_PARTY = ("engine", "actors", "jobs")
+# engine/, actors/ and jobs/ import as checkray.engine, ...; the top package itself is the
+# lazy notebook API (checkray/__init__.py), not code any stage runs.
+FIRST_PARTY = "checkray."
 # Files outside .py that a module reads and that change what its stages compute.
 _ROOT = Path(__file__).resolve().parent.parent
-DATA_OF_MODULE: dict[str, tuple[Path, ...]] = {"engine.prompts": (_ROOT / "jobs" / "prompts",)}
+DATA_OF_MODULE: dict[str, tuple[Path, ...]] = {"checkray.engine.prompts": (_ROOT / "jobs" / "prompts",)}
 
 
 def _is_first_party(name: str) -> bool:
-    return name.split(".", 1)[0] in FIRST_PARTY
+    return name.startswith(FIRST_PARTY)
 
 
 @cache
@@ -80,14 +82,14 @@ def module_closure(module: str) -> tuple[str, ...]:
         seen.add(name)
         todo.extend(_imports(name))
         parent = name.rpartition(".")[0]
-        if parent:  # importing a.b.c runs a/__init__.py and a/b/__init__.py
+        if _is_first_party(parent):  # importing a.b.c runs a/__init__.py and a/b/__init__.py
             todo.append(parent)
     return tuple(sorted(seen))
 
 
 @cache
 def _module_digest(module: str) -> str:
-    from engine import __version__
+    from checkray.engine import __version__
 
     h = hashlib.sha256(f"checkray {__version__}\n".encode())
     for name in module_closure(module):
@@ -116,7 +118,7 @@ def _foreign_digest(fn: Callable) -> str:
     """A function defined outside checkray: its own source file's text, else its bytecode."""
     import inspect
 
-    from engine import __version__
+    from checkray.engine import __version__
 
     h = hashlib.sha256(f"checkray {__version__}\n".encode())
     try:

@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
-from engine.errors import ConfigError
-from engine.labels import label_map
-from engine.strict import StrictInput, load_yaml
+from checkray.engine.errors import ConfigError
+from checkray.engine.labels import label_map
+from checkray.engine.strict import StrictInput, load_yaml
 
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
@@ -36,7 +36,7 @@ class Section(StrictInput):
 
     A field declared with ``Field(..., json_schema_extra=NOT_FINGERPRINTED)`` changes how
     fast a stage runs, not what it computes (pool sizes, batch sizes); stage fingerprints
-    leave it out, every other field is in (``engine.stages.fingerprint``)."""
+    leave it out, every other field is in (``checkray.engine.stages.fingerprint``)."""
 
     # Infinity and NaN, and booleans where numbers are expected, are refused in every
     # section and its nested sections (``StrictInput``; subclasses merge this config).

@@ -21,12 +21,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from engine.config import CorpusConfig
-from engine.corpus_formats import read_json_corpus
-from engine.errors import InputError
-from engine.labels import suggest_flag
-from engine.schema import CORPUS_SCHEMA
-from engine.stages import open_filesystem
+from checkray.engine.config import CorpusConfig
+from checkray.engine.corpus_formats import read_json_corpus
+from checkray.engine.errors import InputError
+from checkray.engine.labels import suggest_flag
+from checkray.engine.schema import CORPUS_SCHEMA
+from checkray.engine.stages import open_filesystem
 
 log = logging.getLogger(__name__)
 
@@ -333,7 +333,7 @@ def _read_corpus(cfg: CorpusConfig) -> pa.Table:
 
 def corpus_fingerprint(cfg: CorpusConfig) -> str:
     """What identifies the corpus's content for stage caching."""
-    from engine.stages import file_digest
+    from checkray.engine.stages import file_digest
 
     if cfg.path.startswith("builtin:"):
         return cfg.path

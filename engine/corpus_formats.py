@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.json as pajson
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 SHAPES = "JSON Lines, an array of objects, or an object of [text, label] lists keyed by id"
 

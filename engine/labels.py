@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 EXAMPLE = "--labels 0=negative,1=positive"
 

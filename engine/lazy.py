@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-from engine.errors import ConfigError
+from checkray.engine.errors import ConfigError
 
 T = TypeVar("T")
 

@@ -22,8 +22,8 @@ from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import Field, field_validator
 
-from engine.config import NOT_FINGERPRINTED, JobSection, Section
-from engine.errors import CheckrayError
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
+from checkray.engine.errors import CheckrayError
 
 FinishReason = Literal["stop", "length", "empty", "error"]
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}

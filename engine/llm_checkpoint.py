@@ -29,8 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.llm import Generation, GenerationParams, LLMError
-from engine.stages import StageContext
+from checkray.engine.llm import Generation, GenerationParams, LLMError
+from checkray.engine.stages import StageContext
 
 FLUSH_S = 60.0  # commit buffered answers at least this often while a stage runs
 PART_SCHEMA = pa.schema(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from engine.errors import ConfigError
+from checkray.engine.errors import ConfigError
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "jobs" / "prompts"
 _SECTION = re.compile(r"^### (system|user|assistant|grammar)\s*$", re.MULTILINE)

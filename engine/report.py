@@ -17,7 +17,7 @@ import jinja2
 import numpy as np
 
 _ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("engine", "html"),
+    loader=jinja2.PackageLoader("checkray.engine", "html"),
     autoescape=jinja2.select_autoescape(["html", "j2"]),
 )
 

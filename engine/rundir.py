@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def open_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 def _version() -> str:
-    from engine import __version__
+    from checkray.engine import __version__
 
     return __version__
 

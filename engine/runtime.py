@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from engine.config import Backend, Device, RuntimeConfig
-from engine.errors import ResourceError
+from checkray.engine.config import Backend, Device, RuntimeConfig
+from checkray.engine.errors import ResourceError
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
     cfg = cfg or RuntimeConfig()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if cfg.trust_code:
-        from engine.trust import allow_code
+        from checkray.engine.trust import allow_code
 
         allow_code()
     address = os.environ.get("RAY_ADDRESS") or cfg.address
@@ -83,7 +83,7 @@ def keep_on_loopback(ray) -> None:
 
 def worker_env() -> dict:
     """Environment every Ray worker of the job gets (on any node): the trust switch."""
-    from engine.trust import TRUST_ENV, code_trusted
+    from checkray.engine.trust import TRUST_ENV, code_trusted
 
     return {"env_vars": {TRUST_ENV: "1"}} if code_trusted() else {}
 

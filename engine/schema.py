@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 
 class TestType(str, Enum):

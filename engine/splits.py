@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import ConfigError
-from engine.training import stratified_split
+from checkray.engine.errors import ConfigError
+from checkray.engine.training import stratified_split
 
 
 def split_ids(corpus: pa.Table, test_fraction: float = 0.2, seed: int = 0) -> dict[str, str]:

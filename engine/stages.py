@@ -32,9 +32,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from engine.code import code_digest
-from engine.errors import InputError
-from engine.rundir import RunDir, open_filesystem  # noqa: F401  (re-exported: jobs import them from here)
+from checkray.engine.code import code_digest
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import RunDir, open_filesystem  # noqa: F401  (re-exported: jobs import them from here)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ SUCCESS = "_SUCCESS.json"
 
 def _fingerprinted_fields(model: BaseModel) -> set[str]:
     """Fields that change what a stage computes: all but those marked NOT_FINGERPRINTED
-    (``engine.config``), which only change how fast it runs."""
+    (``checkray.engine.config``), which only change how fast it runs."""
     return {
         name
         for name, info in type(model).model_fields.items()

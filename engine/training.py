@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from engine.config import Backend, JobSection, Section
-from engine.errors import ConfigError
+from checkray.engine.config import Backend, JobSection, Section
+from checkray.engine.errors import ConfigError
 
 Kind = Literal["tfidf", "embedding", "finetune", "vader", "textblob", "llm_zero_shot"]
 Head = Literal["logreg", "lightgbm", "naive_bayes", "mlp"]

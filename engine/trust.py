@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.config import cache_root
-from engine.errors import InputError
+from checkray.engine.config import cache_root
+from checkray.engine.errors import InputError
 
 TRUST_ENV = "CHECKRAY_TRUST_CODE"
 KEY_ENV = "CHECKRAY_TRUST_KEY"

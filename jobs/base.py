@@ -35,16 +35,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from engine.benchmark.registry import ModelSpec
-from engine.config import JobSection
-from engine.errors import InputError
-from engine.report import Section as ReportSection
-from engine.report import render
-from engine.runtime import init_ray
-from engine.stages import RunDir, Stage, StageRecord, StageRunner, current_stage
-from jobs.config import CheckrayConfig
-from jobs.console import console, stage_printer
-from jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.config import JobSection
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.report import render
+from checkray.engine.runtime import init_ray
+from checkray.engine.stages import RunDir, Stage, StageRecord, StageRunner, current_stage
+from checkray.jobs.config import CheckrayConfig
+from checkray.jobs.console import console, stage_printer
+from checkray.jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 C = TypeVar("C", bound=JobSection)
 
@@ -166,7 +166,7 @@ def print_plan(job: Job, out: str) -> None:
     """``--dry-run``: the resolved config and the resources the job would plan with."""
     import yaml
 
-    from engine.runtime import planned_resources
+    from checkray.engine.runtime import planned_resources
 
     resolved = job.cfg.model_dump(mode="json")
     if job.section is not None:  # the job's own section with every default filled in

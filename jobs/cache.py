@@ -14,10 +14,10 @@ from typing import Optional
 
 import typer
 
-from engine.cache import CacheConfig, ContentCache, cache_uri
-from engine.cache_admin import cache_info, prune
-from engine.errors import ConfigError, InputError
-from jobs.config import load_config
+from checkray.engine.cache import CacheConfig, ContentCache, cache_uri
+from checkray.engine.cache_admin import cache_info, prune
+from checkray.engine.errors import ConfigError, InputError
+from checkray.jobs.config import load_config
 
 app = typer.Typer(help="Show or bound the cache of embeddings and predictions (info, prune).", no_args_is_help=True)
 

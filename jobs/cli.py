@@ -1,6 +1,6 @@
 """Console entry point: ``checkray <job> ...``, built from the job table.
 
-Commands come from ``jobs.registry.JOBS`` and are imported only when run (``checkray
+Commands come from ``checkray.jobs.registry.JOBS`` and are imported only when run (``checkray
 --help`` imports no job). User errors print one line and exit 2; so do click's usage
 errors (unknown option, missing option, bad value, unknown command), whichever copy of
 click typer brings (typer 0.29 vendors one as ``typer._click``).
@@ -19,10 +19,10 @@ import typer
 import typer.core
 import typer.main
 
-from engine.errors import CheckrayError
-from jobs.console import console
-from jobs.registry import COMMANDS, JOBS
-from jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
+from checkray.engine.errors import CheckrayError
+from checkray.jobs.console import console
+from checkray.jobs.registry import COMMANDS, JOBS
+from checkray.jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 
 def _click_modules() -> list:
@@ -89,7 +89,7 @@ GLOBAL_FLAGS = {
 
 def _show_version(value: bool) -> None:
     if value:
-        from engine import __version__
+        from checkray.engine import __version__
 
         typer.echo(f"checkray {__version__}")
         raise typer.Exit(0)
@@ -122,7 +122,7 @@ def make_app() -> typer.Typer:
     ) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""
         if trust_code:
-            from engine.trust import allow_code
+            from checkray.engine.trust import allow_code
 
             allow_code()
 
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from engine.runtime import secure_process_env
+    from checkray.engine.runtime import secure_process_env
 
     secure_process_env()  # before anything imports Ray, which reads it then
     # SIGTERM (`ray job stop`, a CI timeout) becomes a normal exit: `finally` blocks and
@@ -213,7 +213,7 @@ def _run(argv: list[str], verbose: bool) -> None:
     except exits as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
-        from engine.errors import user_error
+        from checkray.engine.errors import user_error
 
         cause = user_error(exc)
         if cause is not None:

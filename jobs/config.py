@@ -14,9 +14,17 @@ from typing import Any, TypeVar
 
 from pydantic import ConfigDict, model_validator
 
-from engine.config import CorpusConfig, JobSection, RuntimeConfig, Section, read_yaml, set_dotted, validate_section
-from engine.errors import ConfigError
-from jobs.registry import SECTIONS
+from checkray.engine.config import (
+    CorpusConfig,
+    JobSection,
+    RuntimeConfig,
+    Section,
+    read_yaml,
+    set_dotted,
+    validate_section,
+)
+from checkray.engine.errors import ConfigError
+from checkray.jobs.registry import SECTIONS
 
 S = TypeVar("S", bound=JobSection)
 

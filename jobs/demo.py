@@ -24,16 +24,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 
-from engine.benchmark.inputs import read_suite
-from engine.benchmark.registry import ModelSpec, read_registry
-from engine.errors import InputError
-from engine.report import Section, render, table_html
-from engine.stages import RunDir
-from jobs.base import Job, JobResult, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.index import DEMO_TIMINGS, write_index
-from jobs.runlog import RUN_LOG
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.registry import ModelSpec, read_registry
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section, render, table_html
+from checkray.engine.stages import RunDir
+from checkray.jobs.base import Job, JobResult, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.index import DEMO_TIMINGS, write_index
+from checkray.jobs.runlog import RUN_LOG
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 
@@ -75,8 +75,8 @@ def _mft_done(state: DemoState, result: JobResult) -> list[Section]:
 
 def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
     """COSTELLO's repair step follows on the most violated model (``repair.model``)."""
-    from jobs.costello.config import RepairConfig
-    from jobs.costello.repair import RepairJob, most_violated
+    from checkray.jobs.costello.config import RepairConfig
+    from checkray.jobs.costello.repair import RepairJob, most_violated
 
     rc = state.cfg.section(RepairConfig)
     if not rc.model:
@@ -90,7 +90,7 @@ def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
 
 
 def _benchmark_done(state: DemoState, result: JobResult) -> list[Section]:
-    from jobs.mft.evaluate import table7, table8
+    from checkray.jobs.mft.evaluate import table7, table8
 
     sections = list(result.sections)
     results = result.job.results
@@ -106,14 +106,14 @@ def _benchmark_done(state: DemoState, result: JobResult) -> list[Section]:
 
 
 def demo_steps() -> list[Step]:
-    from jobs.benchmark.job import BenchmarkJob
-    from jobs.costello.job import CostelloJob
-    from jobs.mft.job import MFTJob
-    from jobs.s2lct.job import S2lctJob
-    from jobs.templates.job import TemplatesJob
-    from jobs.testaug.job import TestAugJob
-    from jobs.topics.job import TopicsJob
-    from jobs.zoo.job import ZooJob
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.costello.job import CostelloJob
+    from checkray.jobs.mft.job import MFTJob
+    from checkray.jobs.s2lct.job import S2lctJob
+    from checkray.jobs.templates.job import TemplatesJob
+    from checkray.jobs.testaug.job import TestAugJob
+    from checkray.jobs.topics.job import TopicsJob
+    from checkray.jobs.zoo.job import ZooJob
 
     return [
         Step("topics", lambda s: TopicsJob(s.cfg)),

@@ -33,9 +33,19 @@ from urllib.parse import quote
 import typer
 import yaml
 
-from engine.errors import InputError
-from engine.rundir import MARKER, RunDir
-from jobs.index_runs import DEMO_TIMINGS, INDEX, MANIFEST, MAX_DEPTH, RunInfo, RunTree, demo_steps, find_runs, join_rel
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import MARKER, RunDir
+from checkray.jobs.index_runs import (
+    DEMO_TIMINGS,
+    INDEX,
+    MANIFEST,
+    MAX_DEPTH,
+    RunInfo,
+    RunTree,
+    demo_steps,
+    find_runs,
+    join_rel,
+)
 
 __all__ = ["DEMO_TIMINGS", "GENERATOR", "INDEX", "find_runs", "index_command", "render_index", "write_index"]
 
@@ -62,7 +72,7 @@ def reference_identity(value: str) -> str:
     if value.startswith("builtin:"):
         from importlib import metadata
 
-        from actors.assets import ASSETS
+        from checkray.actors.assets import ASSETS
 
         alias = value.removeprefix("builtin:")
         for (kind, name), asset in ASSETS.items():
@@ -77,7 +87,7 @@ def reference_identity(value: str) -> str:
                 return f"builtin {kind}: " + (", ".join(found) or asset.install)
         return "unknown builtin"
     if "://" not in value and Path(value).exists():
-        from engine.stages import path_digest
+        from checkray.engine.stages import path_digest
 
         return f"local path, digest {path_digest(value)[:16]}"
     return "loaded by name (hub id or package)"
@@ -141,7 +151,7 @@ def model_rows(tree: RunTree, runs: list[RunInfo]) -> list[dict[str, Any]]:
 
 def package_rows(tree: RunTree, runs: list[RunInfo]) -> tuple[list[str], list[dict[str, Any]]]:
     """Package versions: this environment's, and those each benchmark run recorded."""
-    from engine.benchmark.provenance import PACKAGES, package_versions
+    from checkray.engine.benchmark.provenance import PACKAGES, package_versions
 
     names = list(dict.fromkeys([*PACKAGES, "ray", "pyarrow", "llama_cpp_python", "jinja2", "plotly"]))
     columns = {"this environment": package_versions(names)}
@@ -176,7 +186,7 @@ def render_index(uri: str, runs: list[RunInfo], title: str = "") -> str:
     import platform
     import sys
 
-    from engine.report import render_template
+    from checkray.engine.report import render_template
 
     tree = RunTree(uri)
     steps = demo_steps(tree, "")
@@ -201,7 +211,7 @@ def render_index(uri: str, runs: list[RunInfo], title: str = "") -> str:
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    from engine.report import table_html
+    from checkray.engine.report import table_html
 
     return table_html(rows, columns)
 
@@ -223,7 +233,7 @@ def index_command(
     directory: str = typer.Argument(..., help="A run directory (a demo, a job's run, or a folder of runs)."),
 ):
     """Write DIR/index.html: every report of a run directory, its config, versions, stage times and gates."""
-    from jobs.console import console
+    from checkray.jobs.console import console
 
     run = RunDir(directory)
     marker = RunTree(directory).json("", MARKER) if run.exists(MARKER) else None

@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from engine.errors import InputError
-from engine.rundir import MARKER, STAGES, RunDir
-from engine.stages import SUCCESS
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import MARKER, STAGES, RunDir
+from checkray.engine.stages import SUCCESS
 
 INDEX = "index.html"
 MANIFEST = "manifest.json"  # jobs.base.MANIFEST (not imported: base pulls in Ray's runtime)

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from engine.labels import parse_label_map
+from checkray.engine.labels import parse_label_map
 
 TextColumn = Annotated[Optional[str], typer.Option("--text-column", help="Corpus column holding the text.")]
 LabelColumn = Annotated[Optional[str], typer.Option("--label-column", help="Corpus column holding the label.")]

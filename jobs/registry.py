@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.config import JobSection
-from engine.lazy import LazyRegistry
+from checkray.engine.config import JobSection
+from checkray.engine.lazy import LazyRegistry
 
 
 def _check_section(name: str, cls: Any) -> None:
@@ -22,19 +22,19 @@ def _check_section(name: str, cls: Any) -> None:
 
 SECTIONS: LazyRegistry[type[JobSection]] = LazyRegistry("config section", check=_check_section)
 for _name, _ref in [
-    ("topics", "jobs.topics.config:TopicsConfig"),
-    ("templates", "jobs.templates.config:TemplatesConfig"),
-    ("zoo", "engine.training:ZooConfig"),  # actors build zoo models from it
-    ("benchmark", "jobs.benchmark.config:BenchmarkConfig"),
-    ("compare", "jobs.compare.config:CompareConfig"),
-    ("llm", "engine.llm:LLMConfig"),  # shared by mft, testaug and llm_zero_shot models
-    ("mft", "jobs.mft.config:MFTConfig"),
-    ("s2lct", "jobs.s2lct.config:S2lctConfig"),
-    ("costello", "jobs.costello.config:CostelloConfig"),
-    ("repair", "jobs.costello.config:RepairConfig"),
-    ("testaug", "jobs.testaug.config:TestAugConfig"),
-    ("validity", "jobs.testaug.config:ValidityConfig"),
-    ("cache", "engine.cache:CacheConfig"),  # the content cache of embeddings and predictions
+    ("topics", "checkray.jobs.topics.config:TopicsConfig"),
+    ("templates", "checkray.jobs.templates.config:TemplatesConfig"),
+    ("zoo", "checkray.engine.training:ZooConfig"),  # actors build zoo models from it
+    ("benchmark", "checkray.jobs.benchmark.config:BenchmarkConfig"),
+    ("compare", "checkray.jobs.compare.config:CompareConfig"),
+    ("llm", "checkray.engine.llm:LLMConfig"),  # shared by mft, testaug and llm_zero_shot models
+    ("mft", "checkray.jobs.mft.config:MFTConfig"),
+    ("s2lct", "checkray.jobs.s2lct.config:S2lctConfig"),
+    ("costello", "checkray.jobs.costello.config:CostelloConfig"),
+    ("repair", "checkray.jobs.costello.config:RepairConfig"),
+    ("testaug", "checkray.jobs.testaug.config:TestAugConfig"),
+    ("validity", "checkray.jobs.testaug.config:ValidityConfig"),
+    ("cache", "checkray.engine.cache:CacheConfig"),  # the content cache of embeddings and predictions
 ]:
     SECTIONS.add(_name, _ref)
 
@@ -51,36 +51,56 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 JOBS: LazyRegistry[Any] = LazyRegistry("command")
 for _cmd in [
-    Command("demo", "jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
+    Command("demo", "checkray.jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
     Command(
-        "topics", "jobs.topics.job:topics_command", "Cluster a corpus into topics and pick representative documents."
+        "topics",
+        "checkray.jobs.topics.job:topics_command",
+        "Cluster a corpus into topics and pick representative documents.",
     ),
-    Command("templates", "jobs.templates.job:templates_command", "Expand CheckList-style templates into an MFT suite."),
-    Command("zoo", "jobs.zoo.job:zoo_command", "Build and cache a zoo of sentiment models (DIR/zoo.yaml)."),
-    Command("benchmark", "jobs.benchmark.job:benchmark_command", "Run test suites against many models at once."),
+    Command(
+        "templates",
+        "checkray.jobs.templates.job:templates_command",
+        "Expand CheckList-style templates into an MFT suite.",
+    ),
+    Command("zoo", "checkray.jobs.zoo.job:zoo_command", "Build and cache a zoo of sentiment models (DIR/zoo.yaml)."),
+    Command(
+        "benchmark", "checkray.jobs.benchmark.job:benchmark_command", "Run test suites against many models at once."
+    ),
     Command(
         "compare",
-        "jobs.compare.job:compare_command",
+        "checkray.jobs.compare.job:compare_command",
         "Compare two models on the same suites (flips, McNemar's exact test); gate CI on pass rates.",
     ),
     Command(
         "export-failures",
-        "jobs.compare.failures:export_failures_command",
+        "checkray.jobs.compare.failures:export_failures_command",
         "Write a benchmark run's failing cases (and template neighbours) as training data (JSONL/Parquet).",
     ),
-    Command("mft", "jobs.mft.job:mft_command", "Generate Minimum Functionality Tests from a topics run (Li et al.)."),
-    Command("s2lct", "jobs.s2lct.job:s2lct_command", "S²LCT: rule-based seeds expanded by a reference grammar."),
-    Command("costello", "jobs.costello.job:costello_command", "Contrastive testing of embedding models (COSTELLO)."),
-    Command("repair", "jobs.costello.repair:repair_command", "Fine-tune a model on its COSTELLO violations; retest."),
-    Command("testaug", "jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
-    Command("validity", "jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
-    Command("import", "jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
+    Command(
+        "mft",
+        "checkray.jobs.mft.job:mft_command",
+        "Generate Minimum Functionality Tests from a topics run (Li et al.).",
+    ),
+    Command(
+        "s2lct", "checkray.jobs.s2lct.job:s2lct_command", "S²LCT: rule-based seeds expanded by a reference grammar."
+    ),
+    Command(
+        "costello", "checkray.jobs.costello.job:costello_command", "Contrastive testing of embedding models (COSTELLO)."
+    ),
+    Command(
+        "repair",
+        "checkray.jobs.costello.repair:repair_command",
+        "Fine-tune a model on its COSTELLO violations; retest.",
+    ),
+    Command("testaug", "checkray.jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
+    Command("validity", "checkray.jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
+    Command("import", "checkray.jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
     Command(
         "report-index",
-        "jobs.index:index_command",
+        "checkray.jobs.index:index_command",
         "Write DIR/index.html: every report of a run directory, its config, versions, stage times and gates.",
     ),
-    Command("cache", "jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
+    Command("cache", "checkray.jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
 ]:
     JOBS.add(_cmd.name, _cmd.ref)
     COMMANDS[_cmd.name] = _cmd

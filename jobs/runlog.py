@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.console import console
+from checkray.jobs.console import console
 
 if TYPE_CHECKING:
-    from engine.rundir import RunDir
+    from checkray.engine.rundir import RunDir
 
 DRY_RUN_ENV = "CHECKRAY_DRY_RUN"  # set by --dry-run
 
@@ -36,7 +36,7 @@ class DryRun(Exception):
 
 LOG_DIR = "logs"
 LOG_FILE = "checkray.log"
-OWN_LOGGERS = ("engine", "actors", "jobs")
+OWN_LOGGERS = ("checkray",)  # every module logs as getLogger(__name__): checkray.engine..., checkray.jobs...
 
 
 class _ConsoleHandler(logging.Handler):

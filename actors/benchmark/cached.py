@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from actors.embed_cache import pin_builtins
-from engine.benchmark.registry import ModelSpec
-from engine.cache import ContentCache, text_digests
+from checkray.actors.embed_cache import pin_builtins
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import ContentCache, text_digests
 
 NOT_PREDICTIVE = {"name", "accuracy", "meta", "max_cases"}  # spec fields that change no prediction
 

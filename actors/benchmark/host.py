@@ -8,7 +8,7 @@ cheap model made the benchmark slower than a plain loop.
 Errors stay per model: a model that fails to load or raises while predicting is reported
 with a one-line error and the host goes on with the others. Only a crash of the process
 itself (segfault, OOM kill, ``os._exit``) takes the whole host down; the scheduler
-(``actors.benchmark.predictor``) then reruns each of its models alone.
+(``checkray.actors.benchmark.predictor``) then reruns each of its models alone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.benchmark.registry import ModelSpec
+from checkray.engine.benchmark.registry import ModelSpec
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -75,10 +75,10 @@ class ModelHost:
     @staticmethod
     def _load(spec: ModelSpec, head_only: bool):
         if head_only:
-            from actors.models.sklearn_models import EncoderHeadModel, load_estimator
+            from checkray.actors.models.sklearn_models import EncoderHeadModel, load_estimator
 
             return EncoderHeadModel(spec, load_estimator(spec), encoder=None)
-        from actors.models import load_model
+        from checkray.actors.models import load_model
 
         return load_model(spec)
 

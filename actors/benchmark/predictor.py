@@ -1,8 +1,8 @@
 """Running every model under test at once: hosts, batches, timeouts, crash isolation.
 
-``predict_all`` groups the models into hosts (``actors.benchmark.host.ModelHost``): each
+``predict_all`` groups the models into hosts (``checkray.actors.benchmark.host.ModelHost``): each
 heavy model alone, cheap models several to a host (about one host per CPU), heads on one
-sentence encoder reading embeddings computed once (``actors.benchmark.shared_encoder``).
+sentence encoder reading embeddings computed once (``checkray.actors.benchmark.shared_encoder``).
 At most ``plan.pool_size`` hosts are alive; each keeps ``in_flight`` batches queued so
 none idles. A model is done when all its rows are back; ``on_done`` then receives it
 (the benchmark checkpoints it there), so a crash later loses nothing finished.
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from actors.benchmark.host import ModelHost, one_line
-from actors.models import families, is_heavy
-from engine.benchmark.registry import ModelSpec
-from engine.cache import ContentCache
-from engine.config import Backend
-from engine.runtime import ActorPlan, plan_actor_pool
+from checkray.actors.benchmark.host import ModelHost, one_line
+from checkray.actors.models import families, is_heavy
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import ContentCache
+from checkray.engine.config import Backend
+from checkray.engine.runtime import ActorPlan, plan_actor_pool
 
 __all__ = ["ModelRun", "Timeouts", "batch_order", "one_line", "plan_hosts", "plan_predictors", "predict_all"]
 
@@ -188,7 +188,7 @@ def predict_all(
     encoders: dict[str, object] = {}  # head model -> its shared encoder actor
     flush_embeddings = None
     if share_encoders:
-        from actors.benchmark.shared_encoder import start_shared_encoders
+        from checkray.actors.benchmark.shared_encoder import start_shared_encoders
 
         # The encoder does most of its heads' work: give it the cores a model would get alone.
         threads = max(1, min(8, int(ray.cluster_resources().get("CPU", 1))))

@@ -16,9 +16,9 @@ from functools import partial
 
 import numpy as np
 
-from engine.benchmark.registry import ModelSpec
-from engine.cache import ContentCache, text_digests
-from engine.runtime import ActorPlan
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import ContentCache, text_digests
+from checkray.engine.runtime import ActorPlan
 
 SHARED_FAMILY = "st_head"
 
@@ -32,7 +32,7 @@ class SharedEncoder:
         for path in import_paths:
             if path not in sys.path and os.path.isdir(path):
                 sys.path.append(path)
-        from actors.embedder import load_sentence_transformer
+        from checkray.actors.embedder import load_sentence_transformer
 
         self.model = load_sentence_transformer(encoder, threads=threads)
         self.normalize, self.encode_batch_size = normalize, encode_batch_size
@@ -173,7 +173,7 @@ def _encode_union(
     if cache is None:
         actor = start()
         return [actor.embed.remote(b) for b in batches], actor, lambda: None
-    from actors.embed_cache import sentence_model
+    from checkray.actors.embed_cache import sentence_model
 
     space = cache.space("embeddings", sentence_model(*encoder).identity)
     digests = text_digests([texts[i] for i in rows])

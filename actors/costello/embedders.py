@@ -10,7 +10,7 @@ An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
   classification head is dropped) loads the same way with ``mean`` or ``cls``.
 * ``kind: spacy``: a spaCy pipeline's word vectors averaged (``builtin:md``).
 
-``embed_all`` maps the texts through one ``actors.pool.map_with_actors`` pool of size 1 per
+``embed_all`` maps the texts through one ``checkray.actors.pool.map_with_actors`` pool of size 1 per
 model, the pools started concurrently from driver threads: the models embed at the same
 time, each actor holding a share of the CPUs (or of a GPU when Ray reports one). With a
 content cache (``engine/cache.py``) each model embeds only the texts no run embedded
@@ -29,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
-from engine.cache import ContentCache
-from engine.config import Section
-from engine.errors import InputError
+from checkray.engine.cache import ContentCache
+from checkray.engine.config import Section
+from checkray.engine.errors import InputError
 
 
 class EmbedderSpec(Section):
@@ -46,11 +46,11 @@ class EmbedderSpec(Section):
 def check_spec(spec: EmbedderSpec) -> None:
     """Fail on the driver, in one line, before any actor starts."""
     if spec.kind == "spacy":
-        from actors.spacy_nlp import resolve_pipeline
+        from checkray.actors.spacy_nlp import resolve_pipeline
 
         resolve_pipeline(spec.model)
     else:
-        from actors.embedder import resolve_model
+        from checkray.actors.embedder import resolve_model
 
         try:
             resolve_model(spec.model)
@@ -63,7 +63,7 @@ def load_encoder(spec: EmbedderSpec, device: str | None = None, threads: int | N
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from actors.embedder import load_sentence_transformer, resolve_model, torch_device
+    from checkray.actors.embedder import load_sentence_transformer, resolve_model, torch_device
 
     if threads:
         torch.set_num_threads(threads)
@@ -96,7 +96,7 @@ class ContrastEmbedder:
     def __init__(self, spec: dict, threads: int | None = None):
         self.spec = EmbedderSpec.model_validate(spec)
         if self.spec.kind == "spacy":
-            from actors.spacy_nlp import load_spacy
+            from checkray.actors.spacy_nlp import load_spacy
 
             self.nlp = load_spacy(self.spec.model)
             self.model = None
@@ -116,7 +116,7 @@ class ContrastEmbedder:
         ).astype(np.float32)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from engine.arrays import embeddings_column
+        from checkray.engine.arrays import embeddings_column
 
         vectors = self.encode(batch.column("text").to_pylist())
         return pa.table({"embedding": embeddings_column(vectors)})
@@ -124,11 +124,11 @@ class ContrastEmbedder:
 
 def contrast_identity(spec: EmbedderSpec) -> dict[str, Any]:
     """The content-cache identity of an embedder as ``ContrastEmbedder`` runs it: the
-    model by content (``actors.embed_cache.pin_model``: a local directory such as a zoo
+    model by content (``checkray.actors.embed_cache.pin_model``: a local directory such as a zoo
     model by ``path_digest``, a ``builtin:`` asset by its pinned package), its kind,
     pooling and max length (what changes its vectors; not its name, which is a label,
     nor its batch size), and the versions of the libraries that run it."""
-    from actors.embed_cache import embedding_identity, library_versions
+    from checkray.actors.embed_cache import embedding_identity, library_versions
 
     if spec.kind == "spacy":  # the pipeline's static word vectors, averaged
         package = spec.model if "/" not in spec.model and not spec.model.startswith("builtin:") else "spacy"
@@ -156,10 +156,10 @@ def embed_all(
     them; the CPUs are shared among the models that have something to embed.
     ``stats``: filled with name -> texts embedded.
     """
-    from actors.embed_cache import fill_embeddings, lookup_embeddings
-    from actors.pool import map_with_actors
-    from engine.arrays import column_to_numpy
-    from engine.runtime import cluster_resources, plan_actor_pool
+    from checkray.actors.embed_cache import fill_embeddings, lookup_embeddings
+    from checkray.actors.pool import map_with_actors
+    from checkray.engine.arrays import column_to_numpy
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool
 
     for spec in specs:
         check_spec(spec)

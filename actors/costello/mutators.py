@@ -3,7 +3,7 @@
 ``MutationActor`` holds a spaCy pipeline (POS tags and lemmas; parser and NER disabled),
 the WordNet reader and the lexicons for its lifetime, and maps a batch of seeds
 (``id``, ``text``, ``text_pair``) to one row per variant. ``mutate_corpus`` shards the
-seeds over a pool of these actors (``actors.pool.map_with_actors``); a seed gives any
+seeds over a pool of these actors (``checkray.actors.pool.map_with_actors``); a seed gives any
 number of variants, so each variant row carries ``_row``, its seed's index in the batch,
 by which the pool keeps the variants in seed order.
 """
@@ -14,8 +14,8 @@ from dataclasses import asdict
 
 import pyarrow as pa
 
-from actors.pool import ROW
-from engine.costello.mutations import (
+from checkray.actors.pool import ROW
+from checkray.engine.costello.mutations import (
     Variant,
     dense_synonyms,
     gender_swap,
@@ -82,8 +82,8 @@ class MutationActor:
         gender_pairs: str | None = None,
         dense_seed: int | None = None,
     ):
-        from actors.spacy_nlp import load_spacy
-        from engine.lang.wordnet import wordnet
+        from checkray.actors.spacy_nlp import load_spacy
+        from checkray.engine.lang.wordnet import wordnet
 
         self.nlp = load_spacy(pipeline, disable=("parser", "ner"))
         wordnet()  # build/load once per actor, not on the first sentence
@@ -131,8 +131,8 @@ def mutate_corpus(
 ) -> pa.Table:
     """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
     variants in seed order (VARIANT_SCHEMA)."""
-    from actors.pool import map_with_actors
-    from engine.runtime import cluster_resources, plan_actor_pool
+    from checkray.actors.pool import map_with_actors
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool
 
     plan = plan_actor_pool(cluster_resources(), "cpu" if backend == "auto" else backend)
     return map_with_actors(

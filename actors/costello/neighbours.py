@@ -1,10 +1,10 @@
 """Whole-dictionary nearest-neighbour distances on Ray actors (COSTELLO's thresholds).
 
 ``dictionary_nn(matrices, metrics, backend)`` plans a pool from what Ray reports
-(``engine.runtime.plan_actor_pool``): one actor per GPU when there are GPUs (each on its
+(``checkray.engine.runtime.plan_actor_pool``): one actor per GPU when there are GPUs (each on its
 share of the rows, torch on ``cuda``), else one CPU actor holding every thread (on few
 cores one actor with all threads beats several small ones). Every actor runs the same
-``engine.costello.neighbours.nearest_neighbour_distances`` on its row ranges; the
+``checkray.engine.costello.neighbours.nearest_neighbour_distances`` on its row ranges; the
 dictionary matrix goes to the object store once per model.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from engine.config import TASK_TIMEOUT_S
+from checkray.engine.config import TASK_TIMEOUT_S
 
 
 class NeighbourActor:
@@ -23,7 +23,7 @@ class NeighbourActor:
         self.threads = threads
 
     def run(self, X: np.ndarray, metric: str, start: int, stop: int) -> tuple[int, np.ndarray]:
-        from engine.costello.neighbours import nearest_neighbour_distances
+        from checkray.engine.costello.neighbours import nearest_neighbour_distances
 
         nn = nearest_neighbour_distances(
             X, metric, self.device, rows=(start, stop), threads=self.threads, prepared=True
@@ -41,8 +41,8 @@ def dictionary_nn(
     """model -> metric -> nearest-neighbour distance of every usable dictionary row."""
     import ray
 
-    from engine.costello.neighbours import usable_rows
-    from engine.runtime import cluster_resources, plan_actor_pool, wait_for
+    from checkray.engine.costello.neighbours import usable_rows
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend)
     actors = [

@@ -10,7 +10,7 @@ forget what it already embeds well):
 Violated triples are resampled at random up to the number of benign ones ("randomly
 complete the violated samples to the size of the benign samples"). The paper: alpha 0.5,
 SGD, learning rate 1e-4, 8 epochs. ``RepairActor`` runs it inside a Ray actor planned by
-``engine.runtime.plan_actor_pool``: a ``num_gpus`` actor when Ray reports a GPU, a CPU
+``checkray.engine.runtime.plan_actor_pool``: a ``num_gpus`` actor when Ray reports a GPU, a CPU
 actor otherwise.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
-from engine.config import TASK_TIMEOUT_S, Section
+from checkray.engine.config import TASK_TIMEOUT_S, Section
 
 Triple = tuple[str, str, str]
 
@@ -165,7 +165,7 @@ class RepairActor:
     """Holds the model being repaired; ``repair`` trains it and saves it to ``out_dir``."""
 
     def __init__(self, spec: dict, threads: int | None = None):
-        from actors.costello.embedders import EmbedderSpec, load_encoder
+        from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
 
         self.model = load_encoder(EmbedderSpec.model_validate(spec), threads=threads)
 
@@ -196,7 +196,7 @@ def repair_in_actor(
     texts already known (the content cache), so the actor encodes only the others."""
     import ray
 
-    from engine.runtime import cluster_resources, plan_actor_pool, wait_for
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend, pool_size=1)
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)

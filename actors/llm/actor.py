@@ -11,7 +11,7 @@ Every wait on the actors is bounded: loading by ``llm.load_timeout_s``, each bat
 ``llm.batch_timeout_s``. A timeout, an actor that died for good or an ``LLMError`` raised
 in an actor (endpoint down, breaker tripped) kills every actor of the pool and is one
 line naming the backend. Actors restart and retry a task a bounded number of times
-(``actors.pool``'s limits; Ray's defaults would retry forever).
+(``checkray.actors.pool``'s limits; Ray's defaults would retry forever).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from actors.pool import MAX_RESTARTS, MAX_TASK_RETRIES
-from engine.errors import CheckrayError, user_error
-from engine.llm import (
+from checkray.actors.pool import MAX_RESTARTS, MAX_TASK_RETRIES
+from checkray.engine.errors import CheckrayError, user_error
+from checkray.engine.llm import (
     BackendName,
     Generation,
     GenerationParams,
@@ -34,7 +34,7 @@ from engine.llm import (
     choose_backend,
     choose_local_engine,
 )
-from engine.runtime import ActorPlan, plan_actor_pool
+from checkray.engine.runtime import ActorPlan, plan_actor_pool
 
 HTTP_ACTOR_CPUS = 0.1  # an http actor mostly waits on sockets
 
@@ -43,18 +43,18 @@ def build_generator(cfg: LLMConfig, backend: BackendName, threads: int | None = 
     """The backend object itself, in this process (actors call this in their own)."""
     threads = cfg.threads or threads
     if backend == "http":
-        from actors.llm.http_openai import HTTPGenerator
+        from checkray.actors.llm.http_openai import HTTPGenerator
 
         return HTTPGenerator.from_config(cfg)
     if backend == "vllm":
-        from actors.llm.vllm_backend import VLLMGenerator
+        from checkray.actors.llm.vllm_backend import VLLMGenerator
 
         return VLLMGenerator(cfg.model, max_model_len=cfg.max_model_len, dtype=cfg.dtype)
     if choose_local_engine(cfg) == "llamacpp":
-        from actors.llm.local_llamacpp import LlamaCppGenerator
+        from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         return LlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)
-    from actors.llm.local_transformers import TransformersGenerator
+    from checkray.actors.llm.local_transformers import TransformersGenerator
 
     return TransformersGenerator(cfg.model, threads=threads)
 
@@ -175,12 +175,12 @@ def start_generator(cfg: LLMConfig, resources: Mapping[str, float] | None = None
     """
     import ray
 
-    from engine.runtime import cluster_resources
+    from checkray.engine.runtime import cluster_resources
 
     resources = cluster_resources() if resources is None else resources
     backend = choose_backend(cfg, resources)
     if backend == "local":  # a bad path fails here; a builtin GGUF is assembled once, not per actor
-        from actors.llm.packaged import resolve_llm
+        from checkray.actors.llm.packaged import resolve_llm
 
         resolve_llm(cfg.model)
     plan = plan_generators(cfg, backend, resources)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from engine.llm import Generation, GenerationParams, LLMConfig
+from checkray.engine.llm import Generation, GenerationParams, LLMConfig
 
 
 class GeneratorChat:
@@ -33,7 +33,7 @@ class GeneratorChat:
 def open_chat(llm: LLMConfig) -> GeneratorChat:
     """Start the ``llm:`` backend as Ray actors (vLLM on GPU clusters, else local/http).
     Ray must be up already (``run_job`` starts it)."""
-    from actors.llm.actor import start_generator
+    from checkray.actors.llm.actor import start_generator
 
     return GeneratorChat(start_generator(llm))
 
@@ -61,7 +61,7 @@ def chat_key(given: Any, llm: LLMConfig) -> str:
     given chat's name, else the configured model and every ``llm:`` field that changes
     what it answers (backend, engine, server URL, context size ...), with a local model
     file or directory (a GGUF, a checkpoint) digested by content: a replaced model reruns."""
-    from engine.stages import fingerprint, reference_digest
+    from checkray.engine.stages import fingerprint, reference_digest
 
     if given is not None:
         return chat_name(given, llm)

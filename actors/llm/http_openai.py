@@ -38,7 +38,15 @@ from typing import Any
 
 import httpx
 
-from engine.llm import Generation, GenerationParams, LLMConfig, LLMError, Message, failed_generation, make_generation
+from checkray.engine.llm import (
+    Generation,
+    GenerationParams,
+    LLMConfig,
+    LLMError,
+    Message,
+    failed_generation,
+    make_generation,
+)
 
 log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

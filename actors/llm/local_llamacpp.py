@@ -15,9 +15,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from actors.llm.packaged import resolve_llm
-from engine.errors import InputError
-from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.actors.llm.packaged import resolve_llm
+from checkray.engine.errors import InputError
+from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
 
 
 def _sampling(params: GenerationParams, grammar: Any = None) -> dict[str, Any]:

@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from actors.llm.packaged import resolve_llm
-from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.actors.llm.packaged import resolve_llm
+from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
 
 log = logging.getLogger(__name__)
 

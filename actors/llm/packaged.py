@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from actors.assets import resolve_builtin
-from engine.errors import InputError
+from checkray.actors.assets import resolve_builtin
+from checkray.engine.errors import InputError
 
 
 def resolve_llm(model: str) -> str:

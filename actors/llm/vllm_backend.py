@@ -1,6 +1,6 @@
 """vLLM backend: an actor-held ``vllm.LLM`` on a GPU node. Thin on purpose.
 
-Used only when Ray reports a GPU and vLLM is installed (``engine.llm.choose_backend``);
+Used only when Ray reports a GPU and vLLM is installed (``checkray.engine.llm.choose_backend``);
 vLLM is imported inside ``__init__``, which runs in an actor scheduled with
 ``num_gpus`` on a GPU node: importing it on CPU costs seconds and ``LLM(...)`` then fails
 with misleading errors. vLLM batches the whole list itself (continuous batching), so a
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from actors.llm.packaged import resolve_llm
-from engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.actors.llm.packaged import resolve_llm
+from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
 
 
 class VLLMGenerator:

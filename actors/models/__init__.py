@@ -7,25 +7,25 @@ transformers). A new family is one line here and one module beside this file.
 
 from __future__ import annotations
 
-from engine.benchmark.registry import ModelSpec, ModelUnderTest
-from engine.errors import InputError
-from engine.lazy import LazyRegistry
+from checkray.engine.benchmark.registry import ModelSpec, ModelUnderTest
+from checkray.engine.errors import InputError
+from checkray.engine.lazy import LazyRegistry
 
 FAMILIES: LazyRegistry = LazyRegistry("model family")
 for _family, _ref in [
-    ("callable", "actors.models.callable_model:load_callable"),
-    ("hf", "actors.models.hf_model:load_hf"),
-    ("vader", "actors.models.lexicon_models:load_vader"),
-    ("textblob", "actors.models.lexicon_models:load_textblob"),
-    ("llm_zero_shot", "actors.models.llm_zero_shot:load_llm_zero_shot"),
-    ("sklearn", "actors.models.sklearn_models:load_sklearn"),
-    ("st_head", "actors.models.sklearn_models:load_st_head"),
+    ("callable", "checkray.actors.models.callable_model:load_callable"),
+    ("hf", "checkray.actors.models.hf_model:load_hf"),
+    ("vader", "checkray.actors.models.lexicon_models:load_vader"),
+    ("textblob", "checkray.actors.models.lexicon_models:load_textblob"),
+    ("llm_zero_shot", "checkray.actors.models.llm_zero_shot:load_llm_zero_shot"),
+    ("sklearn", "checkray.actors.models.sklearn_models:load_sklearn"),
+    ("st_head", "checkray.actors.models.sklearn_models:load_st_head"),
 ]:
     FAMILIES.add(_family, _ref)
 
 
 # Families whose models hold a network (a transformer, an LLM): each gets a host process
-# of its own. The others are cheap enough that several share one (``actors.benchmark``).
+# of its own. The others are cheap enough that several share one (``checkray.actors.benchmark``).
 HEAVY_FAMILIES = frozenset({"hf", "llm_zero_shot", "st_head"})
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.trust import require_code_trust
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.trust import require_code_trust
 
 
 class CallableModel:

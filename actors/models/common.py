@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
 
 
 def require_path(spec: ModelSpec, kind: str = "file", must_be_dir: bool = False) -> Path:

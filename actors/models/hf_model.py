@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from actors.models.common import class_columns
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.trust import require_code_trust
+from checkray.actors.models.common import class_columns
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.trust import require_code_trust
 
 
 def _first_line(exc: BaseException) -> str:
@@ -79,7 +79,7 @@ def load_hf(spec: ModelSpec) -> HFSequenceClassifier:
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    from actors.embedder import resolve_model
+    from checkray.actors.embedder import resolve_model
 
     if not spec.path:
         raise InputError(f"model '{spec.name}' (family hf): no model path or hub name given")

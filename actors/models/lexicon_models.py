@@ -3,7 +3,7 @@
 (TextBlob's sentiment needs no NLTK data, unlike its noun phrases and tags).
 
 Labels must be ``negative``/``positive`` and optionally ``neutral``; scores become
-probabilities with ``actors.models.common.lexicon_probabilities``. ``options.neutral_band``
+probabilities with ``checkray.actors.models.common.lexicon_probabilities``. ``options.neutral_band``
 sets the half-width of the neutral zone (VADER's documented convention is 0.05; TextBlob
 has none, so its default is the same).
 """
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from actors.models.common import lexicon_probabilities, single_texts
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
+from checkray.actors.models.common import lexicon_probabilities, single_texts
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
 
 
 class LexiconModel:

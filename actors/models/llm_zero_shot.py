@@ -2,7 +2,7 @@
 
 Each text is put into the prompt ``jobs/prompts/zero_shot_sentiment.txt`` (or the file
 named by ``options.prompt_file``) with the label names, sent as one chat turn through
-any ``engine.llm`` backend (greedy, a few tokens), and the answer is parsed:
+any ``checkray.engine.llm`` backend (greedy, a few tokens), and the answer is parsed:
 
 - the label whose name (or one of its ``options.label_words``) occurs first in the
   answer, as a whole word and case-insensitively, is the prediction; it gets
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.models.common import single_texts
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.llm import Generation, GenerationParams, Generator, LLMConfig, choose_backend
+from checkray.actors.models.common import single_texts
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.llm import Generation, GenerationParams, Generator, LLMConfig, choose_backend
 
 DEFAULT_PROMPT = "zero_shot_sentiment.txt"
 
@@ -41,7 +41,7 @@ def read_prompt(path: str | None) -> str:
     text = (
         Path(path).read_text(encoding="utf-8")
         if path
-        else (resources.files("jobs") / "prompts" / DEFAULT_PROMPT).read_text(encoding="utf-8")
+        else (resources.files("checkray.jobs") / "prompts" / DEFAULT_PROMPT).read_text(encoding="utf-8")
     )
     if "{text}" not in text or "{labels}" not in text:
         raise InputError(f"zero-shot prompt {path or DEFAULT_PROMPT} must contain {{text}} and {{labels}}")
@@ -104,7 +104,7 @@ class LLMZeroShotClassifier:
 
 def generator_for(spec: ModelSpec) -> Generator:
     """The backend the spec asks for, in this process (the caller is already an actor)."""
-    from actors.llm.actor import build_generator
+    from checkray.actors.llm.actor import build_generator
 
     raw = dict(spec.options.get("llm", {}))
     if spec.path:

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from actors.models.common import class_columns, require_path, single_texts
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.trust import load_pickle
+from checkray.actors.models.common import class_columns, require_path, single_texts
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.trust import load_pickle
 
 
 def load_estimator(spec: ModelSpec) -> Any:
@@ -87,7 +87,7 @@ def load_sklearn(spec: ModelSpec) -> SklearnTextModel:
 
 
 def load_st_head(spec: ModelSpec) -> EncoderHeadModel:
-    from actors.embedder import load_sentence_transformer, resolve_model
+    from checkray.actors.embedder import load_sentence_transformer, resolve_model
 
     head = load_estimator(spec)
     encoder_name = str(spec.options.get("encoder", "builtin:minilm"))

@@ -26,10 +26,10 @@ import random
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import InputError
-from engine.lang.polarity import polarity_class
-from engine.s2lct.grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
-from engine.s2lct.mask_fill import (
+from checkray.engine.errors import InputError
+from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.s2lct.grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
+from checkray.engine.s2lct.mask_fill import (
     BigramLM,
     context_words,
     cosine_scores,
@@ -39,7 +39,7 @@ from engine.s2lct.mask_fill import (
     pick_fills,
     validate_fill,
 )
-from engine.s2lct.spec import SearchRule
+from checkray.engine.s2lct.spec import SearchRule
 
 # spaCy's CNN tok2vec sees 4 tokens on each side (depth 4, window 1), so a tag depends on
 # no more than that: validating a window of 8 tokens around the fill gives the same tag
@@ -73,8 +73,8 @@ class ExpansionActor:
     ):
         import spacy
 
-        from actors.s2lct.parser import ParserActor
-        from actors.spacy_nlp import resolve_pipeline
+        from checkray.actors.s2lct.parser import ParserActor
+        from checkray.actors.spacy_nlp import resolve_pipeline
 
         self.parser = ParserActor(pipeline=parser_pipeline, parser=parser)
         self.nlp = spacy.load(resolve_pipeline(pipeline), disable=["parser", "ner"])
@@ -214,7 +214,7 @@ def load_fill_mask(model: str | None, threads: int = 1):
     import torch
     from transformers import pipeline
 
-    from actors.embedder import resolve_model
+    from checkray.actors.embedder import resolve_model
 
     torch.set_num_threads(max(1, threads))
     try:

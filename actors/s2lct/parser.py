@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 DEP2CONST = "spacy-dep2const"
 BENEPAR = "benepar"
@@ -286,8 +286,8 @@ class ParserActor:
     ):
         import spacy
 
-        from actors.spacy_nlp import resolve_pipeline
-        from engine.s2lct.spec import CapabilitySpec
+        from checkray.actors.spacy_nlp import resolve_pipeline
+        from checkray.engine.s2lct.spec import CapabilitySpec
 
         # A pipeline of its own (not the per-process cache): benepar may be added to it.
         self.nlp = spacy.load(resolve_pipeline(pipeline), disable=["ner"])
@@ -313,7 +313,7 @@ class ParserActor:
         return tokens_out, trees
 
     def matches(self, tokens: list[dict], label: str | None) -> str:
-        from engine.s2lct.search import matching_rules
+        from checkray.engine.s2lct.search import matching_rules
 
         found = {}
         for spec in self.specs:

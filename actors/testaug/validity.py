@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import InputError
-from engine.llm import GenerationParams
-from engine.prompts import load_prompt
-from engine.stages import RunDir
-from engine.testaug.prompt import ParseCount
-from engine.testaug.validity import classifier_input, parse_validity_answer
-from engine.training import FineTuneConfig
-from engine.trust import SIGNATURE_SUFFIX, load_pickle, pickle_bytes
+from checkray.engine.errors import InputError
+from checkray.engine.llm import GenerationParams
+from checkray.engine.prompts import load_prompt
+from checkray.engine.stages import RunDir
+from checkray.engine.testaug.prompt import ParseCount
+from checkray.engine.testaug.validity import classifier_input, parse_validity_answer
+from checkray.engine.training import FineTuneConfig
+from checkray.engine.trust import SIGNATURE_SUFFIX, load_pickle, pickle_bytes
 
 BACKENDS: tuple[str, ...] = ("embedding_lr", "finetune")
 METADATA = "metadata.json"
@@ -108,8 +108,8 @@ class ValidityClassifier:
             weight = "balanced" if self.class_weight == "balanced" else None
             self._head = LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed).fit(X, valid)
             return
-        from actors.embedder import resolve_model
-        from actors.zoo.trainers import fine_tune
+        from checkray.actors.embedder import resolve_model
+        from checkray.actors.zoo.trainers import fine_tune
 
         order = oversample(valid, seed) if self.class_weight == "balanced" else list(range(len(valid)))
         self._model, self._tokenizer, details = fine_tune(
@@ -124,7 +124,7 @@ class ValidityClassifier:
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:
-            from actors.embedder import load_sentence_transformer
+            from checkray.actors.embedder import load_sentence_transformer
 
             self._encoder = load_sentence_transformer(self.encoder)
         return self._encoder.encode(
@@ -133,7 +133,7 @@ class ValidityClassifier:
 
     # ------------------------------------------------------------------ inference
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """P(valid) for each input (``engine.testaug.validity.classifier_input`` strings)."""
+        """P(valid) for each input (``checkray.engine.testaug.validity.classifier_input`` strings)."""
         if not texts:
             return np.zeros(0)
         if self.backend == "embedding_lr":
@@ -235,7 +235,7 @@ def train_validity(
     class_weight: str = "balanced",
     calibrate: bool = False,
 ) -> ValidityClassifier:
-    """Fit a classifier on annotated rows (``engine.testaug.validity.read_annotations``)."""
+    """Fit a classifier on annotated rows (``checkray.engine.testaug.validity.read_annotations``)."""
     clf = ValidityClassifier(
         backend,
         encoder,

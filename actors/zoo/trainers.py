@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from engine.benchmark.registry import ModelSpec
-from engine.stages import RunDir
-from engine.training import FineTuneConfig, ZooConfig, ZooModel, accuracy, make_head, make_text_pipeline
-from engine.trust import SIGNATURE_SUFFIX, pickle_bytes
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.stages import RunDir
+from checkray.engine.training import FineTuneConfig, ZooConfig, ZooModel, accuracy, make_head, make_text_pipeline
+from checkray.engine.trust import SIGNATURE_SUFFIX, pickle_bytes
 
 SPLIT_STAGE = "split"
 
@@ -46,7 +46,7 @@ def _read_split(run: RunDir):
 
 def read_embeddings(run: RunDir, stage: str) -> np.ndarray:
     """Embeddings of the split table's rows, in row order (shards arrive in any order)."""
-    from engine.arrays import column_to_numpy
+    from checkray.engine.arrays import column_to_numpy
 
     data = pads.dataset(run.path("stages", stage, "embeddings"), filesystem=run.fs, format="parquet").to_table()
     data = data.take(pc.sort_indices(data, [("pos", "ascending")]))
@@ -54,7 +54,7 @@ def read_embeddings(run: RunDir, stage: str) -> np.ndarray:
 
 
 def _dump_joblib(run: RunDir, rel: str, obj: Any) -> None:
-    """The pickle and its signature (``engine.trust``): loading it later needs no --trust-code."""
+    """The pickle and its signature (``checkray.engine.trust``): loading it later needs no --trust-code."""
     data, signature = pickle_bytes(obj)
     run.write_bytes(rel, data)
     run.write_text(rel + SIGNATURE_SUFFIX, signature)
@@ -145,9 +145,9 @@ def build_zoo_model(
     run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[str], embed_stage: str | None, threads: int = 1
 ) -> dict[str, Any]:
     """Fit, save and evaluate one model; returns its registry entry (path relative to the run)."""
-    from actors.models import load_model
-    from actors.models.hf_model import HFSequenceClassifier
-    from actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
+    from checkray.actors.models import load_model
+    from checkray.actors.models.hf_model import HFSequenceClassifier
+    from checkray.actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
 
     start = time.perf_counter()
     run = RunDir(run_uri)
@@ -188,7 +188,7 @@ def build_zoo_model(
         probs = EncoderHeadModel(spec, head, encoder=None).predict_embeddings(X[held])
         meta.update(head=model.head, params=model.params, encoder=model.encoder, dim=int(X.shape[1]))
     elif model.kind == "finetune":
-        from actors.embedder import resolve_model
+        from checkray.actors.embedder import resolve_model
 
         family, path = "hf", f"{rel}/model"
         cfg = model.finetune

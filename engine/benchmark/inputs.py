@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from engine.benchmark.provenance import case_digests
-from engine.errors import InputError
-from engine.schema import validate_cases
-from engine.stages import open_filesystem
+from checkray.engine.benchmark.provenance import case_digests
+from checkray.engine.errors import InputError
+from checkray.engine.schema import validate_cases
+from checkray.engine.stages import open_filesystem
 
 PREPARED_EXTRA = [
     pa.field("part", pa.int32()),  # which input table (suite file) the case came from

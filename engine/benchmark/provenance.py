@@ -10,7 +10,7 @@ package versions (pure, apart from reading installed package metadata and model 
   of every case of one suite name: two runs on the same suite have the same digest, and
   any added, removed, renamed or edited case changes it.
 * A model's **identity** (``model_identity``): its registry entry, the content digest of
-  every file, directory or module the entry names (``engine.stages.reference_digest``)
+  every file, directory or module the entry names (``checkray.engine.stages.reference_digest``)
   and its revision when the entry pins one (``options.revision``).
 """
 
@@ -111,7 +111,7 @@ def environment() -> dict[str, Any]:
 
 def model_identity(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A registry entry (a ``ModelSpec`` as a dict) with what it names digested by content."""
-    from engine.stages import reference_digest
+    from checkray.engine.stages import reference_digest
 
     content = {k: v for k, v in spec.items() if k not in ("accuracy", "meta")}
     resolved = reference_digest(content)

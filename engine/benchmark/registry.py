@@ -16,8 +16,8 @@ import numpy as np
 import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
-from engine.errors import ConfigError, InputError
-from engine.strict import StrictInput
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.strict import StrictInput
 
 
 @runtime_checkable
@@ -62,7 +62,7 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: model registry not found")
-    from engine.config import read_yaml
+    from checkray.engine.config import read_yaml
 
     try:
         reg = ModelRegistry.model_validate(read_yaml(p) or {})

@@ -1,7 +1,7 @@
 """One model's per-case results and example failures (pure: Arrow in, Arrow out).
 
 ``model_results`` turns a model's probabilities on the unique inputs into one row per
-case with CheckList's verdict (``engine.benchmark.expectations``); the benchmark writes
+case with CheckList's verdict (``checkray.engine.benchmark.expectations``); the benchmark writes
 these tables one model at a time, so ``results.parquet`` streams to disk and memory does
 not grow with models x cases. ``example_failures`` keeps a few failing cases per test.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
-from engine.benchmark.provenance import case_digests
+from checkray.engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
+from checkray.engine.benchmark.provenance import case_digests
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -64,7 +64,7 @@ def model_results(
     settings: ExpectationSettings,
 ) -> pa.Table:
     """Per-case verdicts of one model. ``cases`` carry ``part`` and ``input_key`` columns
-    (``engine.benchmark.inputs.prepare_cases``); ``probs[k]`` is the model's output on
+    (``checkray.engine.benchmark.inputs.prepare_cases``); ``probs[k]`` is the model's output on
     input k (NaN rows: not run). ``error`` (the model failed) marks every case."""
     n = cases.num_rows
     predicted = np.full(n, None, dtype=object)

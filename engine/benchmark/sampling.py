@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from engine.benchmark.expectations import ExpectationSettings, case_groups, label_map_error, wanted_labels
-from engine.benchmark.registry import ModelSpec
+from checkray.engine.benchmark.expectations import ExpectationSettings, case_groups, label_map_error, wanted_labels
+from checkray.engine.benchmark.registry import ModelSpec
 
 
 def _rank(seed: int, key: str) -> int:

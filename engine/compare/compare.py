@@ -6,7 +6,7 @@ CheckList test). Each row: paired cases ``n``, both pass rates, the difference
 (candidate − baseline), the flips (``pass_to_fail``: the baseline passed and the candidate
 fails; ``fail_to_pass``: the reverse), McNemar's exact p-value on the flips and its Holm
 adjustment within the level, and a seeded paired-bootstrap interval of the difference
-(``engine.compare.stats``).
+(``checkray.engine.compare.stats``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from engine.compare.pairing import KEYS
-from engine.compare.stats import group_seed, holm, mcnemar_exact, paired_bootstrap
+from checkray.engine.compare.pairing import KEYS
+from checkray.engine.compare.stats import group_seed, holm, mcnemar_exact, paired_bootstrap
 
 LEVELS = ("overall", "test_type", "capability", "test")
 LEVEL_KEYS = {"overall": [], "test_type": ["test_type"], "capability": ["capability"], "test": KEYS}

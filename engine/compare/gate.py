@@ -38,10 +38,10 @@ import pandas as pd
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from engine.compare.stats import mcnemar_exact
-from engine.config import format_error
-from engine.errors import ConfigError, InputError
-from engine.strict import StrictInput, load_yaml
+from checkray.engine.compare.stats import mcnemar_exact
+from checkray.engine.config import format_error
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.strict import StrictInput, load_yaml
 
 SELECTORS = {"suite": "suite", "capability": "capability", "test": "topic", "test_type": "test_type"}
 Patterns = str | list[str] | None
@@ -262,7 +262,7 @@ def evaluate_gate(
 
     ``cells``: one row per model x suite x capability x topic x test_type with ``n`` (judged
     cases) and ``passes``. ``paired``: per model, its cases paired with the baseline's
-    (``engine.compare.pairing``), for ``max_drop``. ``examples``: failing cases (model,
+    (``checkray.engine.compare.pairing``), for ``max_drop``. ``examples``: failing cases (model,
     KEYS, text, expected, predicted) shown with failed checks."""
     checks: list[Check] = []
     names = list(models) if models is not None else sorted(set(cells["model"]))

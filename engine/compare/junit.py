@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 
-from engine.compare.gate import Check
+from checkray.engine.compare.gate import Check
 
 
 def _example_line(e: Mapping) -> str:

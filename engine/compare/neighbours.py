@@ -3,7 +3,7 @@ differently, so a model is taught the capability rather than one sentence.
 
 Only cases a template made can have neighbours: their ``provenance.template_id`` and the
 ``meta`` keys ``template`` (the template text, or [text, text_pair]) and ``fillings`` (the
-slot values), as ``engine.templates.expand`` writes them. The values a slot may take are
+slot values), as ``checkray.engine.templates.expand`` writes them. The values a slot may take are
 the template's pools when its spec is given (``pools``), else the values that slot took
 in the suite's other cases of the same template (what the case data holds). A neighbour
 keeps the case's label, capability and test type; a text that is already a case of the
@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.schema import case_id
-from engine.templates.expand import Slot, parse_template, render, template_seed
+from checkray.engine.schema import case_id
+from checkray.engine.templates.expand import Slot, parse_template, render, template_seed
 
 GENERATOR = "checkray-export-failures"
 

@@ -2,7 +2,7 @@
 
 Two benchmark results are comparable only on the same cases: every suite name both sides
 ran must hold the same case ids with the same content digests
-(``engine.benchmark.provenance``). A suite edited, extended or renamed between the runs
+(``checkray.engine.benchmark.provenance``). A suite edited, extended or renamed between the runs
 is refused with one line. Cases one side did not judge (a model sampled with
 ``max_cases``, a model error, a label-map mismatch) are not paired; the comparison
 counts them.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 import pyarrow as pa
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 KEYS = ["suite", "capability", "topic", "test_type"]
 NEEDED = [

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.costello.distances import DISTANCES, distance  # noqa: F401  (re-exported)
-from engine.costello.neighbours import nearest_neighbour_distances as whole_dictionary_nn
+from checkray.engine.costello.distances import DISTANCES, distance  # noqa: F401  (re-exported)
+from checkray.engine.costello.neighbours import nearest_neighbour_distances as whole_dictionary_nn
 
 THRESHOLDS = ("zero", "min", "mu-2sigma", "mu-sigma")
 

@@ -32,8 +32,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from engine.errors import InputError
-from engine.lang.polarity import polarity_class
+from checkray.engine.errors import InputError
+from checkray.engine.lang.polarity import polarity_class
 
 Kind = Literal["synonym", "antonym"]
 SUBSTITUTABLE_TAGS = {"JJ": "ADJ", "VB": "VERB", "VBP": "VERB"}
@@ -78,7 +78,7 @@ def match_case(word: str, like: str) -> str:
 
 
 def _wordnet_candidates(lemma: str, upos: str, kind: Kind) -> list[str]:
-    from engine.lang.wordnet import antonyms, synonyms
+    from checkray.engine.lang.wordnet import antonyms, synonyms
 
     return synonyms(lemma, upos) if kind == "synonym" else antonyms(lemma, upos)
 
@@ -102,7 +102,7 @@ def in_compound(tokens: Sequence[Token], i: int) -> bool:
 
 def replace_word(tokens: Sequence[Token], i: int, word: str) -> dict[int, str]:
     """Replacement map for token i, fixing a preceding a/an ("a outstanding" -> "an outstanding")."""
-    from engine.lang.lexicons import indefinite_article
+    from checkray.engine.lang.lexicons import indefinite_article
 
     out = {i: match_case(word, tokens[i].text)}
     if i > 0 and tokens[i - 1].text.lower() in ("a", "an"):
@@ -182,7 +182,7 @@ def gender_lexicon(extra_pairs: str | None = None) -> tuple[dict[str, str], dict
     for male, female in read_gender_pairs(extra_pairs) if extra_pairs else ():
         words.setdefault(male, female)
         words.setdefault(female, male)
-    from engine.lang.lexicons import builtin_lexicons
+    from checkray.engine.lang.lexicons import builtin_lexicons
 
     lex = builtin_lexicons()
     men = list(dict.fromkeys([*lex.get("names.men", ()), *name_lists[0]]))
@@ -239,7 +239,7 @@ def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> lis
     guard, no sense choice). Seeded per sentence, so a rerun gives the same variant."""
     import random
 
-    from engine.lang.wordnet import synonyms
+    from checkray.engine.lang.wordnet import synonyms
 
     rng = random.Random(f"{seed}:{detokenize(tokens)}")
     replace: dict[int, str] = {}

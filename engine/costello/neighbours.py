@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.costello.distances import distance
+from checkray.engine.costello.distances import distance
 
 METRICS = ("l1", "l2", "cos")
 

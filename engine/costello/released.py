@@ -12,7 +12,7 @@ Two shapes are read:
   ``meta.triple``).
 
 Either way the result is a cases table in the ``costello`` layout
-(``engine.costello.triples.triples_to_cases``), its ``suite`` the name given.
+(``checkray.engine.costello.triples.triples_to_cases``), its ``suite`` the name given.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.costello.mutations import Variant
-from engine.costello.triples import CAPABILITIES, METHOD, Seed, Triple, triple_table, triples_to_cases
-from engine.errors import InputError
-from engine.schema import case_id
+from checkray.engine.costello.mutations import Variant
+from checkray.engine.costello.triples import CAPABILITIES, METHOD, Seed, Triple, triple_table, triples_to_cases
+from checkray.engine.errors import InputError
+from checkray.engine.schema import case_id
 
 RELATION_ALIASES = {
     "SenWordFuzz": "CR1",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from engine.costello.mutations import Variant
-from engine.schema import case_id, make_cases
+from checkray.engine.costello.mutations import Variant
+from checkray.engine.schema import case_id, make_cases
 
 METHOD = "costello"
 CAPABILITIES = ("CR1", "CR2", "CR3", "CR4")

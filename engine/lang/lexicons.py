@@ -23,7 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 PREFIX = "@"
 PACKAGE = "checklist"

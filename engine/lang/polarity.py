@@ -14,7 +14,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 PolarityClass = Literal["positive", "negative", "neutral"]
 LEXICONS = ("vader", "afinn")

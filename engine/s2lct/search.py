@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.lang.polarity import polarity_class
-from engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
+from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
 
 Token = Mapping[str, Any]
 NON_WORDS = {"PUNCT", "SPACE", "SYM", "X"}

@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from engine.config import Section, format_error, read_yaml
-from engine.errors import ConfigError
+from checkray.engine.config import Section, format_error, read_yaml
+from checkray.engine.errors import ConfigError
 
 Polarity = Literal["positive", "negative", "neutral"]
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "configs" / "s2lct"
@@ -189,7 +189,7 @@ def check_corpus_labels(
 ) -> list[LabelNote]:
     """``label_notes``, or a one-line ``InputError`` when the corpus labels share nothing
     with the labels the rules need (e.g. 0/1 against negative/positive: a label map is missing)."""
-    from engine.errors import InputError
+    from checkray.engine.errors import InputError
 
     needed = {r.label for s in specs for r in s.search if r.label is not None}
     if needed and not (needed & corpus_labels):

@@ -13,8 +13,8 @@ import json
 
 import pyarrow as pa
 
-from engine.s2lct.search import METHOD
-from engine.schema import case_id, make_cases
+from checkray.engine.s2lct.search import METHOD
+from checkray.engine.schema import case_id, make_cases
 
 
 def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> pa.Table:

@@ -16,7 +16,7 @@ Slot syntax (as CheckList's ``editor.template``), see ``docs/templates.md``:
   pool has its own ``slot1`` key) and never take the same filler;
 * ``{slot[0]}`` / ``{slot.name}`` index list / object fillers (paired pools such as
   ``[["buy", "bought"], ...]``); ``{{``/``}}`` are literal braces;
-* a pool value ``"@name"`` is a built-in lexicon (``engine.lang.lexicons``).
+* a pool value ``"@name"`` is a built-in lexicon (``checkray.engine.lang.lexicons``).
 
 Expansion samples ``nsamples`` fillings per template without replacement from the
 cartesian product of its slots, by drawing product *indices* (the product is never
@@ -41,10 +41,10 @@ import pyarrow as pa
 import yaml
 from pydantic import ConfigDict, StrictInt, StrictStr, ValidationError
 
-from engine.errors import InputError
-from engine.lang.lexicons import is_reference, resolve_lexicon, with_article
-from engine.schema import TestType, make_cases
-from engine.strict import StrictInput, load_yaml
+from checkray.engine.errors import InputError
+from checkray.engine.lang.lexicons import is_reference, resolve_lexicon, with_article
+from checkray.engine.schema import TestType, make_cases
+from checkray.engine.strict import StrictInput, load_yaml
 
 METHOD = "template"
 GENERATOR = "checklist-template"

@@ -8,7 +8,7 @@ that slot again: seed "No one appreciates that airline." from "No one {pos_verb}
 is not a content word). ``match="pool"`` also slots words that are any filler of the
 seed's slot, as the paper's Table 12 examples do. An article before a slotted word
 becomes ``{a:slot}``. The new templates are expanded with the seed templates' pools by
-``engine.templates.expand``.
+``checkray.engine.templates.expand``.
 
 Pairs: a slot is kept when its word is found in both texts, or when the seed template
 uses that slot in one text only (otherwise filling it would break the pair's relation).
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
-from engine.testaug.prompt import SeedCase
+from checkray.engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
+from checkray.engine.testaug.prompt import SeedCase
 
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ"}
 MAX_SPAN = 4  # words in one filler ("air traffic controller")

@@ -1,7 +1,7 @@
 """TestAug generation (Yang et al., §4.1): capability descriptions with seed cases, the
 prompt of Table 2 / Table 7, and lenient parsing of what the LLM writes back.
 
-A *description* groups the templates of a spec (``engine.templates.expand.read_spec``) that share
+A *description* groups the templates of a spec (``checkray.engine.templates.expand.read_spec``) that share
 capability, description text and label; its seed cases are a few expansions of each of
 its templates. The prompt is the description followed by three sampled seeds as
 ``- { case }`` lines (pairs: ``- {{ text }`` / ``- { text_pair }}``), as in the paper.
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.schema import normalize_text as normalize  # one comparison key for every generated suite
-from engine.templates.expand import Template, expand_template
+from checkray.engine.schema import normalize_text as normalize  # one comparison key for every generated suite
+from checkray.engine.templates.expand import Template, expand_template
 
 
 @dataclass

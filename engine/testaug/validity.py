@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 ValidityBackend = Literal["embedding_lr", "finetune"]  # embeddings + logistic regression, or a fine-tuned encoder
 

@@ -7,9 +7,9 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 
-from engine.config import RepresentationConfig, RepresentativesConfig
-from engine.topics.ctfidf import fit_class_tfidf, topic_name
-from engine.topics.representatives import label_quotas, mmr_select, relevance_to
+from checkray.engine.config import RepresentationConfig, RepresentativesConfig
+from checkray.engine.topics.ctfidf import fit_class_tfidf, topic_name
+from checkray.engine.topics.representatives import label_quotas, mmr_select, relevance_to
 
 CLUSTERS_SCHEMA = pa.schema(
     [

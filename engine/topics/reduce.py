@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.config import ClustererConfig, ReducerConfig
-from engine.runtime import Device
+from checkray.engine.config import ClustererConfig, ReducerConfig
+from checkray.engine.runtime import Device
 
 
 class Reducer(Protocol):

@@ -6,10 +6,10 @@ from typing import ClassVar, Optional
 
 from pydantic import Field, field_validator
 
-from engine.benchmark.expectations import (
+from checkray.engine.benchmark.expectations import (
     ExpectationSettings,
 )
-from engine.config import (
+from checkray.engine.config import (
     NOT_FINGERPRINTED,
     Backend,
     JobSection,

@@ -8,7 +8,7 @@ and, with ``--gate FILE``, junit.xml and summary.md (stage checkpoints under sta
 stages are in ``jobs/benchmark/stages.py``.
 
 Other jobs call ``run_benchmark(cases, specs, cfg, out)`` in-process and reuse
-``jobs.benchmark.report.leaderboard_sections`` for their reports.
+``checkray.jobs.benchmark.report.leaderboard_sections`` for their reports.
 """
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from engine.benchmark.inputs import read_suite
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig
-from engine.compare.gate import GateFile, read_gate
-from engine.errors import InputError
-from engine.report import Section as ReportSection
-from engine.stages import RunDir, StageRunner
-from jobs.base import Job, require_out, run_job
-from jobs.benchmark.config import BenchmarkConfig
-from jobs.benchmark.provenance import PROVENANCE, benchmark_provenance
-from jobs.benchmark.stages import cases_stage, evaluate_stage, predict_stage
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.zoo.resolve import resolve_models
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig
+from checkray.engine.compare.gate import GateFile, read_gate
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.stages import RunDir, StageRunner
+from checkray.jobs.base import Job, require_out, run_job
+from checkray.jobs.benchmark.config import BenchmarkConfig
+from checkray.jobs.benchmark.provenance import PROVENANCE, benchmark_provenance
+from checkray.jobs.benchmark.stages import cases_stage, evaluate_stage, predict_stage
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.zoo.resolve import resolve_models
 
 
 class BenchmarkJob(Job[BenchmarkConfig]):
@@ -71,7 +71,7 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         if duplicated:
             raise InputError(f"model name(s) listed twice: {', '.join(duplicated)}")
         if self.gate is not None:
-            from jobs.compare.gating import check_gate_baseline
+            from checkray.jobs.compare.gating import check_gate_baseline
 
             self.gate_baseline = check_gate_baseline(self.gate, self.suites, names)
 
@@ -84,7 +84,7 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         return {"provenance": self.provenance}
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
-        from jobs.benchmark.report import leaderboard_sections
+        from checkray.jobs.benchmark.report import leaderboard_sections
 
         run = runner.run
         self.summary = runner.output("evaluate", "summary")
@@ -102,7 +102,7 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         self.provenance = benchmark_provenance(self.models, cases, self.suite_files, self.conf, self.model_table)
         run.write_text(PROVENANCE, json.dumps(self.provenance, indent=1, default=str))
         if self.gate is not None:
-            from jobs.compare.gating import benchmark_gate
+            from checkray.jobs.compare.gating import benchmark_gate
 
             self.checks = benchmark_gate(self, run)
         return leaderboard_sections(
@@ -191,7 +191,7 @@ def benchmark_command(
         raise InputError("no suites: pass --suites FILE [FILE ...] or set benchmark.suites")
     gate_file = read_gate(gate) if gate is not None else None
     if mlflow_uri:
-        from jobs.compare.export import check_mlflow
+        from checkray.jobs.compare.export import check_mlflow
 
         check_mlflow(mlflow_uri)
     parts = [read_suite(s) for s in bench.suites]
@@ -212,11 +212,11 @@ def benchmark_command(
         "leaderboard.html" + (", junit.xml, summary.md" if gate_file else "")
     )
     if mlflow_uri:
-        from jobs.compare.export import log_benchmark
+        from checkray.jobs.compare.export import log_benchmark
 
         logged = log_benchmark(run.uri, mlflow_uri, mlflow_experiment)
         typer.echo(f"mlflow · logged run {logged} to {mlflow_uri} (experiment '{mlflow_experiment}')")
     if job.checks is not None:
-        from jobs.compare.gating import finish_gate
+        from checkray.jobs.compare.gating import finish_gate
 
         finish_gate(job.checks, result.run)

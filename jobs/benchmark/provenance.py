@@ -4,7 +4,7 @@ What was tested, by content: every model's registry entry with the digest of eac
 directory or module it names (and its revision when the entry pins one), the versions of
 checkray and of the packages that decide predictions, every suite file's digest and, per
 suite name, the number of cases and the digest of its (case id, content digest) pairs
-(``engine.benchmark.provenance``), and the settings that decide verdicts. ``checkray
+(``checkray.engine.benchmark.provenance``), and the settings that decide verdicts. ``checkray
 compare`` reads it to say exactly what it compared and to refuse a suite that changed.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from engine.benchmark.provenance import environment, model_identity, suite_digests
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.stages import RunDir, path_digest
-from jobs.benchmark.config import BenchmarkConfig
+from checkray.engine.benchmark.provenance import environment, model_identity, suite_digests
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.stages import RunDir, path_digest
+from checkray.jobs.benchmark.config import BenchmarkConfig
 
 PROVENANCE = "provenance.json"
 
@@ -35,7 +35,7 @@ def benchmark_provenance(
 ) -> dict[str, Any]:
     """The record (see the module docstring). ``cases`` is the cases stage's table (with
     ``part`` and ``case_digest``); ``suite_files`` the files in part order, if known."""
-    from engine import __version__
+    from checkray.engine import __version__
 
     status = {r["model"]: r for r in (models.to_pylist() if models is not None else [])}
     parts = cases.column("part").to_pylist()

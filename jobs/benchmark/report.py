@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.benchmark.summary import capability_matrix, model_leaderboard, per_test_table
-from engine.report import Section, figure_html, table_html
+from checkray.engine.benchmark.summary import capability_matrix, model_leaderboard, per_test_table
+from checkray.engine.report import Section, figure_html, table_html
 
 
 def _heatmap(matrix, order: list[str]):

@@ -1,7 +1,7 @@
 """The benchmark's three stages: cases -> predict (one checkpoint per model) -> evaluate.
 
 * ``cases``: every suite's cases with the unique inputs models must score.
-* ``predict``: every model on its inputs (``actors.benchmark.predictor``). Each model's
+* ``predict``: every model on its inputs (``checkray.actors.benchmark.predictor``). Each model's
   probabilities are committed on their own as soon as it finishes (a stage *part* keyed by
   the model's spec and the inputs), so a crash or SIGKILL at model 11 of 12 keeps models
   1-10, and a rerun runs only the rest. A model that failed is not committed: the stage is
@@ -22,16 +22,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.benchmark.inputs import prepare_cases
-from engine.benchmark.registry import ModelSpec
-from engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
-from engine.benchmark.sampling import model_case_rows, needed_inputs
-from engine.benchmark.summary import summarize
-from engine.cache import CacheConfig, open_cache, text_digests
-from engine.runtime import cluster_resources
-from engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
-from jobs.benchmark.config import BenchmarkConfig
-from jobs.console import console
+from checkray.engine.benchmark.inputs import prepare_cases
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
+from checkray.engine.benchmark.sampling import model_case_rows, needed_inputs
+from checkray.engine.benchmark.summary import summarize
+from checkray.engine.cache import CacheConfig, open_cache, text_digests
+from checkray.engine.runtime import cluster_resources
+from checkray.engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
+from checkray.jobs.benchmark.config import BenchmarkConfig
+from checkray.jobs.console import console
 
 MODELS_SCHEMA = pa.schema(
     [
@@ -55,7 +55,7 @@ _TIMINGS = ("load_seconds", "ready_seconds", "predict_seconds", "host_size")
 
 def spec_fingerprint(spec: ModelSpec) -> dict:
     """A spec with every file, directory or module it names digested by content
-    (``engine.stages.reference_digest``): a retrained, edited or replaced model reruns."""
+    (``checkray.engine.stages.reference_digest``): a retrained, edited or replaced model reruns."""
     return reference_digest(spec.model_dump(mode="json", exclude={"accuracy", "meta"}))
 
 
@@ -150,8 +150,8 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig, cache_cfg:
     settings = bench.settings()
 
     def run(ctx: StageContext):
-        from actors.benchmark import cached
-        from actors.benchmark.predictor import Timeouts, plan_predictors, predict_all
+        from checkray.actors.benchmark import cached
+        from checkray.actors.benchmark.predictor import Timeouts, plan_predictors, predict_all
 
         inputs = ctx.input("cases", "inputs")
         texts = inputs.column("text").to_pylist()

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from engine.config import JobSection
+from checkray.engine.config import JobSection
 
 
 class CompareConfig(JobSection):

@@ -3,7 +3,7 @@
 From the CLI (``checkray benchmark ... --mlflow-uri URI``, ``checkray compare ...
 --mlflow-uri URI``) or from Python::
 
-    from jobs.compare.export import log_benchmark, log_compare
+    from checkray.jobs.compare.export import log_benchmark, log_compare
     run_id = log_benchmark("runs/bench", "file:./mlruns", experiment="nightly")
 
 A benchmark becomes one MLflow run (tags ``checkray.job``, ``checkray.run_dir``) with one
@@ -34,9 +34,9 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from engine.errors import InputError
-from engine.stages import RunDir
-from jobs.base import read_manifest
+from checkray.engine.errors import InputError
+from checkray.engine.stages import RunDir
+from checkray.jobs.base import read_manifest
 
 _BAD_KEY = re.compile(r"[^A-Za-z0-9_\-. /:]")
 PARAM_MAX = 500  # characters kept of a long param value (the full config is config.json)
@@ -163,7 +163,7 @@ def rates(summary: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def effective_config(raw: Mapping[str, Any], section: str) -> dict[str, Any]:
     """A run's config as it ran: the manifest's (the file and flags given) with the job
     section's defaults filled in."""
-    from jobs.config import CheckrayConfig
+    from checkray.jobs.config import CheckrayConfig
 
     cfg = CheckrayConfig.model_validate(dict(raw))
     data = cfg.model_dump(mode="json")

@@ -19,7 +19,7 @@ INV/DIR cases (``source: original``), and a training label ``label``:
 refit TestAug's patching does (``jobs/testaug/patch.py``: the cases' text and expected
 label, added to a model's training data); rows with a null label are not training data.
 ``--neighbours N`` adds up to N template neighbours per failing template case
-(``engine.compare.neighbours``; ``source: neighbour``): slot values from ``--spec`` (the
+(``checkray.engine.compare.neighbours``; ``source: neighbour``): slot values from ``--spec`` (the
 template spec the suite was expanded from) or else those the suite's other cases used.
 Cases that did not come from a template have no neighbours.
 
@@ -40,13 +40,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import typer
 
-from engine.benchmark.inputs import read_suite
-from engine.benchmark.provenance import case_digests
-from engine.compare.neighbours import neighbours, observed_pools
-from engine.errors import InputError
-from engine.schema import TEST_CASE_SCHEMA, conform
-from engine.stages import RunDir
-from jobs.base import published_path, read_manifest
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.provenance import case_digests
+from checkray.engine.compare.neighbours import neighbours, observed_pools
+from checkray.engine.errors import InputError
+from checkray.engine.schema import TEST_CASE_SCHEMA, conform
+from checkray.engine.stages import RunDir
+from checkray.jobs.base import published_path, read_manifest
 
 EXPORT_SCHEMA = pa.schema(
     [
@@ -136,7 +136,7 @@ def export_failures(
     originals = {k: r for k, (r, _) in rows.items()}
     pools = observed_pools(cases)
     if spec is not None:
-        from engine.templates.expand import read_spec
+        from checkray.engine.templates.expand import read_spec
 
         for t in read_spec(spec):
             pools[t.template_id] = {k: list(v) for k, v in t.values.items()}

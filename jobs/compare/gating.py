@@ -1,4 +1,4 @@
-"""Applying a gate file (``engine.compare.gate``) to a benchmark or a comparison run:
+"""Applying a gate file (``checkray.engine.compare.gate``) to a benchmark or a comparison run:
 verdicts, ``DIR/junit.xml``, ``DIR/summary.md``, one console line per check, exit code.
 
 Exit codes (``finish_gate``): 0 when every check holds, 1 when one fails (a
@@ -18,15 +18,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from engine.benchmark.provenance import case_digests, suite_digests
-from engine.compare.gate import Check, GateFile, cells_from_summary, evaluate_gate
-from engine.compare.junit import junit_xml, summary_markdown
-from engine.compare.pairing import NEEDED, pair_results
-from engine.errors import ConfigError, InputError
-from engine.stages import RunDir
-from jobs.base import published_path, read_manifest
-from jobs.benchmark.provenance import read_provenance
-from jobs.console import console
+from checkray.engine.benchmark.provenance import case_digests, suite_digests
+from checkray.engine.compare.gate import Check, GateFile, cells_from_summary, evaluate_gate
+from checkray.engine.compare.junit import junit_xml, summary_markdown
+from checkray.engine.compare.pairing import NEEDED, pair_results
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.stages import RunDir
+from checkray.jobs.base import published_path, read_manifest
+from checkray.jobs.benchmark.provenance import read_provenance
+from checkray.jobs.console import console
 
 JUNIT, SUMMARY_MD = "junit.xml", "summary.md"
 

@@ -8,9 +8,9 @@ Each side is a finished benchmark run directory (``--baseline-model`` picks its 
 it has several) or, with ``--models``, a model of that registry, benchmarked now on
 ``--suites`` into ``DIR/benchmark`` (a benchmark run of its own: checkpoints, results,
 provenance). The two sides' verdicts are paired case by case (the suites must match:
-case ids and content digests, ``engine.compare.pairing``) and compared at four levels
+case ids and content digests, ``checkray.engine.compare.pairing``) and compared at four levels
 (overall, test type, capability, test) with McNemar's exact test and a seeded paired
-bootstrap (``engine.compare.compare``). Outputs in ``DIR``: compare.parquet, flips.parquet,
+bootstrap (``checkray.engine.compare.compare``). Outputs in ``DIR``: compare.parquet, flips.parquet,
 compared.json (exactly what was compared), report.html, and with ``--gate`` junit.xml and
 summary.md (exit 1 when a rule fails).
 """
@@ -28,26 +28,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from engine.benchmark.inputs import read_suite
-from engine.benchmark.registry import ModelSpec
-from engine.compare.compare import compare_paired, flips
-from engine.compare.gate import GateFile, evaluate_gate, read_gate
-from engine.compare.pairing import pair_results
-from engine.errors import InputError
-from engine.report import Section as ReportSection
-from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
-from jobs.base import Job, published_path, run_job
-from jobs.benchmark.provenance import PROVENANCE, describe_model, model_record, read_provenance
-from jobs.compare.config import CompareConfig
-from jobs.compare.gating import (
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.compare.compare import compare_paired, flips
+from checkray.engine.compare.gate import GateFile, evaluate_gate, read_gate
+from checkray.engine.compare.pairing import pair_results
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
+from checkray.jobs.base import Job, published_path, run_job
+from checkray.jobs.benchmark.provenance import PROVENANCE, describe_model, model_record, read_provenance
+from checkray.jobs.compare.config import CompareConfig
+from checkray.jobs.compare.gating import (
     example_frame,
     finish_gate,
     model_results,
     pick_model,
     write_gate_files,
 )
-from jobs.config import CheckrayConfig, load_config
-from jobs.options import ConfigFile, RunOut
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.options import ConfigFile, RunOut
 
 BENCH_DIR = "benchmark"
 
@@ -144,7 +144,7 @@ class CompareJob(Job[CompareConfig]):
             raise InputError(f"baseline and candidate are the same model '{b.model}' of the same run")
 
     def _benchmark_now(self, run: RunDir) -> None:
-        from jobs.benchmark.job import BenchmarkJob
+        from checkray.jobs.benchmark.job import BenchmarkJob
 
         specs = list({s.spec.name: s.spec for s in self.sides if s.spec is not None}.values())
         uri = f"{run.uri.rstrip('/')}/{BENCH_DIR}"
@@ -168,7 +168,7 @@ class CompareJob(Job[CompareConfig]):
         yield compare_stage(self.sides, self.conf)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
-        from jobs.compare.report import compare_sections
+        from checkray.jobs.compare.report import compare_sections
 
         run = runner.run
         self.table = runner.output("compare", "compare")
@@ -202,7 +202,7 @@ class CompareJob(Job[CompareConfig]):
             [regressions[columns], failing[failing["model"] == cand.model]], ignore_index=True
         ).drop_duplicates(subset=["suite", "text", "expected"])
         if self.gate.baseline:
-            from jobs.console import console
+            from checkray.jobs.console import console
 
             console.print(
                 f"[dim]gate · compare uses --baseline {base.given}; the gate file's baseline is not used[/dim]"
@@ -352,15 +352,15 @@ def compare_command(
             "out": out,
         },
     )
-    from jobs.benchmark.config import BenchmarkConfig
-    from jobs.zoo.resolve import resolve_models
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.zoo.resolve import resolve_models
 
     if not cfg.out:
         raise InputError("no output directory: pass --out DIR")
     bench = cfg.section(BenchmarkConfig)
     gate_file = read_gate(gate) if gate is not None else None
     if mlflow_uri:
-        from jobs.compare.export import check_mlflow
+        from checkray.jobs.compare.export import check_mlflow
 
         check_mlflow(mlflow_uri)
     specs = (
@@ -379,7 +379,7 @@ def compare_command(
     print_comparison(job)
     typer.echo(f"wrote {result.run.uri}/compare.parquet, flips.parquet, compared.json, report.html")
     if mlflow_uri:
-        from jobs.compare.export import log_compare
+        from checkray.jobs.compare.export import log_compare
 
         logged = log_compare(result.run.uri, mlflow_uri, mlflow_experiment)
         typer.echo(f"mlflow · logged run {logged} to {mlflow_uri} (experiment '{mlflow_experiment}')")

@@ -1,7 +1,7 @@
 """Report sections of ``checkray compare``: what was compared, the overall and
 per-capability results with McNemar's p and the bootstrap interval, a forest plot of the
 differences, every test, the flipped cases and the gate. Every text goes through
-``engine.report.table_html`` / ``figure_html`` (escaped)."""
+``checkray.engine.report.table_html`` / ``figure_html`` (escaped)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.report import Section, figure_html, table_html
-from jobs.compare.config import CompareConfig
+from checkray.engine.report import Section, figure_html, table_html
+from checkray.jobs.compare.config import CompareConfig
 
 _COLUMNS = [
     "n",

@@ -6,8 +6,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from actors.costello.repair import RepairSettings
-from engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
+from checkray.actors.costello.repair import RepairSettings
+from checkray.engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
 
 
 class PairsConfig(Section):

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from actors.costello.embedders import EmbedderSpec
-from engine.benchmark.registry import ModelSpec
-from engine.config import CorpusConfig, read_yaml
-from engine.corpus import read_corpus
-from engine.costello.mutations import normalize
-from engine.errors import ConfigError, InputError
-from jobs.costello.config import CostelloConfig, PairsConfig
+from checkray.actors.costello.embedders import EmbedderSpec
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.config import CorpusConfig, read_yaml
+from checkray.engine.corpus import read_corpus
+from checkray.engine.costello.mutations import normalize
+from checkray.engine.errors import ConfigError, InputError
+from checkray.jobs.costello.config import CostelloConfig, PairsConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,7 @@ def tokenizer_vocabulary(spec: EmbedderSpec, tokens: str) -> list[str]:
     tokens (``all``, as the authors' code embeds it) or its whole alphabetic words."""
     from transformers import AutoTokenizer
 
-    from actors.embedder import resolve_model
+    from checkray.actors.embedder import resolve_model
 
     try:
         tok = AutoTokenizer.from_pretrained(resolve_model(spec.model))
@@ -125,7 +125,7 @@ def spacy_vocabulary(spec: EmbedderSpec) -> list[str]:
     """A static-vector model's dictionary: one alphabetic key per row of its vector table
     (keys sharing a row are the same embedding; ``en_core_web_md`` maps ~500k keys onto
     20k rows)."""
-    from actors.spacy_nlp import load_spacy
+    from checkray.actors.spacy_nlp import load_spacy
 
     nlp = load_spacy(spec.model)
     vectors = nlp.vocab.vectors

@@ -31,19 +31,19 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from actors.costello.embedders import EmbedderSpec
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig, open_cache
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.costello.mutations import Variant, inversion_sentences, read_inversions
-from engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
-from engine.errors import InputError
-from engine.report import Section as ReportSection
-from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.costello.config import CostelloConfig, RepairConfig
-from jobs.costello.inputs import (
+from checkray.actors.costello.embedders import EmbedderSpec
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.corpus import corpus_fingerprint, read_corpus
+from checkray.engine.costello.mutations import Variant, inversion_sentences, read_inversions
+from checkray.engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.costello.config import CostelloConfig, RepairConfig
+from checkray.jobs.costello.inputs import (
     classifier_rows,
     dictionary_words,
     model_dictionaries,
@@ -54,10 +54,10 @@ from jobs.costello.inputs import (
     read_pairs,
     repo_path,
 )
-from jobs.costello.repair import most_violated, run_repair
-from jobs.costello.validate import texts_to_embed
-from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
-from jobs.zoo.resolve import select_models
+from checkray.jobs.costello.repair import most_violated, run_repair
+from checkray.jobs.costello.validate import texts_to_embed
+from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
+from checkray.jobs.zoo.resolve import select_models
 
 __all__ = ["CostelloJob", "read_embedders", "repo_path", "run_costello"]
 
@@ -130,7 +130,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
     cc = cc.view("pipeline", "inversions", "polarity_guard", "gender_pairs", "cr3_synonym")
 
     def run(ctx: StageContext):
-        from actors.costello.mutators import VARIANT_SCHEMA, mutate_corpus
+        from checkray.actors.costello.mutators import VARIANT_SCHEMA, mutate_corpus
 
         seeds = ctx.input("seeds", "seeds")
         if seeds.num_rows == 0:
@@ -151,7 +151,7 @@ def triples_stage(cc: CostelloConfig) -> Stage:
     cc = cc.view("suite", "per_seed", "triples", "generate", "cr3_synonym")
 
     def run(ctx: StageContext):
-        from engine.costello.released import read_triples
+        from checkray.engine.costello.released import read_triples
 
         parts = []
         if cc.generate:
@@ -193,8 +193,8 @@ def embed_stage(
     cc = cc.view("dictionary", "dictionary_size", "dictionary_tokens", "backend", "batch_size")
 
     def run(ctx: StageContext):
-        from actors.costello.embedders import embed_all
-        from engine.arrays import embeddings_column
+        from checkray.actors.costello.embedders import embed_all
+        from checkray.engine.arrays import embeddings_column
 
         dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
         texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
@@ -228,9 +228,9 @@ def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage
     cc = cc.view("backend")
 
     def run(ctx: StageContext):
-        from actors.costello.neighbours import dictionary_nn
-        from engine.arrays import column_to_numpy
-        from engine.costello.metrics import DISTANCES
+        from checkray.actors.costello.neighbours import dictionary_nn
+        from checkray.engine.arrays import column_to_numpy
+        from checkray.engine.costello.metrics import DISTANCES
 
         texts = ctx.input("embed", "texts").column("text").to_pylist()
         index = {t: i for i, t in enumerate(texts)}
@@ -247,8 +247,8 @@ def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage
 
 def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
-        from engine.arrays import column_to_numpy
-        from jobs.costello.validate import score_model
+        from checkray.engine.arrays import column_to_numpy
+        from checkray.jobs.costello.validate import score_model
 
         wide = triple_table(ctx.input("triples"))
         texts = ctx.input("embed", "texts").column("text").to_pylist()
@@ -295,7 +295,7 @@ class CostelloJob(Job[CostelloConfig]):
         self.zoo = zoo
 
     def check(self) -> None:
-        from actors.costello.embedders import check_spec
+        from checkray.actors.costello.embedders import check_spec
 
         read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
         self.models = select_models(self.models, self.zoo)
@@ -313,7 +313,7 @@ class CostelloJob(Job[CostelloConfig]):
         yield validate_stage(cc, self.embedders, seed)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
-        from jobs.costello.report import costello_sections
+        from checkray.jobs.costello.report import costello_sections
 
         run, cc = runner.run, self.conf
         cases = runner.output("triples")

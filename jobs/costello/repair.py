@@ -30,17 +30,17 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import typer
 
-from actors.costello.repair import RepairSettings
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig, open_cache
-from engine.costello.metrics import fixing_rate
-from engine.costello.triples import CAPABILITIES, triple_table
-from engine.errors import InputError
-from engine.report import Section, table_html
-from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest, reference_digest
-from jobs.base import Job, published_path, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.costello.config import CostelloConfig, RepairConfig
+from checkray.actors.costello.repair import RepairSettings
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.costello.metrics import fixing_rate
+from checkray.engine.costello.triples import CAPABILITIES, triple_table
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section, table_html
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest, reference_digest
+from checkray.jobs.base import Job, published_path, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.costello.config import CostelloConfig, RepairConfig
 
 SOURCE = "costello"  # the job whose published files a repair reads
 
@@ -103,7 +103,7 @@ def split_triples(wide: pa.Table, violations: pa.Table, distance: str, threshold
 
 
 def counts(violations: pa.Table, distance: str, threshold: str) -> dict[str, dict[str, int]]:
-    from jobs.costello.validate import violation_counts
+    from checkray.jobs.costello.validate import violation_counts
 
     return violation_counts(violations, distance, threshold, CAPABILITIES)
 
@@ -200,7 +200,7 @@ class RepairJob(Job[RepairConfig]):
         ]
 
         def train(ctx: StageContext):
-            from actors.costello.repair import repair_in_actor
+            from checkray.actors.costello.repair import repair_in_actor
 
             if "://" in ctx.run.uri:
                 raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
@@ -229,8 +229,8 @@ class RepairJob(Job[RepairConfig]):
             return {"history": hist}
 
         def retest(ctx: StageContext):
-            from actors.costello.embedders import EmbedderSpec, embed_all
-            from jobs.costello.validate import model_nn, score_model, texts_to_embed
+            from checkray.actors.costello.embedders import EmbedderSpec, embed_all
+            from checkray.jobs.costello.validate import model_nn, score_model, texts_to_embed
 
             train_t = read_published(self.src, "train.parquet")
             words = read_published(self.src, "dictionaries.parquet")
@@ -258,8 +258,8 @@ class RepairJob(Job[RepairConfig]):
         only the others. The repaired model's own embeddings (retest) are not cached: that
         model exists only in this run (a new directory, new files each time it is trained),
         so no other run could ever read them back."""
-        from actors.costello.embedders import EmbedderSpec, contrast_identity
-        from actors.embed_cache import lookup_embeddings
+        from checkray.actors.costello.embedders import EmbedderSpec, contrast_identity
+        from checkray.actors.embed_cache import lookup_embeddings
 
         cache_cfg = self.cfg.section(CacheConfig)
         cache = open_cache(cache_cfg) if cache_cfg.embeddings else None

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from engine.costello.metrics import precision, table2
-from engine.costello.triples import CAPABILITIES, counts_per_cr
-from engine.report import Section, table_html
+from checkray.engine.costello.metrics import precision, table2
+from checkray.engine.costello.triples import CAPABILITIES, counts_per_cr
+from checkray.engine.report import Section, table_html
 
 
 def _examples(wide: pa.Table, per_cr: int = 2) -> list[dict]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from engine.costello.metrics import (
+from checkray.engine.costello.metrics import (
     DISTANCES,
     THRESHOLDS,
     classifier_shifts,
@@ -74,7 +74,7 @@ def triple_vectors(lookup: Mapping[str, np.ndarray], wide: pa.Table, rows: np.nd
 
 def model_nn(lookup: Mapping[str, np.ndarray], words: Sequence[str], backend: str = "auto") -> dict[str, np.ndarray]:
     """Nearest-neighbour distances over a dictionary whose words are in ``lookup`` (Ray actors)."""
-    from actors.costello.neighbours import dictionary_nn
+    from checkray.actors.costello.neighbours import dictionary_nn
 
     return dictionary_nn({"model": np.stack([lookup[w] for w in words])}, DISTANCES, backend)["model"]
 

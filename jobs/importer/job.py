@@ -15,14 +15,14 @@ from typing import Optional
 
 import typer
 
-from engine.benchmark.checklist.convert import ImportReport, convert, report_json, why_empty
-from engine.benchmark.checklist.mapping import load_mapping
-from engine.benchmark.checklist.plan import LabelNames
-from engine.benchmark.checklist.reader import read_checklist
-from engine.benchmark.inputs import check_suite
-from engine.errors import InputError
-from engine.stages import RunDir
-from jobs.console import console
+from checkray.engine.benchmark.checklist.convert import ImportReport, convert, report_json, why_empty
+from checkray.engine.benchmark.checklist.mapping import load_mapping
+from checkray.engine.benchmark.checklist.plan import LabelNames
+from checkray.engine.benchmark.checklist.reader import read_checklist
+from checkray.engine.benchmark.inputs import check_suite
+from checkray.engine.errors import InputError
+from checkray.engine.stages import RunDir
+from checkray.jobs.console import console
 
 app = typer.Typer(help="Import test suites made by other tools (CheckList).", no_args_is_help=True)
 

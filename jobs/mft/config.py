@@ -6,8 +6,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from engine.config import NOT_FINGERPRINTED, JobSection
-from engine.llm import GenerationParams
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection
+from checkray.engine.llm import GenerationParams
 
 
 class MFTConfig(JobSection):

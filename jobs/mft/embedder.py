@@ -9,7 +9,7 @@ import numpy as np
 
 def open_embedder(model: str) -> Callable[[list[str]], np.ndarray]:
     """Normalized sentence embeddings in this process (MFT suites are small: no actor pool)."""
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embedder import load_sentence_transformer
 
     st = load_sentence_transformer(model)
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from engine.benchmark.registry import ModelSpec
-from engine.stages import RunDir
-from jobs.config import CheckrayConfig
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.stages import RunDir
+from checkray.jobs.config import CheckrayConfig
 
 
 def _accuracy_by_version(results: pa.Table, group: Sequence[str]) -> pd.DataFrame:
@@ -71,7 +71,7 @@ def table8(results: pa.Table) -> list[dict]:
 
 def evaluate_mft(cfg: CheckrayConfig, suite: pa.Table, specs: Sequence[ModelSpec], run: RunDir) -> dict:
     """Benchmark ``specs`` on the MFT suite (a benchmark run under ``run/benchmark``)."""
-    from jobs.benchmark.job import run_benchmark
+    from checkray.jobs.benchmark.job import run_benchmark
 
     results, summary = run_benchmark(suite, specs, cfg, out=RunDir(run.path("benchmark")))
     return {

@@ -1,7 +1,7 @@
 """The LLM steps of Li et al. (§2.2-2.4) for one split x version: few-shot examples, MFT
 generation from representative documents, de-duplication, paraphrases and the label gate,
 one stage per split x version whose LLM answers are checkpointed prompt by prompt
-(``engine.llm_checkpoint``); then one table of everything kept."""
+(``checkray.engine.llm_checkpoint``); then one table of everything kept."""
 
 from __future__ import annotations
 
@@ -11,14 +11,21 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from engine.errors import InputError
-from engine.llm import LLMConfig
-from engine.llm_checkpoint import StageChat
-from engine.mft.suite import GateLog, dedupe_cases, few_shot_examples, generate_mfts, label_gate, paraphrase_cases
-from engine.prompts import load_prompt
-from engine.stages import Stage, StageContext
-from jobs.console import console, item_progress
-from jobs.mft.config import MFTConfig
+from checkray.engine.errors import InputError
+from checkray.engine.llm import LLMConfig
+from checkray.engine.llm_checkpoint import StageChat
+from checkray.engine.mft.suite import (
+    GateLog,
+    dedupe_cases,
+    few_shot_examples,
+    generate_mfts,
+    label_gate,
+    paraphrase_cases,
+)
+from checkray.engine.prompts import load_prompt
+from checkray.engine.stages import Stage, StageContext
+from checkray.jobs.console import console, item_progress
+from checkray.jobs.mft.config import MFTConfig
 
 
 def generation_stage(

@@ -24,31 +24,31 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from actors.llm.chat import chat_key, chat_name, chat_session
-from engine.benchmark.registry import ModelSpec
-from engine.config import RepresentationConfig, RepresentativesConfig
-from engine.corpus import apply_label_map
-from engine.errors import InputError
-from engine.labels import parse_label_map
-from engine.llm import LLMConfig
-from engine.mft.suite import check_label_words, named_label_words
-from engine.report import Section
-from engine.schema import case_id, make_cases
-from engine.splits import split_ids
-from engine.stages import RunDir, Stage, StageContext, StageRunner
-from engine.topics.describe import describe_clusters
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.mft.config import MFTConfig
-from jobs.mft.embedder import open_embedder
-from jobs.mft.generate import (
+from checkray.actors.llm.chat import chat_key, chat_name, chat_session
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.config import RepresentationConfig, RepresentativesConfig
+from checkray.engine.corpus import apply_label_map
+from checkray.engine.errors import InputError
+from checkray.engine.labels import parse_label_map
+from checkray.engine.llm import LLMConfig
+from checkray.engine.mft.suite import check_label_words, named_label_words
+from checkray.engine.report import Section
+from checkray.engine.schema import case_id, make_cases
+from checkray.engine.splits import split_ids
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
+from checkray.engine.topics.describe import describe_clusters
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.mft.config import MFTConfig
+from checkray.jobs.mft.embedder import open_embedder
+from checkray.jobs.mft.generate import (
     collect_stage,
     generation_stage,
 )
-from jobs.mft.report import mft_sections
-from jobs.options import Labels
-from jobs.zoo.resolve import select_models
+from checkray.jobs.mft.report import mft_sections
+from checkray.jobs.options import Labels
+from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE = "suite.parquet"
 TOPICS_FILES = ("stages/corpus/data.parquet", "assignments.parquet", "clusters.parquet")
@@ -119,9 +119,9 @@ def mft_topics_stage(m: MFTConfig, embed, seed: int) -> Stage:
     """Second-level clustering of the kept MFT texts (§2.4.3)."""
 
     def run(ctx: StageContext):
-        from engine.config import ClustererConfig, ReducerConfig
-        from engine.topics.ctfidf import fit_class_tfidf, topic_name
-        from engine.topics.reduce import make_clusterer, make_reducer, to_numpy
+        from checkray.engine.config import ClustererConfig, ReducerConfig
+        from checkray.engine.topics.ctfidf import fit_class_tfidf, topic_name
+        from checkray.engine.topics.reduce import make_clusterer, make_reducer, to_numpy
 
         cases = ctx.input("generate")
         texts = cases.column("text").to_pylist()
@@ -224,7 +224,7 @@ class MFTJob(Job[MFTConfig]):
         runner.run.write_table(SUITE_FILE, suite)
         evaluation = None
         if self.specs:
-            from jobs.mft.evaluate import evaluate_mft
+            from checkray.jobs.mft.evaluate import evaluate_mft
 
             evaluation = evaluate_mft(self.cfg, suite, self.specs, runner.run)
         return mft_sections(runner, suite, evaluation)

@@ -7,8 +7,8 @@ import json
 
 import pyarrow as pa
 
-from engine.report import Section, table_html
-from engine.stages import StageRunner
+from checkray.engine.report import Section, table_html
+from checkray.engine.stages import StageRunner
 
 
 def stage_times(runner: StageRunner) -> list[dict]:

@@ -8,8 +8,8 @@ from typing import ClassVar, Literal, Optional
 
 from pydantic import Field
 
-from engine.config import NOT_FINGERPRINTED, JobSection, Section
-from engine.s2lct.grammar import CONTENT_TAGS
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
+from checkray.engine.s2lct.grammar import CONTENT_TAGS
 
 
 class ReferenceSource(Section):

@@ -20,15 +20,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig, ContentCache, open_cache
-from engine.config import CorpusConfig
-from engine.errors import InputError
-from engine.s2lct.consistency import NO_ANSWER, normalize, sample_cases, summarize, verdicts
-from engine.s2lct.spec import CapabilitySpec
-from engine.s2lct.suite import suite_table
-from engine.stages import Stage, StageContext, path_digest
-from jobs.s2lct.config import S2lctConfig, filler_name
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig, ContentCache, open_cache
+from checkray.engine.config import CorpusConfig
+from checkray.engine.errors import InputError
+from checkray.engine.s2lct.consistency import NO_ANSWER, normalize, sample_cases, summarize, verdicts
+from checkray.engine.s2lct.spec import CapabilitySpec
+from checkray.engine.s2lct.suite import suite_table
+from checkray.engine.stages import Stage, StageContext, path_digest
+from checkray.jobs.s2lct.config import S2lctConfig, filler_name
 
 LEXICON_FAMILIES = frozenset({"vader", "textblob"})
 TRAINED_FAMILIES = frozenset({"sklearn", "st_head", "hf"})  # trained on spec.meta["corpus"] by the zoo
@@ -38,8 +38,8 @@ BAND = (1 / 3, 2 / 3)  # CheckList's neutral band on P(positive) for a binary ju
 
 def training_sentences(spec: ModelSpec) -> set[str] | None:
     """Normalized texts of the zoo split a model trained on; None when unknown."""
-    from engine.corpus import read_corpus
-    from engine.splits import split_ids
+    from checkray.engine.corpus import read_corpus
+    from checkray.engine.splits import split_ids
 
     if spec.family not in TRAINED_FAMILIES or not spec.meta.get("corpus"):
         return None
@@ -97,8 +97,8 @@ def judge_reader(spec: ModelSpec, neutral_label: str, cache: ContentCache | None
     """texts -> readings ({label, neutral, p_positive}) of the judge model, and the
     ``CachedPredictor`` behind it: through the predictions cache, the judge runs (and is
     loaded) only for texts no run had it read; ``flush()`` stores what it read."""
-    from actors.benchmark.cached import CachedPredictor
-    from actors.models import load_model
+    from checkray.actors.benchmark.cached import CachedPredictor
+    from checkray.actors.models import load_model
 
     if spec.family in ZERO_SHOT_FAMILIES and neutral_label not in spec.labels:
         spec = spec.model_copy(update={"labels": [*spec.labels, neutral_label]})

@@ -17,12 +17,12 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 
-from actors.models import load_model
-from engine.benchmark.registry import read_registry
-from engine.s2lct.consistency import normalize
-from engine.s2lct.coverage import NEURONS, corner_coverage, layer_summaries, neuron_bounds, neuron_values
-from jobs.config import load_config
-from jobs.s2lct.evaluate import template_texts, training_texts
+from checkray.actors.models import load_model
+from checkray.engine.benchmark.registry import read_registry
+from checkray.engine.s2lct.consistency import normalize
+from checkray.engine.s2lct.coverage import NEURONS, corner_coverage, layer_summaries, neuron_bounds, neuron_values
+from checkray.jobs.config import load_config
+from checkray.jobs.s2lct.evaluate import template_texts, training_texts
 
 DEFAULT_TEMPLATES = ["configs/suites/sentiment_templates.jsonl"]
 

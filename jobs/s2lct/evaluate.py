@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from actors.models import load_model
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig, ContentCache, open_cache
-from engine.config import CorpusConfig
-from engine.corpus import read_corpus
-from engine.s2lct.coverage import coverage_curve, layer_summaries, minimal_tokens, neuron_bounds, neuron_values
-from engine.splits import split_ids
-from engine.stages import RunDir
-from jobs.config import CheckrayConfig
+from checkray.actors.models import load_model
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig, ContentCache, open_cache
+from checkray.engine.config import CorpusConfig
+from checkray.engine.corpus import read_corpus
+from checkray.engine.s2lct.coverage import coverage_curve, layer_summaries, minimal_tokens, neuron_bounds, neuron_values
+from checkray.engine.splits import split_ids
+from checkray.engine.stages import RunDir
+from checkray.jobs.config import CheckrayConfig
 
 
 @dataclass
@@ -103,7 +103,7 @@ def training_texts(spec: ModelSpec, cfg: CheckrayConfig, n: int | None, seed: in
 
 
 def template_texts(path: str, n: int, seed: int) -> list[str]:
-    from engine.templates.expand import expand, read_spec
+    from checkray.engine.templates.expand import expand, read_spec
 
     templates = read_spec(path)
     per = math.ceil(n / max(1, len(templates))) + 1
@@ -158,7 +158,7 @@ def explanation_rows(
     """Eq. 5 on up to ``explain.failures`` failures per model: pass-to-fail expansions
     first, one per capability before a second one of any. The masked variants' predictions
     go through the predictions cache (``cache``): a rerun scores none of them again."""
-    from actors.benchmark.cached import CachedPredictor
+    from checkray.actors.benchmark.cached import CachedPredictor
 
     meta = case_meta(suite)
     rows = []
@@ -212,7 +212,7 @@ def _explain(results, meta, spec: ModelSpec, clf, predictor, s) -> list[dict]:
 def evaluate_suite(
     cfg: CheckrayConfig, s, suite: pa.Table, specs: list[ModelSpec], run: RunDir, seed: int
 ) -> Evaluation:
-    from jobs.benchmark.job import run_benchmark
+    from checkray.jobs.benchmark.job import run_benchmark
 
     results, summary = run_benchmark(suite, specs, cfg, RunDir(f"{run.uri.rstrip('/')}/benchmark"))
     ev = Evaluation(results, summary, table3(results, suite))

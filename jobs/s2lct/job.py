@@ -24,27 +24,33 @@ from typing import Optional
 import pyarrow as pa
 import typer
 
-from engine.benchmark.registry import ModelSpec
-from engine.cache import CacheConfig
-from engine.config import CorpusConfig
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import InputError
-from engine.report import Section as ReportSection
-from engine.runtime import cluster_resources, plan_actor_pool
-from engine.s2lct.grammar import count_productions, grammar_table, reference_index
-from engine.s2lct.mask_fill import build_vocabulary, count_ngrams
-from engine.s2lct.search import METHOD, build_seeds
-from engine.s2lct.spec import CapabilitySpec, LabelNote, capability_files, check_corpus_labels, load_capabilities
-from engine.s2lct.suite import suite_table
-from engine.schema import case_id
-from engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
-from jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
-from jobs.s2lct.consistency import consistency_stage
-from jobs.zoo.resolve import select_models
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig
+from checkray.engine.config import CorpusConfig
+from checkray.engine.corpus import corpus_fingerprint, read_corpus
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.runtime import cluster_resources, plan_actor_pool
+from checkray.engine.s2lct.grammar import count_productions, grammar_table, reference_index
+from checkray.engine.s2lct.mask_fill import build_vocabulary, count_ngrams
+from checkray.engine.s2lct.search import METHOD, build_seeds
+from checkray.engine.s2lct.spec import (
+    CapabilitySpec,
+    LabelNote,
+    capability_files,
+    check_corpus_labels,
+    load_capabilities,
+)
+from checkray.engine.s2lct.suite import suite_table
+from checkray.engine.schema import case_id
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
+from checkray.jobs.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
+from checkray.jobs.s2lct.consistency import consistency_stage
+from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, GRAMMAR_FILE, REPORT_FILE = "suite.parquet", "grammar.parquet", "report.html"
 CONSISTENCY_FILE = "consistency.parquet"
@@ -53,7 +59,7 @@ CONSISTENCY_FILE = "consistency.parquet"
 def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None) -> pa.Table:
     """``table`` through a pool of ``actor``s (one per CPU by default: spaCy is
     single-threaded); one output row per input row, in input order."""
-    from actors.pool import map_with_actors
+    from checkray.actors.pool import map_with_actors
 
     resources = cluster_resources()
     plan = plan_actor_pool(resources, "cpu", s.pool_size or max(1, int(resources.get("CPU", 1))))
@@ -62,7 +68,7 @@ def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: in
 
 def preflight(s: S2lctConfig) -> None:
     """Errors the actors would hit, raised in the driver before any actor starts."""
-    from actors.spacy_nlp import resolve_pipeline
+    from checkray.actors.spacy_nlp import resolve_pipeline
 
     resolve_pipeline(s.pipeline)
     resolve_pipeline(s.filler.pipeline)
@@ -76,7 +82,7 @@ def preflight(s: S2lctConfig) -> None:
                 "s2lct.parser is 'benepar' but benepar or its model benepar_en3 is not installed (use parser: auto)"
             ) from None
     if filler_backend(s.filler) == "hf":
-        from actors.embedder import resolve_model
+        from checkray.actors.embedder import resolve_model
 
         resolve_model(s.filler.hf_model)
 
@@ -119,7 +125,7 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
     )
 
     def run(ctx: StageContext):
-        from actors.s2lct.parser import ParserActor
+        from checkray.actors.s2lct.parser import ParserActor
 
         corpus = read_corpus(corpus_cfg)
         labels = set(corpus.column("label").to_pylist())
@@ -203,7 +209,7 @@ def read_grammar(path: str) -> pa.Table:
     """A grammar.parquet saved by an earlier run; one-line error when it is not one."""
     import pyarrow.parquet as pq
 
-    from engine.s2lct.grammar import GRAMMAR_SCHEMA
+    from checkray.engine.s2lct.grammar import GRAMMAR_SCHEMA
 
     if not Path(path).is_file():
         raise InputError(f"{path}: grammar file not found")
@@ -268,7 +274,7 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
     s = generation_view(s)
 
     def run(ctx: StageContext):
-        from actors.s2lct.mask_filler import ExpansionActor
+        from checkray.actors.s2lct.mask_filler import ExpansionActor
 
         seeds = ctx.input("seeds")
         reference = reference_index(ctx.input("grammar"), s.grammar_min_count)
@@ -334,8 +340,8 @@ class S2lctJob(Job[S2lctConfig]):
             yield consistency_stage(s, self.capabilities, self.judges, seed, self.cfg.section(CacheConfig))
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
-        from jobs.s2lct.evaluate import evaluate_suite
-        from jobs.s2lct.report import s2lct_sections
+        from checkray.jobs.s2lct.evaluate import evaluate_suite
+        from checkray.jobs.s2lct.report import s2lct_sections
 
         s, run = self.conf, runner.run
         suite = suite_table(runner.output("seeds"), runner.output("expand"), filler_name(s.filler), self.seed)

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from engine.report import Section, figure_html, table_html
-from engine.s2lct.spec import CapabilitySpec
-from engine.stages import StageRunner
-from jobs.s2lct.config import filler_name
+from checkray.engine.report import Section, figure_html, table_html
+from checkray.engine.s2lct.spec import CapabilitySpec
+from checkray.engine.stages import StageRunner
+from checkray.jobs.s2lct.config import filler_name
 
 
 def _counts(suite: pa.Table) -> dict[str, Counter]:

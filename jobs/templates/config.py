@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from engine.config import (
+from checkray.engine.config import (
     JobSection,
 )
 

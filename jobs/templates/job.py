@@ -12,13 +12,13 @@ from pathlib import Path
 
 import typer
 
-from engine.errors import InputError
-from engine.report import Section, table_html
-from engine.stages import RunDir, StageRunner
-from engine.templates.expand import Expansion, expand, read_spec
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.templates.config import TemplatesConfig
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section, table_html
+from checkray.engine.stages import RunDir, StageRunner
+from checkray.engine.templates.expand import Expansion, expand, read_spec
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.templates.config import TemplatesConfig
 
 SUITE_FILE = "suite.parquet"
 

@@ -6,10 +6,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from engine.config import NOT_FINGERPRINTED, JobSection, Section
-from engine.llm import GenerationParams
-from engine.testaug.validity import ValidityBackend
-from engine.training import FineTuneConfig
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
+from checkray.engine.llm import GenerationParams
+from checkray.engine.testaug.validity import ValidityBackend
+from checkray.engine.training import FineTuneConfig
 
 
 class PatchConfig(Section):

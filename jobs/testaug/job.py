@@ -26,17 +26,17 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from actors.llm.chat import chat_key, chat_name, chat_session
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.labels import parse_label_map, suggest_flag
-from engine.llm import LLMConfig, count_finish_reasons, make_generation
-from engine.llm_checkpoint import StageChat
-from engine.prompts import load_prompt
-from engine.report import Section as ReportSection
-from engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
-from engine.templates.expand import read_spec
-from engine.testaug.prompt import (
+from checkray.actors.llm.chat import chat_key, chat_name, chat_session
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.labels import parse_label_map, suggest_flag
+from checkray.engine.llm import LLMConfig, count_finish_reasons, make_generation
+from checkray.engine.llm_checkpoint import StageChat
+from checkray.engine.prompts import load_prompt
+from checkray.engine.report import Section as ReportSection
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
+from checkray.engine.templates.expand import read_spec
+from checkray.engine.testaug.prompt import (
     Description,
     ParseCount,
     dedupe,
@@ -47,14 +47,14 @@ from engine.testaug.prompt import (
     sample_seeds,
     seed_keys,
 )
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.testaug.config import TestAugConfig
-from jobs.testaug.metrics import benchmark_step, diversity_stage, llm_progress, patch_stage, validity_stage
-from jobs.testaug.report import testaug_sections
-from jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
-from jobs.zoo.resolve import select_models
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.testaug.config import TestAugConfig
+from checkray.jobs.testaug.metrics import benchmark_step, diversity_stage, llm_progress, patch_stage, validity_stage
+from checkray.jobs.testaug.report import testaug_sections
+from checkray.jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
+from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
 VERSION = "2"  # generate stage: raw answers
@@ -241,9 +241,9 @@ def parse_stage(descs: list[Description]) -> Stage:
 
 def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage:
     def run(ctx: StageContext):
-        from actors.spacy_nlp import load_spacy
-        from engine.testaug.expand import case_template, expand_new_template, seed_candidates
-        from engine.testaug.prompt import normalize
+        from checkray.actors.spacy_nlp import load_spacy
+        from checkray.engine.testaug.expand import case_template, expand_new_template, seed_candidates
+        from checkray.engine.testaug.prompt import normalize
 
         nlp = load_spacy(t.spacy)
         cases = [r for r in ctx.input("validity").to_pylist() if r["kept"]]

@@ -11,17 +11,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from engine.benchmark.registry import ModelSpec
-from engine.llm import LLMConfig
-from engine.llm_checkpoint import StageChat
-from engine.prompts import load_prompt
-from engine.stages import RunDir, Stage, StageContext, file_digest, fingerprint
-from engine.testaug.prompt import Description, ParseCount, normalize
-from engine.testaug.validity import classifier_input, phase_decision, read_annotations, threshold_for
-from jobs.benchmark.config import BenchmarkConfig
-from jobs.config import CheckrayConfig
-from jobs.console import item_progress
-from jobs.testaug.config import TestAugConfig
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.llm import LLMConfig
+from checkray.engine.llm_checkpoint import StageChat
+from checkray.engine.prompts import load_prompt
+from checkray.engine.stages import RunDir, Stage, StageContext, file_digest, fingerprint
+from checkray.engine.testaug.prompt import Description, ParseCount, normalize
+from checkray.engine.testaug.validity import classifier_input, phase_decision, read_annotations, threshold_for
+from checkray.jobs.benchmark.config import BenchmarkConfig
+from checkray.jobs.config import CheckrayConfig
+from checkray.jobs.console import item_progress
+from checkray.jobs.testaug.config import TestAugConfig
 
 VALIDITY_SCHEMA = pa.schema(
     [
@@ -58,7 +58,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             return decide(ctx, stage_chat)
 
     def decide(ctx: StageContext, chat: StageChat):
-        from actors.testaug.validity import ValidityClassifier, llm_label
+        from checkray.actors.testaug.validity import ValidityClassifier, llm_label
 
         cases = ctx.input("parse").to_pylist()
         people = {}
@@ -202,8 +202,8 @@ def diversity_stage(t: TestAugConfig, descs: list[Description], suite: pa.Table,
     Table 4 (unique seed vs new sentences, seed vs new templates)."""
 
     def run(ctx: StageContext):
-        from actors.spacy_nlp import load_spacy
-        from engine.testaug.diversity import suite_diversity
+        from checkray.actors.spacy_nlp import load_spacy
+        from checkray.engine.testaug.diversity import suite_diversity
 
         nlp = load_spacy(t.spacy)
         gpt = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-gpt"))
@@ -241,7 +241,7 @@ def benchmark_step(
     cfg: CheckrayConfig, run: RunDir, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]
 ) -> pa.Table:
     """Failure rates per model x suite x capability x description (``topic``)."""
-    from jobs.benchmark.job import run_benchmark
+    from checkray.jobs.benchmark.job import run_benchmark
 
     _, summary = run_benchmark([suite, baseline], specs, cfg, out=RunDir(run.path("benchmark")))
     return summary
@@ -249,13 +249,13 @@ def benchmark_step(
 
 def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs: Sequence[ModelSpec]) -> Stage:
     """Table 3: each trainable model refitted per seed and suite (``jobs/testaug/patch.py``)."""
-    from jobs.benchmark.stages import spec_fingerprint  # a spec with its model files digested
+    from checkray.jobs.benchmark.stages import spec_fingerprint  # a spec with its model files digested
 
     t = cfg.section(TestAugConfig)
     settings = cfg.section(BenchmarkConfig).settings()
 
     def run(ctx: StageContext):
-        from jobs.testaug.patch import patched_failure_rates
+        from checkray.jobs.testaug.patch import patched_failure_rates
 
         gpt = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-gpt"))
         expansion = suite.filter(pc.equal(suite.column("suite"), f"{t.suite}-expansion"))

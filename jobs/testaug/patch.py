@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from engine.benchmark.expectations import ExpectationSettings, evaluate_cases
-from engine.benchmark.registry import ModelSpec
+from checkray.engine.benchmark.expectations import ExpectationSettings, evaluate_cases
+from checkray.engine.benchmark.registry import ModelSpec
 
 TRAINABLE = ("sklearn", "st_head")
 
@@ -42,8 +42,8 @@ class PatchableModel:
     """One trainable model: its estimator and original training data, as features."""
 
     def __init__(self, spec: ModelSpec, embed_cache: dict):
-        from actors.models.sklearn_models import load_estimator
-        from engine.stages import RunDir
+        from checkray.actors.models.sklearn_models import load_estimator
+        from checkray.engine.stages import RunDir
 
         self.spec, self.labels = spec, list(spec.labels)
         self.estimator = load_estimator(spec)
@@ -58,8 +58,8 @@ class PatchableModel:
         self.embed_cache = embed_cache
         self.base = texts
         if spec.family == "st_head":
-            from actors.zoo.trainers import read_embeddings
-            from jobs.zoo.job import embed_stage_name
+            from checkray.actors.zoo.trainers import read_embeddings
+            from checkray.jobs.zoo.job import embed_stage_name
 
             try:  # the embeddings the zoo computed once for this encoder
                 self.base = read_embeddings(RunDir(str(zoo)), embed_stage_name(self.encoder))[train]
@@ -85,7 +85,7 @@ def refit_failure_rate(
     refit, the model as it is) and return its failure rate on the ``test`` cases."""
     from sklearn.base import clone
 
-    from actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
+    from checkray.actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
 
     if add is not None:
         labels = set(spec.labels)
@@ -105,7 +105,7 @@ def refit_failure_rate(
 
 def embed(cache: dict, encoder: str, texts: list[str]) -> np.ndarray:
     """Normalized embeddings, each distinct text encoded once per encoder."""
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embedder import load_sentence_transformer
 
     store = cache.setdefault(encoder, {"model": None, "vectors": {}})
     todo = [t for t in dict.fromkeys(texts) if t not in store["vectors"]]
@@ -135,7 +135,7 @@ def patched_failure_rates(
     failure_rate, train_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
     import ray
 
-    from engine.schema import make_cases
+    from checkray.engine.schema import make_cases
 
     merged: dict[tuple, dict] = {}
     for table in suites.values():

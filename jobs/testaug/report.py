@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from engine.benchmark.registry import ModelSpec
-from engine.report import Section, table_html
-from engine.stages import StageRunner
-from engine.testaug.prompt import Description
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.report import Section, table_html
+from checkray.engine.stages import StageRunner
+from checkray.engine.testaug.prompt import Description
 
 
 def _short(text: str, n: int = 70) -> str:
@@ -135,7 +135,7 @@ def testaug_sections(
     if summary is not None and summary.num_rows:
         sections.append(failure_section(summary))
     if specs and t.patch.enabled and "patch" in runner.done:
-        from jobs.testaug.patch import table3
+        from checkray.jobs.testaug.patch import table3
 
         patch = runner.output("patch").to_pylist()
         skipped = runner.output("patch", "skipped").to_pylist()

@@ -6,13 +6,13 @@ import json
 
 import pyarrow as pa
 
-from engine.schema import make_cases
-from engine.templates.expand import expand
-from engine.testaug.prompt import (
+from checkray.engine.schema import make_cases
+from checkray.engine.templates.expand import expand
+from checkray.engine.testaug.prompt import (
     Description,
     SeedCase,
 )
-from jobs.testaug.config import TestAugConfig
+from checkray.jobs.testaug.config import TestAugConfig
 
 METHOD = "testaug"  # the test-case schema's method column
 

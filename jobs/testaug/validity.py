@@ -16,10 +16,10 @@ from typing import Optional
 
 import typer
 
-from engine.testaug.validity import read_annotations
-from jobs.config import load_config
-from jobs.console import console
-from jobs.testaug.config import ValidityConfig
+from checkray.engine.testaug.validity import read_annotations
+from checkray.jobs.config import load_config
+from checkray.jobs.console import console
+from checkray.jobs.testaug.config import ValidityConfig
 
 app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args_is_help=True)
 
@@ -33,7 +33,7 @@ def train_command(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'validity' section."),
 ):
     """Train a validity classifier on annotated generated cases."""
-    from actors.testaug.validity import score_validity, train_validity
+    from checkray.actors.testaug.validity import score_validity, train_validity
 
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
     v = cfg.section(ValidityConfig)
@@ -56,7 +56,7 @@ def score_command(
     annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
 ):
     """Accuracy of a validity classifier on annotated cases."""
-    from actors.testaug.validity import ValidityClassifier, score_validity
+    from checkray.actors.testaug.validity import ValidityClassifier, score_validity
 
     clf = ValidityClassifier.load(model)
     scores = score_validity(clf, read_annotations(annotations))

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from engine.config import (
+from checkray.engine.config import (
     ClustererConfig,
     EmbedderConfig,
     JobSection,

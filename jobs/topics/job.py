@@ -17,19 +17,19 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import typer
 
-from engine.cache import CacheConfig, open_cache
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import InputError
-from engine.report import Section
-from engine.runtime import choose_device, cluster_resources, wait_for
-from engine.stages import RunDir, Stage, StageContext, StageRunner
-from engine.topics.describe import describe_clusters
-from engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
-from jobs.topics.config import TopicsConfig
-from jobs.topics.report import topics_sections
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.corpus import corpus_fingerprint, read_corpus
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section
+from checkray.engine.runtime import choose_device, cluster_resources, wait_for
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
+from checkray.engine.topics.describe import describe_clusters
+from checkray.engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
+from checkray.jobs.topics.config import TopicsConfig
+from checkray.jobs.topics.report import topics_sections
 
 CHUNK = 4096  # rows per transform/predict call when streaming embeddings
 EMBED_CHUNK = 16_384  # rows per cache lookup and per embeddings shard of the embed stage
@@ -59,9 +59,9 @@ def embed_stage(cfg: CheckrayConfig):
     cache_cfg = cfg.section(CacheConfig)  # only saves work: not in the fingerprint
 
     def run(ctx: StageContext):
-        from actors.embed_cache import EmbedPool, cluster_plan, embed_stream, sentence_model
-        from actors.embedder import resolve_model
-        from engine.arrays import embeddings_column
+        from checkray.actors.embed_cache import EmbedPool, cluster_plan, embed_stream, sentence_model
+        from checkray.actors.embedder import resolve_model
+        from checkray.engine.arrays import embeddings_column
 
         resolve_model(emb.model)  # a missing model path fails here, not inside an actor
         model = sentence_model(emb.model, emb.normalize, emb.encode_batch_size)
@@ -95,7 +95,7 @@ def read_embeddings(run: RunDir) -> pads.Dataset:
 def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
     """UMAP (n-D for clustering, 2-D for the map) and k-means; fit on a bounded sample,
     then transform/predict every document in chunks. Runs where the device is."""
-    from engine.arrays import column_to_numpy
+    from checkray.engine.arrays import column_to_numpy
 
     run = RunDir(run_uri)
     t = cfg.section(TopicsConfig)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from engine.report import Section, figure_html, table_html
-from jobs.config import CheckrayConfig
-from jobs.topics.config import TopicsConfig
+from checkray.engine.report import Section, figure_html, table_html
+from checkray.jobs.config import CheckrayConfig
+from checkray.jobs.topics.config import TopicsConfig
 
 
 def _scatter(frame, color: str, title: str):

@@ -17,20 +17,20 @@ import numpy as np
 import pyarrow as pa
 import typer
 
-from actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
-from engine.benchmark.registry import ModelSpec, read_registry, write_registry
-from engine.cache import CacheConfig, open_cache
-from engine.config import read_yaml
-from engine.corpus import corpus_fingerprint, read_corpus
-from engine.errors import CheckrayError, ConfigError, InputError
-from engine.report import Section, table_html
-from engine.runtime import cluster_resources, plan_actor_pool, wait_for
-from engine.stages import Stage, StageContext, StageRunner
-from engine.training import ZooConfig, ZooModel, stratified_split
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig, load_config
-from jobs.console import console
-from jobs.options import Labels, corpus_overrides
+from checkray.actors.zoo.trainers import SPLIT_STAGE, build_zoo_model, model_stage_name
+from checkray.engine.benchmark.registry import ModelSpec, read_registry, write_registry
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.config import read_yaml
+from checkray.engine.corpus import corpus_fingerprint, read_corpus
+from checkray.engine.errors import CheckrayError, ConfigError, InputError
+from checkray.engine.report import Section, table_html
+from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
+from checkray.engine.stages import Stage, StageContext, StageRunner
+from checkray.engine.training import ZooConfig, ZooModel, stratified_split
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import console
+from checkray.jobs.options import Labels, corpus_overrides
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml"
 REGISTRY = "zoo.yaml"
@@ -78,9 +78,9 @@ def embed_stage_name(encoder: str) -> str:
 
 def embed_stage(zoo: ZooConfig, encoder: str, cache_cfg: CacheConfig | None = None) -> Stage:
     def run(ctx: StageContext):
-        from actors.embed_cache import cluster_plan, embed_texts, sentence_model
-        from actors.embedder import resolve_model
-        from engine.arrays import embeddings_column
+        from checkray.actors.embed_cache import cluster_plan, embed_texts, sentence_model
+        from checkray.actors.embedder import resolve_model
+        from checkray.engine.arrays import embeddings_column
 
         resolve_model(encoder)  # a missing model path fails here, not inside an actor
         split = ctx.input(SPLIT_STAGE, columns=["pos", "text"])

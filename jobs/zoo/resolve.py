@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from jobs.zoo.job import resolve_models
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.jobs.zoo.job import resolve_models
 
 
 def select_models(

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from engine.errors import InputError
-from engine.schema import make_cases
+from checkray.engine.errors import InputError
+from checkray.engine.schema import make_cases
 
 HERE = Path(__file__).resolve().parent
 
@@ -147,7 +147,7 @@ def _rows(results, model, **where):
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
-    from jobs.cli import app
+    from checkray.jobs.cli import app
 
     out = tmp_path / "bench"
     res = CliRunner().invoke(
@@ -219,8 +219,8 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
 @pytest.mark.ray
 @pytest.mark.timeout(120)
 def test_run_benchmark_in_process_without_dedup_gives_the_same_results(ray_session):
-    from engine.benchmark.registry import ModelSpec
-    from jobs.benchmark.job import BenchmarkConfig, run_benchmark
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.jobs.benchmark.job import BenchmarkConfig, run_benchmark
 
     specs = [ModelSpec(name="keyword", family="callable", path="tests.fakes.models:keyword_sentiment")]
     cases = basics_suite()
@@ -231,7 +231,7 @@ def test_run_benchmark_in_process_without_dedup_gives_the_same_results(ray_sessi
 
 
 def _invoke(*args):
-    from jobs.cli import app  # the real entry point: every job registered
+    from checkray.jobs.cli import app  # the real entry point: every job registered
 
     return CliRunner().invoke(app, ["benchmark", *args])
 
@@ -260,7 +260,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
         [
             sys.executable,
             "-m",
-            "jobs.cli",
+            "checkray.jobs.cli",
             "benchmark",
             "--models",
             "m.yaml",
@@ -288,10 +288,10 @@ def test_heads_on_one_encoder_share_its_embeddings(ray_session, tmp_path, minilm
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from actors.benchmark.shared_encoder import encoder_groups
-    from actors.models import load_model
-    from engine.benchmark.registry import ModelSpec
-    from jobs.benchmark.job import BenchmarkConfig, run_benchmark
+    from checkray.actors.benchmark.shared_encoder import encoder_groups
+    from checkray.actors.models import load_model
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.jobs.benchmark.job import BenchmarkConfig, run_benchmark
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(40, 384)), np.array(["negative", "positive"] * 20)

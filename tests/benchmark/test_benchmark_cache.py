@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from engine.benchmark.registry import ModelSpec
-from engine.cache import ContentCache
-from engine.schema import make_cases
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import ContentCache
+from checkray.engine.schema import make_cases
 
 pytestmark = pytest.mark.ray
 
@@ -74,10 +74,10 @@ def make_models(tmp_path: Path, minilm_path: str) -> dict[str, ModelSpec]:
 
 
 def bench(specs, cases, out: Path):
-    from jobs.base import run_job
-    from jobs.benchmark.config import BenchmarkConfig
-    from jobs.benchmark.job import BenchmarkJob
-    from jobs.config import CheckrayConfig
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.config import CheckrayConfig
 
     cfg = CheckrayConfig().with_section(BenchmarkConfig(batch_size=8))
     start = time.perf_counter()

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from engine.schema import make_cases
+from checkray.engine.schema import make_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,11 +51,11 @@ def models_table(out: Path) -> dict[str, dict]:
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_dying_hanging_and_garbage_models_fail_alone_and_are_retried(ray_session, tmp_path):
-    from engine.benchmark.registry import ModelSpec
-    from jobs.base import run_job
-    from jobs.benchmark.config import BenchmarkConfig
-    from jobs.benchmark.job import BenchmarkJob
-    from jobs.config import CheckrayConfig
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.config import CheckrayConfig
 
     specs = [
         ModelSpec.model_validate(m)
@@ -101,7 +101,7 @@ def _run_cli(out: Path, registry: Path, suite_path: Path) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "jobs.cli",
+            "checkray.jobs.cli",
             "benchmark",
             "--models",
             str(registry),

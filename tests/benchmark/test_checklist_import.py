@@ -23,15 +23,15 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from engine.benchmark.checklist.convert import convert
-from engine.benchmark.checklist.expect import Recognised, Unrecognised, recognise
-from engine.benchmark.checklist.mapping import load_mapping
-from engine.benchmark.checklist.plan import LabelNames
-from engine.benchmark.checklist.reader import read_checklist, suite_tests
-from engine.benchmark.checklist.unpickle import Opaque, load_pickle
-from engine.benchmark.expectations import ExpectationSettings, evaluate_cases
-from engine.benchmark.inputs import read_suite
-from engine.errors import InputError
+from checkray.engine.benchmark.checklist.convert import convert
+from checkray.engine.benchmark.checklist.expect import Recognised, Unrecognised, recognise
+from checkray.engine.benchmark.checklist.mapping import load_mapping
+from checkray.engine.benchmark.checklist.plan import LabelNames
+from checkray.engine.benchmark.checklist.reader import read_checklist, suite_tests
+from checkray.engine.benchmark.checklist.unpickle import Opaque, load_pickle
+from checkray.engine.benchmark.expectations import ExpectationSettings, evaluate_cases
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.errors import InputError
 from tests.fakes.checklist_format import fake_checklist
 from tests.fakes.cli import run_cli
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
-from engine.benchmark.inputs import prepare_cases
-from engine.benchmark.registry import ModelSpec
-from engine.benchmark.results import model_results
-from engine.benchmark.sampling import needed_inputs, sample_mask
-from engine.benchmark.summary import summarize
-from engine.errors import InputError
-from engine.schema import make_cases
+from checkray.engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
+from checkray.engine.benchmark.inputs import prepare_cases
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.benchmark.results import model_results
+from checkray.engine.benchmark.sampling import needed_inputs, sample_mask
+from checkray.engine.benchmark.summary import summarize
+from checkray.engine.errors import InputError
+from checkray.engine.schema import make_cases
 
 THREE = ["negative", "neutral", "positive"]
 S = ExpectationSettings()
@@ -188,7 +188,7 @@ def test_sampling_keeps_whole_test_cases_from_every_test_and_is_repeatable():
 
 
 def test_heavy_models_get_a_host_each_and_cheap_ones_share_one_per_cpu():
-    from actors.benchmark.predictor import plan_hosts
+    from checkray.actors.benchmark.predictor import plan_hosts
 
     cheap = [ModelSpec(name=f"lr{i}", family="sklearn") for i in range(12)]
     heavy = [ModelSpec(name="bert", family="hf"), ModelSpec(name="qwen", family="llm_zero_shot")]
@@ -208,8 +208,8 @@ def test_suites_written_before_the_checklist_columns_read_unchanged(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from engine.benchmark.inputs import read_suite
-    from engine.schema import TEST_CASE_SCHEMA
+    from checkray.engine.benchmark.inputs import read_suite
+    from checkray.engine.schema import TEST_CASE_SCHEMA
 
     old_fields = [f for f in TEST_CASE_SCHEMA if f.name not in ("expected_labels", "tolerance", "testcase")]
     old = cases({"case_id": "a", "text": "good", "expected_label": "positive"}).select([f.name for f in old_fields])

@@ -7,11 +7,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.benchmark.expectations import ExpectationSettings, evaluate_cases, label_map_error, predict_labels
-from engine.benchmark.inputs import case_versions, check_suite, prepare_cases
-from engine.benchmark.summary import capability_matrix, model_leaderboard, summarize
-from engine.errors import InputError
-from engine.schema import make_cases
+from checkray.engine.benchmark.expectations import ExpectationSettings, evaluate_cases, label_map_error, predict_labels
+from checkray.engine.benchmark.inputs import case_versions, check_suite, prepare_cases
+from checkray.engine.benchmark.summary import capability_matrix, model_leaderboard, summarize
+from checkray.engine.errors import InputError
+from checkray.engine.schema import make_cases
 
 BINARY = ["negative", "positive"]
 S = ExpectationSettings()
@@ -230,7 +230,7 @@ def test_leaderboard_ranks_by_failure_rate_and_puts_failed_models_last():
 
 
 def test_actor_plan_never_asks_for_a_missing_gpu_and_shares_gpus_evenly():
-    from actors.benchmark.predictor import plan_predictors
+    from checkray.actors.benchmark.predictor import plan_predictors
 
     cpu = plan_predictors({"CPU": 2}, "auto", n_models=12)
     assert cpu.device == "cpu" and cpu.num_gpus == 0 and cpu.pool_size == 12

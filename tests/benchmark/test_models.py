@@ -10,10 +10,10 @@ import joblib
 import numpy as np
 import pytest
 
-from actors.models import families, load_model
-from actors.models.common import lexicon_probabilities
-from engine.benchmark.registry import ModelSpec, ModelUnderTest
-from engine.errors import InputError
+from checkray.actors.models import families, load_model
+from checkray.actors.models.common import lexicon_probabilities
+from checkray.engine.benchmark.registry import ModelSpec, ModelUnderTest
+from checkray.engine.errors import InputError
 from tests.fakes.tiny_hf import build_tiny_bert
 
 POS = [
@@ -200,9 +200,9 @@ def test_lexicon_probability_mapping():
 
 
 def test_fine_tune_learns_and_saves_an_hf_dir(tmp_path, tiny_bert):
-    from actors.models.hf_model import HFSequenceClassifier
-    from actors.zoo.trainers import fine_tune
-    from engine.training import FineTuneConfig
+    from checkray.actors.models.hf_model import HFSequenceClassifier
+    from checkray.actors.zoo.trainers import fine_tune
+    from checkray.engine.training import FineTuneConfig
 
     cfg = FineTuneConfig(
         train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0, weight_decay=0.0
@@ -234,7 +234,7 @@ def _split_zip(tmp_path: Path, pieces: int) -> list[Path]:
 
 
 def test_split_zip_assembles_once(tmp_path):
-    from actors.assets import assemble
+    from checkray.actors.assets import assemble
 
     parts = _split_zip(tmp_path, 3)
     out = assemble(parts, tmp_path / "cache" / "enc", unzip="enc")
@@ -248,7 +248,7 @@ def test_split_zip_assembles_once(tmp_path):
 
 
 def test_missing_mpnet_part_is_an_input_error():
-    from actors.assets import distribution_file
+    from checkray.actors.assets import distribution_file
 
     with pytest.raises(InputError, match="needs the package 'no-such-dist'"):
         distribution_file("no-such-dist", ".zip.001", "pip install no-such-dist")

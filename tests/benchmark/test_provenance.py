@@ -6,11 +6,11 @@ import os
 
 import pyarrow.parquet as pq
 
-from engine.benchmark.inputs import prepare_cases
-from engine.benchmark.provenance import case_digests, model_identity, package_versions, suite_digests
-from engine.benchmark.registry import ModelSpec
-from jobs.benchmark.config import BenchmarkConfig
-from jobs.benchmark.provenance import benchmark_provenance, describe_model
+from checkray.engine.benchmark.inputs import prepare_cases
+from checkray.engine.benchmark.provenance import case_digests, model_identity, package_versions, suite_digests
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.jobs.benchmark.config import BenchmarkConfig
+from checkray.jobs.benchmark.provenance import benchmark_provenance, describe_model
 from tests.benchmark.test_benchmark import basics_suite, neutral_suite
 
 

@@ -10,11 +10,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from engine.errors import InputError
-from engine.lang import lexicons
-from engine.lang.lexicons import indefinite_article, with_article
-from engine.schema import TEST_CASE_SCHEMA
-from engine.templates.expand import GENERATOR, METHOD, Slot, expand, parse_template, product_indices, read_spec, render
+from checkray.engine.errors import InputError
+from checkray.engine.lang import lexicons
+from checkray.engine.lang.lexicons import indefinite_article, with_article
+from checkray.engine.schema import TEST_CASE_SCHEMA
+from checkray.engine.templates.expand import (
+    GENERATOR,
+    METHOD,
+    Slot,
+    expand,
+    parse_template,
+    product_indices,
+    read_spec,
+    render,
+)
 
 SMALL_SPEC = Path(__file__).resolve().parents[1] / "data" / "templates_small.jsonl"
 
@@ -340,7 +349,7 @@ def test_record_with_unknown_or_missing_field(tmp_path):
 def test_cli_end_to_end(tmp_path):
     from typer.testing import CliRunner
 
-    from jobs.cli import app  # imports every job module, as the console entry point does
+    from checkray.jobs.cli import app  # imports every job module, as the console entry point does
 
     out = tmp_path / "run"
     result = CliRunner().invoke(
@@ -383,7 +392,7 @@ def test_cli_end_to_end(tmp_path):
 
 
 def test_cli_bad_input_prints_one_line_and_exits_2(tmp_path, monkeypatch, capsys):
-    from jobs.cli import main
+    from checkray.jobs.cli import main
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(record("ok")) + "\nnot json\n", encoding="utf-8")

@@ -10,11 +10,11 @@ import pyarrow.csv as pacsv
 import pytest
 import yaml
 
-from actors.models import load_model
-from engine.benchmark.registry import read_registry
-from engine.errors import ConfigError, InputError
-from engine.training import accuracy, stratified_split
-from jobs.config import load_config
+from checkray.actors.models import load_model
+from checkray.engine.benchmark.registry import read_registry
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.training import accuracy, stratified_split
+from checkray.jobs.config import load_config
 from tests.fakes.cli import run_cli
 from tests.fakes.tiny_hf import build_tiny_bert
 
@@ -60,7 +60,7 @@ def success_times(zoo_dir: Path) -> dict[str, float]:
 
 
 def test_default_recipe_has_every_family_and_tiny_mode_drops_fine_tuning():
-    import jobs.zoo.job  # noqa: F401  registers the section
+    import checkray.jobs.zoo.job  # noqa: F401  registers the section
 
     cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "zoo.yaml")
     zoo = cfg.section("zoo")
@@ -93,7 +93,7 @@ def test_default_recipe_has_every_family_and_tiny_mode_drops_fine_tuning():
     ],
 )
 def test_bad_recipes_are_config_errors(tmp_path, models, message):
-    import jobs.zoo.job  # noqa: F401
+    import checkray.jobs.zoo.job  # noqa: F401
 
     path = tmp_path / "zoo.yaml"
     path.write_text(yaml.safe_dump({"zoo": {"models": models}}))
@@ -125,7 +125,7 @@ def test_tiny_zoo_through_the_cli_caches_and_reproduces_accuracy(ray_session, tm
     raw = yaml.safe_load((out / "zoo.yaml").read_text())
     assert all(m["path"] is None or not Path(m["path"]).is_absolute() for m in raw["models"])  # relative paths
     assert {s.family for s in specs} == {"sklearn", "st_head", "vader", "textblob"}
-    from engine.stages import RunDir
+    from checkray.engine.stages import RunDir
 
     table = RunDir(str(out)).read_table("stages/split/data.parquet")
     assert table.num_rows == 120  # tiny_sample of the 160 rows
@@ -147,7 +147,7 @@ def test_tiny_zoo_through_the_cli_caches_and_reproduces_accuracy(ray_session, tm
     assert {k for k in after if after[k] != before[k]} == {"model-tfidf_lr"}
 
     # A recipe given to resolve_models builds (here: reuses) the zoo in its cache_dir.
-    from jobs.zoo.job import resolve_models
+    from checkray.jobs.zoo.job import resolve_models
 
     write_recipe(recipe, small_corpus, changed[:1] + changed[3:4], cache_dir=str(out))
     resolved = resolve_models(recipe)
@@ -171,7 +171,7 @@ def test_fine_tune_model_through_the_job(ray_session, tmp_path, small_corpus, rt
         }
     ]
     recipe = write_recipe(tmp_path / "recipe.yaml", small_corpus, models, tiny=False)
-    from jobs.zoo.job import run_zoo
+    from checkray.jobs.zoo.job import run_zoo
 
     specs = run_zoo(load_config(recipe), str(tmp_path / "zoo"))
     (spec,) = specs
@@ -195,7 +195,7 @@ def test_bad_zoo_inputs_exit_2_with_one_line(tmp_path, small_corpus, capsys):
 
 
 def test_resolve_models_rejects_other_yaml(tmp_path):
-    from jobs.zoo.job import resolve_models
+    from checkray.jobs.zoo.job import resolve_models
 
     (tmp_path / "x.yaml").write_text("topics: {}\n")
     with pytest.raises(InputError, match="neither a model registry"):

@@ -17,11 +17,11 @@ import numpy as np
 import pyarrow as pa
 import yaml
 
-from engine.benchmark.expectations import ExpectationSettings
-from engine.benchmark.inputs import prepare_cases
-from engine.benchmark.results import model_results
-from engine.schema import make_cases
-from engine.templates.expand import expand, read_spec
+from checkray.engine.benchmark.expectations import ExpectationSettings
+from checkray.engine.benchmark.inputs import prepare_cases
+from checkray.engine.benchmark.results import model_results
+from checkray.engine.schema import make_cases
+from checkray.engine.templates.expand import expand, read_spec
 from tests.fakes import models as fake
 
 SPEC = [
@@ -135,7 +135,7 @@ def fake_run(folder: Path, suite: pa.Table, models=("naive", "keyword")) -> Path
 
     import pyarrow.parquet as pq
 
-    from engine.benchmark.inputs import prepare_cases
+    from checkray.engine.benchmark.inputs import prepare_cases
 
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.concat_tables([results_for(suite, m) for m in models]), folder / "results.parquet")

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from engine.benchmark.inputs import read_suite
-from engine.benchmark.provenance import case_digests, suite_digests
-from engine.errors import InputError
+from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.provenance import case_digests, suite_digests
+from checkray.engine.errors import InputError
 from tests.compare.helpers import registry, regress_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ rules:
 
 
 def _cli(*args):
-    from jobs.cli import app
+    from checkray.jobs.cli import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -216,7 +216,7 @@ def test_compare_gate_exit_codes_from_the_console(bench, tmp_path):
         cmd = [
             sys.executable,
             "-m",
-            "jobs.cli",
+            "checkray.jobs.cli",
             "compare",
             "--baseline",
             str(bench["out"]),
@@ -267,7 +267,7 @@ def test_mlflow_export_read_back_through_its_api(bench, tmp_path):
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient
 
-    from jobs.compare.export import log_benchmark
+    from checkray.jobs.compare.export import log_benchmark
 
     uri = f"file:{tmp_path / 'mlruns'}"
     parent = log_benchmark(str(bench["out"]), uri, experiment="ci")

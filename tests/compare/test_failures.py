@@ -8,11 +8,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.benchmark.inputs import check_suite
-from engine.compare.neighbours import neighbours, observed_pools
-from engine.errors import InputError
-from engine.templates.expand import expand, read_spec
-from jobs.compare.failures import export_failures
+from checkray.engine.benchmark.inputs import check_suite
+from checkray.engine.compare.neighbours import neighbours, observed_pools
+from checkray.engine.errors import InputError
+from checkray.engine.templates.expand import expand, read_spec
+from checkray.jobs.compare.failures import export_failures
 from tests.compare.helpers import fake_run, regress_suite, write_spec
 
 

@@ -7,11 +7,11 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from engine.benchmark.summary import summarize
-from engine.compare.gate import cells_from_summary, evaluate_gate, read_gate
-from engine.compare.junit import junit_xml, summary_markdown
-from engine.compare.pairing import pair_results
-from engine.errors import CheckrayError
+from checkray.engine.benchmark.summary import summarize
+from checkray.engine.compare.gate import cells_from_summary, evaluate_gate, read_gate
+from checkray.engine.compare.junit import junit_xml, summary_markdown
+from checkray.engine.compare.pairing import pair_results
+from checkray.engine.errors import CheckrayError
 from tests.compare.helpers import regress_suite, results_for
 
 GATE = """

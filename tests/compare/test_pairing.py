@@ -6,10 +6,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from engine.benchmark.provenance import case_digests, suite_digests
-from engine.compare.compare import compare_paired
-from engine.compare.pairing import pair_results
-from engine.errors import CheckrayError, InputError
+from checkray.engine.benchmark.provenance import case_digests, suite_digests
+from checkray.engine.compare.compare import compare_paired
+from checkray.engine.compare.pairing import pair_results
+from checkray.engine.errors import CheckrayError, InputError
 from tests.compare.helpers import regress_suite, results_for
 
 

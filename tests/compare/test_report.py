@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from engine.compare.compare import compare_paired, flips
-from engine.compare.gate import Check
-from jobs.compare.config import CompareConfig
-from jobs.compare.report import compare_sections
+from checkray.engine.compare.compare import compare_paired, flips
+from checkray.engine.compare.gate import Check
+from checkray.jobs.compare.config import CompareConfig
+from checkray.jobs.compare.report import compare_sections
 from tests.core.test_report_escaping import P, _page, assert_escaped
 
 

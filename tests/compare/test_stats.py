@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from engine.compare.compare import compare_paired, flips
-from engine.compare.stats import holm, mcnemar_exact, paired_bootstrap
+from checkray.engine.compare.compare import compare_paired, flips
+from checkray.engine.compare.stats import holm, mcnemar_exact, paired_bootstrap
 
 
 def test_mcnemar_exact_hand_computed():

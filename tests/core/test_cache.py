@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cache import (
+from checkray.engine.cache import (
     COMPACT_AT,
     ENV_URI,
     CacheConfig,
@@ -23,7 +23,7 @@ from engine.cache import (
     space_key,
     text_digests,
 )
-from engine.cache_admin import cache_info, prune
+from checkray.engine.cache_admin import cache_info, prune
 
 IDENTITY = {"encoder": "fake", "model": {"path": "m", "digest": "abc"}, "normalize": True}
 
@@ -67,7 +67,7 @@ def test_put_then_lookup_returns_exactly_what_was_stored(tmp_path):
 
 
 def test_values_spread_over_shards_are_found_and_read_by_row_group(tmp_path, monkeypatch):
-    import engine.cache as cache_mod
+    import checkray.engine.cache as cache_mod
 
     monkeypatch.setattr(cache_mod, "ROW_GROUP_ROWS", 7)
     space = ContentCache(str(tmp_path)).space("predictions", {"model": "x"})

@@ -45,7 +45,7 @@ def test_usage_error_is_one_line_and_exit_2(args, expected):
 
 
 def test_version_and_help_list_every_job_without_importing_them():
-    from jobs.registry import COMMANDS
+    from checkray.jobs.registry import COMMANDS
 
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("checkray ")

@@ -5,39 +5,44 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from engine import code
-from engine.code import code_digest, module_closure
-from engine.stages import RunDir, Stage, StageRunner
+from checkray.engine import code
+from checkray.engine.code import code_digest, module_closure
+from checkray.engine.stages import RunDir, Stage, StageRunner
 
 
 def test_closure_follows_imports_including_lazy_ones():
-    closure = module_closure("jobs.topics.job")
-    assert {"jobs.topics.job", "engine.stages", "engine.topics.describe", "jobs.base"} <= set(closure)
-    assert "actors.embedder" in closure  # imported inside a stage function
-    assert "engine.costello.metrics" not in closure  # another method's code
+    closure = module_closure("checkray.jobs.topics.job")
+    assert {
+        "checkray.jobs.topics.job",
+        "checkray.engine.stages",
+        "checkray.engine.topics.describe",
+        "checkray.jobs.base",
+    } <= set(closure)
+    assert "checkray.actors.embedder" in closure  # imported inside a stage function
+    assert "checkray.engine.costello.metrics" not in closure  # another method's code
 
 
 def test_digest_changes_with_the_version_and_the_source(monkeypatch):
     digest = code._module_digest.__wrapped__  # uncached
-    before, costello = digest("jobs.topics.job"), digest("jobs.costello.job")
-    assert digest("jobs.topics.job") == before
-    monkeypatch.setattr("engine.__version__", "99.0")
-    assert digest("jobs.topics.job") != before
+    before, costello = digest("checkray.jobs.topics.job"), digest("checkray.jobs.costello.job")
+    assert digest("checkray.jobs.topics.job") == before
+    monkeypatch.setattr("checkray.engine.__version__", "99.0")
+    assert digest("checkray.jobs.topics.job") != before
     monkeypatch.undo()
     real = code._source
 
     def edited(module):
         found = real(module)
-        return (found[0], found[1] + "\n# edited") if found and module == "engine.topics.ctfidf" else found
+        return (found[0], found[1] + "\n# edited") if found and module == "checkray.engine.topics.ctfidf" else found
 
     monkeypatch.setattr(code, "_source", edited)
-    assert digest("jobs.topics.job") != before
-    assert digest("jobs.costello.job") == costello  # code it does not import changed
+    assert digest("checkray.jobs.topics.job") != before
+    assert digest("checkray.jobs.costello.job") == costello  # code it does not import changed
 
 
 def test_prompt_files_are_part_of_the_digest_of_code_that_reads_them():
-    assert code.DATA_OF_MODULE["engine.prompts"][0].is_dir()
-    assert "engine.prompts" in module_closure("jobs.mft.job")
+    assert code.DATA_OF_MODULE["checkray.engine.prompts"][0].is_dir()
+    assert "checkray.engine.prompts" in module_closure("checkray.jobs.mft.job")
 
 
 def test_runner_reruns_a_stage_whose_code_changed(tmp_path, monkeypatch):
@@ -53,7 +58,7 @@ def test_runner_reruns_a_stage_whose_code_changed(tmp_path, monkeypatch):
     run()
     run()
     assert len(calls) == 1
-    monkeypatch.setattr("engine.stages.code_digest", lambda fn: "other-code")
+    monkeypatch.setattr("checkray.engine.stages.code_digest", lambda fn: "other-code")
     run()
     assert len(calls) == 2
 

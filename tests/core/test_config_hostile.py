@@ -9,10 +9,10 @@ from typing import Annotated, Union, get_args, get_origin
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from engine.config import Section, read_yaml
-from engine.errors import ConfigError
-from jobs.config import CheckrayConfig, load_config
-from jobs.registry import SECTIONS
+from checkray.engine.config import Section, read_yaml
+from checkray.engine.errors import ConfigError
+from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.registry import SECTIONS
 
 
 def _options(annotation):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from engine.errors import ConfigError, ResourceError
-from engine.runtime import choose_device, plan_actor_pool
-from jobs.config import load_config
+from checkray.engine.errors import ConfigError, ResourceError
+from checkray.engine.runtime import choose_device, plan_actor_pool
+from checkray.jobs.config import load_config
 
 
 def test_defaults_load_without_a_file():
@@ -87,7 +87,7 @@ def test_gpu_backend_without_gpu_is_an_error_not_a_hang():
 
 
 def test_await_resources_polls_until_the_gpus_join_or_time_runs_out():
-    from engine.runtime import await_resources
+    from checkray.engine.runtime import await_resources
 
     now = [0.0]
     reports = iter([{"CPU": 2}, {"CPU": 2, "GPU": 1}, {"CPU": 10, "GPU": 2}])
@@ -106,7 +106,7 @@ def test_await_resources_polls_until_the_gpus_join_or_time_runs_out():
 
 
 def test_user_error_is_found_through_ray_style_wrappers():
-    from engine.errors import InputError, user_error
+    from checkray.engine.errors import InputError, user_error
 
     class Wrapper(Exception):  # Ray's RayTaskError carries the actor's exception as .cause
         def __init__(self, cause):
@@ -126,8 +126,8 @@ def test_user_error_is_found_through_ray_style_wrappers():
 def test_wait_for_bounds_a_hung_task(ray_session):
     import time
 
-    from engine.errors import ResourceError
-    from engine.runtime import wait_for
+    from checkray.engine.errors import ResourceError
+    from checkray.engine.runtime import wait_for
 
     ref = ray_session.remote(lambda: time.sleep(600)).remote()
     start = time.monotonic()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jobs.config import load_config
-from jobs.registry import SECTIONS
+from checkray.jobs.config import load_config
+from checkray.jobs.registry import SECTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -45,15 +45,15 @@ def test_a_config_loads_without_the_cli_or_ray():
     code = (
         "import sys; from jobs.config import load_config; cfg = load_config('configs/demo.yaml'); "
         "cfg.section('costello'); "
-        "assert 'jobs.cli' not in sys.modules and 'ray' not in sys.modules, sorted(sys.modules)"
+        "assert 'checkray.jobs.cli' not in sys.modules and 'ray' not in sys.modules, sorted(sys.modules)"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_typed_section_accessor():
-    from jobs.mft.config import MFTConfig
-    from jobs.topics.config import TopicsConfig
+    from checkray.jobs.mft.config import MFTConfig
+    from checkray.jobs.topics.config import TopicsConfig
 
     cfg = load_config(None, {"mft.versions": 2})
     assert isinstance(cfg.section(MFTConfig), MFTConfig) and cfg.section(MFTConfig).versions == 2

@@ -45,12 +45,12 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path, capfd):
 def test_internal_error_exits_1_and_points_at_the_log(tmp_path, capfd, monkeypatch):
     import os
 
-    import jobs.topics.job
+    import checkray.jobs.topics.job as topics_job
 
     def boom(job, out=None):
         raise RuntimeError("something checkray did not expect")
 
-    monkeypatch.setattr(jobs.topics.job, "run_job", boom)
+    monkeypatch.setattr(topics_job, "run_job", boom)
     monkeypatch.delenv("CHECKRAY_DRY_RUN", raising=False)
     code = run_cli("topics", "--corpus", "builtin:rotten_tomatoes", "--out", str(tmp_path / "r"))
     err = capfd.readouterr().err.strip().splitlines()

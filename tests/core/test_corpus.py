@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.config import CorpusConfig
-from engine.corpus import read_corpus
-from engine.errors import InputError
+from checkray.engine.config import CorpusConfig
+from checkray.engine.corpus import read_corpus
+from checkray.engine.errors import InputError
 
 
 def _cfg(path, **kw):
@@ -140,9 +140,9 @@ def test_label_map_integral_float_labels(tmp_path):
     [("0=negative,positive", "is not KEY=NAME"), ("0=a,0=b", "given twice"), ("=a", "is not KEY=NAME")],
 )
 def test_label_flag_is_parsed_once_for_every_command(spec, match):
-    from engine.benchmark.checklist.plan import LabelNames
-    from engine.labels import parse_label_map
-    from jobs.options import corpus_overrides
+    from checkray.engine.benchmark.checklist.plan import LabelNames
+    from checkray.engine.labels import parse_label_map
+    from checkray.jobs.options import corpus_overrides
 
     with pytest.raises(InputError, match=match):
         corpus_overrides("c.csv", None, None, spec)
@@ -152,8 +152,8 @@ def test_label_flag_is_parsed_once_for_every_command(spec, match):
 
 
 def test_label_map_in_config_file(tmp_path):
-    from engine.errors import ConfigError
-    from jobs.config import load_config
+    from checkray.engine.errors import ConfigError
+    from checkray.jobs.config import load_config
 
     (tmp_path / "c.yaml").write_text("corpus:\n  path: x.csv\n  labels: {0: negative, 1: positive}\n")
     assert load_config(tmp_path / "c.yaml").corpus.labels == {"0": "negative", "1": "positive"}
@@ -208,7 +208,7 @@ def test_json_other_shapes_are_one_line_errors(tmp_path, doc, match):
 
 def test_numeric_labels_without_a_map_warn_with_the_flag(tmp_path, caplog):
     (tmp_path / "c.csv").write_text("text,label\ngood,1\nbad,0\n")
-    with caplog.at_level("WARNING", logger="engine.corpus"):
+    with caplog.at_level("WARNING", logger="checkray.engine.corpus"):
         t = read_corpus(_cfg(tmp_path / "c.csv"))
     assert t.column("label").to_pylist() == ["1", "0"]
     assert "--labels 0=...,1=..." in caplog.text
@@ -218,7 +218,7 @@ def test_numeric_labels_without_a_map_warn_with_the_flag(tmp_path, caplog):
 def test_every_corpus_command_takes_labels(command):
     from typer.testing import CliRunner
 
-    from jobs.cli import app
+    from checkray.jobs.cli import app
 
     result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
     assert result.exit_code == 0, result.output
@@ -269,10 +269,10 @@ def test_struct_and_list_label_columns(tmp_path, labels, kind):
 
 
 def test_empty_and_nan_labels_are_missing(tmp_path, caplog):
-    from engine.corpus import missing_labels
+    from checkray.engine.corpus import missing_labels
 
     (tmp_path / "e.csv").write_text("text,label\na,pos\nb,\nc, \nd,neg\ne,nan\n")
-    with caplog.at_level("WARNING", logger="engine.corpus"):
+    with caplog.at_level("WARNING", logger="checkray.engine.corpus"):
         t = read_corpus(_cfg(tmp_path / "e.csv"))
     assert t.column("label").to_pylist() == ["pos", None, None, "neg", None]
     assert missing_labels(t) == 3 and "3 of 5 row(s) have no label" in caplog.text
@@ -329,8 +329,8 @@ def test_a_changed_file_is_read_again(tmp_path):
 
 
 def test_a_job_checks_its_corpus_before_ray(tmp_path):
-    from jobs.config import load_config
-    from jobs.topics.job import TopicsJob
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import TopicsJob
 
     (tmp_path / "sst.json").write_text(json.dumps({"0": ["good", 1], "1": ["bad", 0]}))
     cfg = load_config(None, {"corpus.path": str(tmp_path / "sst.json"), "corpus.labels": {"0": "negative"}})

@@ -124,8 +124,8 @@ def stop_head(head: subprocess.Popen, temp_dir: str) -> None:
 
 @pytest.fixture()
 def small_corpus_csv(tmp_path) -> Path:
-    from engine.config import CorpusConfig
-    from engine.corpus import read_corpus
+    from checkray.engine.config import CorpusConfig
+    from checkray.engine.corpus import read_corpus
 
     table = read_corpus(CorpusConfig(path="builtin:rotten_tomatoes", sample=300))
     path = tmp_path / "corpus.csv"

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from engine.report import Section, plot_text, render, script_json, table_html
+from checkray.engine.report import Section, plot_text, render, script_json, table_html
 
 P = "<script>alert(1)</script><img src=x onerror=alert(1)>"
 SHOWN = "&lt;img src=x onerror=alert(1)&gt;"  # how the payload reads once escaped
@@ -105,8 +105,8 @@ def test_section_titles_summaries_tables_and_inline_json():
 
 
 def _topics_page(labels):
-    from jobs.config import load_config
-    from jobs.topics.report import topics_sections
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.report import topics_sections
 
     corpus = pa.table({"id": ["a", "b"], "text": [P, P + " two"], "label": labels, "meta": pa.nulls(2, pa.string())})
     assignments = pa.table({"id": ["a", "b"], "cluster": [0, 1], "x": [0.0, 1.0], "y": [1.0, 0.0]})
@@ -167,8 +167,8 @@ def _summary_rows():
 
 
 def _benchmark_page() -> str:
-    from engine.benchmark.summary import SUMMARY_SCHEMA
-    from jobs.benchmark.report import leaderboard_sections
+    from checkray.engine.benchmark.summary import SUMMARY_SCHEMA
+    from checkray.jobs.benchmark.report import leaderboard_sections
 
     summary = pa.Table.from_pylist(_summary_rows(), schema=SUMMARY_SCHEMA)
     examples = pa.Table.from_pylist(
@@ -185,8 +185,8 @@ def test_benchmark_leaderboard():
 
 
 def _mft_page() -> str:
-    from engine.schema import make_cases
-    from jobs.mft.report import mft_sections
+    from checkray.engine.schema import make_cases
+    from checkray.jobs.mft.report import mft_sections
 
     suite = make_cases(
         [
@@ -217,10 +217,10 @@ def test_mft_report():
 
 
 def _s2lct_page() -> str:
-    from engine.s2lct.spec import CapabilitySpec
-    from jobs.config import load_config
-    from jobs.s2lct.evaluate import Evaluation
-    from jobs.s2lct.report import s2lct_sections
+    from checkray.engine.s2lct.spec import CapabilitySpec
+    from checkray.jobs.config import load_config
+    from checkray.jobs.s2lct.evaluate import Evaluation
+    from checkray.jobs.s2lct.report import s2lct_sections
 
     seed_meta = {"kind": "seed"}
     exp_meta = {"kind": "expansion", "seed_case_id": "c1", "masked": P, "production": P, "reference_production": P}
@@ -293,8 +293,8 @@ def _violations():
 
 
 def _costello_page() -> str:
-    from jobs.costello.config import CostelloConfig
-    from jobs.costello.report import costello_sections
+    from checkray.jobs.costello.config import CostelloConfig
+    from checkray.jobs.costello.report import costello_sections
 
     cc = CostelloConfig(distance="l2", threshold="mu-2sigma")
     wide = pa.Table.from_pylist(
@@ -320,7 +320,7 @@ def test_costello_report():
 def _repair_page() -> str:
     from unittest import mock
 
-    import jobs.costello.repair as repair
+    import checkray.jobs.costello.repair as repair
 
     job = SimpleNamespace(
         cc=SimpleNamespace(distance="l2", threshold="mu-2sigma"),
@@ -349,9 +349,9 @@ def test_costello_repair_report():
 
 
 def _testaug_page() -> str:
-    from engine.testaug.prompt import Description
-    from jobs.testaug.config import TestAugConfig
-    from jobs.testaug.report import failure_section, testaug_sections
+    from checkray.engine.testaug.prompt import Description
+    from checkray.jobs.testaug.config import TestAugConfig
+    from checkray.jobs.testaug.report import failure_section, testaug_sections
 
     decision = {
         "first_sample": 3,
@@ -402,8 +402,8 @@ def test_testaug_report():
 
 
 def _demo_page() -> str:
-    from engine.benchmark.registry import ModelSpec
-    from jobs.zoo.job import zoo_section
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.jobs.zoo.job import zoo_section
 
     spec = ModelSpec.model_validate({"name": P, "family": "tfidf", "path": "/x", "accuracy": 0.8})
     sections = [zoo_section([spec]), Section("COSTELLO repair", [], f"repair skipped: {P}")]

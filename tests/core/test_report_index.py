@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from engine.errors import InputError
-from engine.report import Section
-from engine.stages import RunDir, Stage
-from jobs.base import Job, run_job
-from jobs.config import CheckrayConfig
-from jobs.index import INDEX, find_runs, write_index
+from checkray.engine.errors import InputError
+from checkray.engine.report import Section
+from checkray.engine.stages import RunDir, Stage
+from checkray.jobs.base import Job, run_job
+from checkray.jobs.config import CheckrayConfig
+from checkray.jobs.index import INDEX, find_runs, write_index
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -46,7 +46,7 @@ class GatedJob(TinyJob):
     published = ()
 
     def stages(self):
-        from jobs.mft.generate import GATE_SCHEMA
+        from checkray.jobs.mft.generate import GATE_SCHEMA
 
         rows = [
             {"gate": "parse", "split": "train", "version": 1, "kept": 9, "dropped": 3, "note": HOSTILE, "seconds": 1.0},
@@ -139,7 +139,7 @@ def test_cli_on_a_run_directory_records_the_index_as_the_runs_own(tmp_path):
     out = tmp_path / "run"
     run_job(TinyJob(_cfg()), str(out))
     proc = subprocess.run(
-        [sys.executable, "-m", "jobs.cli", "report-index", str(out)],
+        [sys.executable, "-m", "checkray.jobs.cli", "report-index", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -150,7 +150,7 @@ def test_cli_on_a_run_directory_records_the_index_as_the_runs_own(tmp_path):
     assert INDEX in json.loads((out / ".checkray-run.json").read_text())["owned"]
     assert 'href="report.html"' in (out / INDEX).read_text()
     proc = subprocess.run(
-        [sys.executable, "-m", "jobs.cli", "report-index", str(tmp_path / "nothing")],
+        [sys.executable, "-m", "checkray.jobs.cli", "report-index", str(tmp_path / "nothing")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -162,7 +162,7 @@ def test_cli_on_a_run_directory_records_the_index_as_the_runs_own(tmp_path):
     with run.lock("tiny"):  # a run in progress: one line naming the holder, nothing written
         (out / INDEX).unlink()
         proc = subprocess.run(
-            [sys.executable, "-m", "jobs.cli", "report-index", str(out)],
+            [sys.executable, "-m", "checkray.jobs.cli", "report-index", str(out)],
             capture_output=True,
             text=True,
             timeout=120,

@@ -41,12 +41,12 @@ def browser():
 
 
 def _small_demo(tmp_path: Path) -> Path:
-    from engine.benchmark.registry import ModelSpec
-    from engine.compare.gate import read_gate
-    from jobs.benchmark.job import BenchmarkJob
-    from jobs.config import load_config
-    from jobs.demo import Step, _templates_done, run_demo
-    from jobs.templates.job import TemplatesJob
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.compare.gate import read_gate
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.config import load_config
+    from checkray.jobs.demo import Step, _templates_done, run_demo
+    from checkray.jobs.templates.job import TemplatesJob
 
     gate_file = tmp_path / "gate.yaml"
     gate_file.write_text(GATE)
@@ -99,10 +99,10 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
 
 def _index_page(tmp_path: Path) -> Path:
     """An index over a run whose directory name and config are the payload."""
-    from engine.stages import RunDir
-    from jobs.base import run_job
-    from jobs.config import CheckrayConfig
-    from jobs.index import write_index
+    from checkray.engine.stages import RunDir
+    from checkray.jobs.base import run_job
+    from checkray.jobs.config import CheckrayConfig
+    from checkray.jobs.index import write_index
     from tests.core.test_report_index import GatedJob
 
     top = tmp_path / "runs"

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_embedding_actor_killed_mid_stage_loses_and_duplicates_nothing(ray_session, rt_corpus, minilm_path, tmp_path):
-    from actors.pool import map_with_actors
-    from engine.runtime import ActorPlan
+    from checkray.actors.pool import map_with_actors
+    from checkray.engine.runtime import ActorPlan
     from tests.fakes.actors import ReportingEmbeddingActor
 
     texts = rt_corpus.slice(0, 480).select(["id", "text"])
@@ -55,7 +55,7 @@ def test_embedding_actor_killed_mid_stage_loses_and_duplicates_nothing(ray_sessi
     assert len(list(report.glob("actor-*.pid"))) >= 2, "no replacement actor started"
     assert out.num_rows == texts.num_rows
     assert out.column("id").to_pylist() == texts.column("id").to_pylist()  # every row once, in order
-    from actors.embedder import EmbeddingActor
+    from checkray.actors.embedder import EmbeddingActor
 
     clean = EmbeddingActor(**kwargs)(texts)
     a = np.stack(out.column("embedding").to_numpy(zero_copy_only=False))
@@ -68,7 +68,7 @@ def _topics(out: Path, corpus: Path) -> subprocess.Popen:
     env.pop("RAY_ADDRESS", None)
     args = ["topics", "--corpus", str(corpus), "--clusters", "3", "--top-k", "3", "--out", str(out)]
     return subprocess.Popen(
-        [sys.executable, "-m", "jobs.cli", *args],
+        [sys.executable, "-m", "checkray.jobs.cli", *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -13,9 +13,9 @@ import time
 import pyarrow as pa
 import pytest
 
-from engine.errors import InputError
-from engine.rundir import LOCK, MARKER, RunDir
-from engine.stages import Stage, StageRunner
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import LOCK, MARKER, RunDir
+from checkray.engine.stages import Stage, StageRunner
 
 
 def test_new_directory_is_claimed_with_a_marker(tmp_path):

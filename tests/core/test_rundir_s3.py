@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from engine.errors import InputError
-from engine.rundir import CLAIMS, LOCK, MARKER, RunDir, RunLock
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import CLAIMS, LOCK, MARKER, RunDir, RunLock
 from tests.fakes.cli import run_cli
 from tests.fakes.s3_server import local_s3
 
@@ -113,7 +113,16 @@ def test_cli_run_into_a_locked_s3_dir_exits_2_with_one_line(s3_env):
     run.claim("topics")
     with run.lock("topics"):
         proc = subprocess.run(
-            [sys.executable, "-m", "jobs.cli", "topics", "--corpus", "builtin:rotten_tomatoes", "--limit", "20"]
+            [
+                sys.executable,
+                "-m",
+                "checkray.jobs.cli",
+                "topics",
+                "--corpus",
+                "builtin:rotten_tomatoes",
+                "--limit",
+                "20",
+            ]
             + ["--out", uri],
             capture_output=True,
             text=True,

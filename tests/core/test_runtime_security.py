@@ -62,7 +62,7 @@ def test_local_ray_refuses_a_caller_without_the_token(ray_session, tmp_path):
 
 
 def test_job_is_over_reads_the_job_table():
-    from engine.runtime import job_is_over
+    from checkray.engine.runtime import job_is_over
 
     jobs = [{"JobID": "01000000", "IsDead": False}, {"JobID": "02000000", "IsDead": True}]
     assert not job_is_over(jobs, "01000000")
@@ -72,7 +72,7 @@ def test_job_is_over_reads_the_job_table():
 
 _GUARDED_DRIVER = """
 import functools, pathlib, sys, time, ray
-from engine.runtime import start_request_guard
+from checkray.engine.runtime import start_request_guard
 ray.init(address=sys.argv[1])
 release = functools.partial(pathlib.Path(sys.argv[2]).write_text, "released")
 start_request_guard(ray.get_runtime_context().get_job_id(), interval_s=0.5, release=release)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from engine.stages import RunDir, Stage, StageRunner
+from checkray.engine.stages import RunDir, Stage, StageRunner
 
 
 def test_incomplete_stages_rerun_with_their_parts_and_their_dependents(tmp_path):
@@ -53,8 +53,8 @@ def test_incomplete_stages_rerun_with_their_parts_and_their_dependents(tmp_path)
 def test_a_job_run_inside_a_stage_passes_its_incompleteness_up(tmp_path):
     """The benchmark that s2lct, mft and testaug run inside a stage: a model that failed
     there leaves the outer stage incomplete too, so the next run retries it."""
-    from jobs.base import Job, run_job
-    from jobs.config import CheckrayConfig
+    from checkray.jobs.base import Job, run_job
+    from checkray.jobs.config import CheckrayConfig
 
     class Inner(Job):
         name, title, uses_ray, report_file = "inner", "inner", False, None

@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from engine.stages import RunDir, Stage, StageRunner
+from checkray.engine.stages import RunDir, Stage, StageRunner
 
 
 def _stages(calls, fail_at=None, factor=2):
@@ -75,8 +75,8 @@ def test_run_dir_on_a_uri_filesystem(tmp_path):
 def test_file_digest_of_a_missing_or_unreadable_input_is_one_line(tmp_path):
     import pytest
 
-    from engine.errors import InputError
-    from engine.stages import file_digest
+    from checkray.engine.errors import InputError
+    from checkray.engine.stages import file_digest
 
     (tmp_path / "a.csv").write_text("text\nx\n")
     assert file_digest(str(tmp_path / "a.csv")) == file_digest(str(tmp_path / "a.csv"))

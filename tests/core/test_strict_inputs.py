@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import CheckrayError
+from checkray.engine.errors import CheckrayError
 
 
 def _one_line(exc_info) -> str:
@@ -24,7 +24,7 @@ def _one_line(exc_info) -> str:
     ],
 )
 def test_model_registry_is_strict(tmp_path, body, expected):
-    from engine.benchmark.registry import read_registry
+    from checkray.engine.benchmark.registry import read_registry
 
     path = tmp_path / "zoo.yaml"
     path.write_text(body)
@@ -34,7 +34,7 @@ def test_model_registry_is_strict(tmp_path, body, expected):
 
 
 def test_template_spec_refuses_duplicate_keys_and_bools(tmp_path):
-    from engine.templates.expand import read_spec
+    from checkray.engine.templates.expand import read_spec
 
     dup = tmp_path / "dup.yaml"
     dup.write_text("- template: 'a {x}'\n  template: 'b {x}'\n  label: 1\n")
@@ -44,7 +44,7 @@ def test_template_spec_refuses_duplicate_keys_and_bools(tmp_path):
 
 
 def test_checklist_mapping_refuses_duplicate_keys_and_inf(tmp_path):
-    from engine.benchmark.checklist.mapping import load_mapping
+    from checkray.engine.benchmark.checklist.mapping import load_mapping
 
     dup = tmp_path / "m.yaml"
     dup.write_text("tests:\n  'a*': {type: INV}\n  'a*': {type: MFT}\n")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.trust import SIGNATURE_SUFFIX, TRUST_ENV, load_pickle, pickle_bytes
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.trust import SIGNATURE_SUFFIX, TRUST_ENV, load_pickle, pickle_bytes
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_trust_flag_allows_unsigned_pickles(monkeypatch, tmp_path):
 
 
 def test_callable_model_needs_trust(untrusted):
-    from actors.models.callable_model import load_callable
+    from checkray.actors.models.callable_model import load_callable
 
     spec = ModelSpec(name="kw", family="callable", path="tests.fakes.models:keyword_sentiment")
     with pytest.raises(InputError, match="callable imports the module.*--trust-code"):
@@ -75,7 +75,7 @@ def test_callable_model_needs_trust(untrusted):
 
 
 def test_trust_remote_code_needs_trust(untrusted, tmp_path):
-    from actors.models.hf_model import load_hf
+    from checkray.actors.models.hf_model import load_hf
 
     (tmp_path / "config.json").write_text("{}")
     spec = ModelSpec(name="remote", family="hf", path=str(tmp_path), labels=["a", "b"], trust_remote_code=True)

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from engine.schema import make_cases
+from checkray.engine.schema import make_cases
 from tests.core.test_job_submit import PORT_FLAGS, UPLOAD_EXCLUDES, free_ports, stop_head
 from tests.fakes.s3_server import local_s3
 

@@ -10,8 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.costello.metrics import distance, ground_truth, nearest_neighbour_distances, table2, thresholds, violates
-from engine.costello.mutations import (
+from checkray.engine.costello.metrics import (
+    distance,
+    ground_truth,
+    nearest_neighbour_distances,
+    table2,
+    thresholds,
+    violates,
+)
+from checkray.engine.costello.mutations import (
     Variant,
     gender_lexicon,
     gender_swap,
@@ -21,15 +28,15 @@ from engine.costello.mutations import (
     substitutions,
     tokens_from_doc,
 )
-from engine.costello.triples import Seed, combine, triple_table, triples_to_cases
-from engine.errors import InputError
-from engine.lang.polarity import polarity_class
-from engine.schema import validate_cases
+from checkray.engine.costello.triples import Seed, combine, triple_table, triples_to_cases
+from checkray.engine.errors import InputError
+from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.schema import validate_cases
 
 
 @pytest.fixture(scope="module")
 def nlp():
-    from actors.spacy_nlp import load_spacy
+    from checkray.actors.spacy_nlp import load_spacy
 
     return load_spacy("builtin:sm", disable=("parser", "ner"))
 
@@ -42,7 +49,7 @@ def toks(nlp, text):
 
 
 def test_lexnames_are_the_45_lexicographer_files():
-    from engine.lang.wordnet import lexnames_text
+    from checkray.engine.lang.wordnet import lexnames_text
 
     lines = lexnames_text().splitlines()
     assert len(lines) == 45
@@ -53,7 +60,7 @@ def test_lexnames_are_the_45_lexicographer_files():
 
 
 def test_wordnet_reads_nouns_from_both_halves_and_relations():
-    from engine.lang.wordnet import antonyms, synonyms, wordnet
+    from checkray.engine.lang.wordnet import antonyms, synonyms, wordnet
 
     wn = wordnet()
     # data.noun is rebuilt from two halves: a noun far into the second half must resolve.
@@ -67,7 +74,7 @@ def test_wordnet_reads_nouns_from_both_halves_and_relations():
 def test_missing_wordnet_package_is_one_line(monkeypatch):
     import importlib.util
 
-    from engine.lang import wordnet
+    from checkray.engine.lang import wordnet
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(InputError) as err:
@@ -241,7 +248,7 @@ def test_table2_layout_and_precision():
 
 
 def test_epoch_plan_halves_and_upsamples():
-    from actors.costello.repair import epoch_plan
+    from checkray.actors.costello.repair import epoch_plan
 
     batches = epoch_plan(3, 10, 4, np.random.default_rng(0))
     assert sum(len(b) for _, b in batches) == 10 and sum(len(v) for v, _ in batches) == 10
@@ -254,8 +261,8 @@ def test_epoch_plan_halves_and_upsamples():
 
 @pytest.mark.timeout(120)
 def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
-    from actors.costello.embedders import EmbedderSpec, load_encoder
-    from actors.costello.repair import RepairSettings, mean_triplet_loss, train_repair
+    from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
+    from checkray.actors.costello.repair import RepairSettings, mean_triplet_loss, train_repair
     from tests.fakes.tiny_hf import build_tiny_bert
 
     violated = [
@@ -279,8 +286,8 @@ def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
 
 
 def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
-    from engine.benchmark.registry import ModelSpec
-    from jobs.costello.job import read_embedders
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.jobs.costello.job import read_embedders
 
     specs = read_embedders("configs/costello/embedders.yaml")
     assert {s.pooling for s in specs} >= {"mean", "cls"} and any(s.kind == "spacy" for s in specs)
@@ -295,10 +302,10 @@ def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
 
 def test_paper_config_and_its_embedder_lists_load():
     """configs/costello_paper.yaml validates (paths are not opened: ../shared is not in a clone)."""
-    from engine.costello.mutations import read_gender_pairs
-    from jobs.config import load_config
-    from jobs.costello.config import CostelloConfig, RepairConfig
-    from jobs.costello.job import read_embedders
+    from checkray.engine.costello.mutations import read_gender_pairs
+    from checkray.jobs.config import load_config
+    from checkray.jobs.costello.config import CostelloConfig, RepairConfig
+    from checkray.jobs.costello.job import read_embedders
 
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "costello_paper.yaml", {})

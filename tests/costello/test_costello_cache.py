@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cache import ContentCache
+from checkray.engine.cache import ContentCache
 from tests.fakes.cli import run_cli
 
 pytestmark = pytest.mark.ray
@@ -33,8 +33,8 @@ def _cache_rows(cache_dir: Path) -> int:
 
 @pytest.mark.timeout(600)
 def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monkeypatch):
-    import actors.pool
-    from actors.costello.embedders import EmbedderSpec, contrast_identity, embed_all
+    import checkray.actors.pool
+    from checkray.actors.costello.embedders import EmbedderSpec, contrast_identity, embed_all
 
     model = _tiny(tmp_path)
     specs = [
@@ -59,7 +59,7 @@ def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monke
     def no_actor(*args, **kwargs):
         raise AssertionError("an encoder was started although the cache holds every text")
 
-    monkeypatch.setattr(actors.pool, "map_with_actors", no_actor)
+    monkeypatch.setattr(checkray.actors.pool, "map_with_actors", no_actor)
     warm = embed_all(texts[::-1], specs, cache=cache, stats=stats)
     assert stats == {"mean": 0, "cls": 0}
     for name in ("mean", "cls"):
@@ -84,7 +84,7 @@ def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anc
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from engine.arrays import column_to_numpy
+    from checkray.engine.arrays import column_to_numpy
 
     cache_dir = tmp_path / "cache"
     monkeypatch.setenv("CHECKRAY_CACHE_URI", str(cache_dir))
@@ -128,8 +128,8 @@ def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anc
         assert pq.read_table(tmp_path / "first" / name).equals(pq.read_table(tmp_path / "second" / name)), name
 
     # The repair's anchors (the original model on the benign triples) come from the cache.
-    from jobs.config import load_config
-    from jobs.costello.repair import RepairJob
+    from checkray.jobs.config import load_config
+    from checkray.jobs.costello.repair import RepairJob
 
     job = RepairJob(
         load_config(None, {"repair.threshold": "zero"}), violations_dir=str(tmp_path / "first"), model="tiny"

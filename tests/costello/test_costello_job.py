@@ -14,7 +14,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
-from engine.costello.mutations import normalize, read_inversions
+from checkray.engine.costello.mutations import normalize, read_inversions
 from tests.fakes.cli import run_cli
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
 @pytest.mark.ray
 @pytest.mark.timeout(600)
 def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, capsys):
-    from engine.schema import validate_cases
+    from checkray.engine.schema import validate_cases
 
     corpus = _corpus(rt_corpus, tmp_path / "seeds.csv")
     embedders = tmp_path / "emb.yaml"
@@ -126,7 +126,7 @@ def test_missing_embedder_path_is_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "jobs.cli",
+            "checkray.jobs.cli",
             "costello",
             "--corpus",
             "builtin:rotten_tomatoes",

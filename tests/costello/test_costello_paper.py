@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.costello.mutations import (
+from checkray.engine.costello.mutations import (
     dense_synonyms,
     gender_lexicon,
     gender_swap,
@@ -21,15 +21,15 @@ from engine.costello.mutations import (
     read_inversions,
     tokens_from_doc,
 )
-from engine.costello.neighbours import brute_force, nearest_neighbour_distances
-from engine.costello.released import read_triples
-from engine.costello.triples import Seed, combine, triple_table
-from engine.errors import InputError
+from checkray.engine.costello.neighbours import brute_force, nearest_neighbour_distances
+from checkray.engine.costello.released import read_triples
+from checkray.engine.costello.triples import Seed, combine, triple_table
+from checkray.engine.errors import InputError
 
 
 @pytest.fixture(scope="module")
 def nlp():
-    from actors.spacy_nlp import load_spacy
+    from checkray.actors.spacy_nlp import load_spacy
 
     return load_spacy("builtin:sm", disable=("parser", "ner"))
 
@@ -73,7 +73,7 @@ def test_blocks_and_row_ranges_equal_the_full_matrix(metric):
 
 def test_a_sampled_dictionary_inflates_the_threshold():
     """The documented bias of costello.dictionary_size: neighbours in a sparse sample are farther."""
-    from engine.costello.metrics import thresholds
+    from checkray.engine.costello.metrics import thresholds
 
     X = np.random.default_rng(0).normal(size=(2000, 8)).astype(np.float32)
     whole = thresholds(nearest_neighbour_distances(X, "l2"))
@@ -83,7 +83,7 @@ def test_a_sampled_dictionary_inflates_the_threshold():
 
 @pytest.mark.ray
 def test_dictionary_nn_on_ray_actors_matches_the_local_code(ray_session):
-    from actors.costello.neighbours import dictionary_nn
+    from checkray.actors.costello.neighbours import dictionary_nn
 
     rng = np.random.default_rng(1)
     mats = {"a": rng.normal(size=(150, 16)).astype(np.float32), "b": TOY}
@@ -186,7 +186,7 @@ def test_dense_synonyms_are_seeded_and_change_many_words(nlp):
 
 
 def test_cr3_positive_operator_and_cr4_same_word():
-    from engine.costello.mutations import Variant
+    from checkray.engine.costello.mutations import Variant
 
     seed = Seed("s", "good film")
     variants = [
@@ -206,7 +206,7 @@ def test_cr3_positive_operator_and_cr4_same_word():
 
 
 def test_classifier_rows_prefer_non_seeds_then_top_up():
-    from jobs.costello.inputs import classifier_rows
+    from checkray.jobs.costello.inputs import classifier_rows
 
     corpus = pa.table({"label": pa.array(["p", "n", None, "p", "n", "p"], pa.string())})
     seeds = np.array([0, 1, 3])
@@ -217,8 +217,8 @@ def test_classifier_rows_prefer_non_seeds_then_top_up():
 
 
 def test_whole_tokenizer_vocabulary_is_the_dictionary(tmp_path):
-    from actors.costello.embedders import EmbedderSpec
-    from jobs.costello.inputs import tokenizer_vocabulary
+    from checkray.actors.costello.embedders import EmbedderSpec
+    from checkray.jobs.costello.inputs import tokenizer_vocabulary
     from tests.fakes.tiny_hf import build_tiny_bert
 
     path = build_tiny_bert(tmp_path / "bert", ["good film", "bad 2 films"])

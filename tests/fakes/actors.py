@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from actors.embedder import EmbeddingActor
+from checkray.actors.embedder import EmbeddingActor
 
 
 class ReportingEmbeddingActor(EmbeddingActor):

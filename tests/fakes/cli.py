@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def run_cli(*args: str) -> int:
-    """``checkray ARGS`` through ``jobs.cli.main``; returns the exit code."""
-    from jobs.cli import main
+    """``checkray ARGS`` through ``checkray.jobs.cli.main``; returns the exit code."""
+    from checkray.jobs.cli import main
 
     try:
         main(list(args))

@@ -13,7 +13,7 @@ import re
 
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from engine.llm import Generation, make_generation
+from checkray.engine.llm import Generation, make_generation
 
 _VADER = SentimentIntensityAnalyzer()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors.llm import chat as chat_mod
-from engine.llm import GenerationParams, LLMConfig, make_generation
+from checkray.actors.llm import chat as chat_mod
+from checkray.engine.llm import GenerationParams, LLMConfig, make_generation
 
 
 class _Pool:
@@ -59,8 +59,8 @@ def test_given_chat_is_neither_wrapped_nor_closed(started):
 
 
 def test_chat_key_follows_the_content_of_a_local_model_file(tmp_path):
-    from actors.llm.chat import chat_key
-    from engine.llm import LLMConfig
+    from checkray.actors.llm.chat import chat_key
+    from checkray.engine.llm import LLMConfig
 
     gguf = tmp_path / "model.gguf"
     gguf.write_bytes(b"weights v1")

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from actors.llm import http_openai
-from actors.llm.http_openai import MAX_WAIT_S, CircuitBreaker, HTTPGenerator, retry_after_seconds
-from engine.errors import ConfigError
-from engine.llm import GenerationParams, LLMConfig, LLMError
-from jobs.config import load_config
+from checkray.actors.llm import http_openai
+from checkray.actors.llm.http_openai import MAX_WAIT_S, CircuitBreaker, HTTPGenerator, retry_after_seconds
+from checkray.engine.errors import ConfigError
+from checkray.engine.llm import GenerationParams, LLMConfig, LLMError
+from checkray.jobs.config import load_config
 from tests.fakes.llm_server import BAD_RETRY_AFTER, BAD_USAGE, FaultyLLMServer
 
 GREEDY = GenerationParams(max_tokens=4)
@@ -177,8 +177,8 @@ def test_config_refuses_infinite_waits(tmp_path, line, field):
 
 @pytest.mark.timeout(120)
 def test_batch_timeout_stops_the_actors(ray_session):
-    from actors.llm.actor import start_generator
-    from actors.pool import MAX_TASK_RETRIES
+    from checkray.actors.llm.actor import start_generator
+    from checkray.actors.pool import MAX_TASK_RETRIES
 
     with FaultyLLMServer("hang") as server:
         cfg = LLMConfig(backend="http", base_url=server.url, api_key_env=None, timeout_s=60, batch_timeout_s=1.5)
@@ -196,8 +196,8 @@ def test_batch_timeout_stops_the_actors(ray_session):
 
 @pytest.mark.timeout(120)
 def test_load_timeout_names_what_it_waited_for(ray_session, monkeypatch):
-    from actors.llm import actor as actor_mod
-    from engine.runtime import ActorPlan
+    from checkray.actors.llm import actor as actor_mod
+    from checkray.engine.runtime import ActorPlan
 
     # An actor asking for a GPU on this CPU-only Ray never starts: Ray waits for resources.
     monkeypatch.setattr(

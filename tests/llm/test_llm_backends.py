@@ -17,13 +17,13 @@ import httpx
 import numpy as np
 import pytest
 
-from actors.assets import assemble
-from actors.llm.http_openai import HTTPGenerator, RateLimiter
-from actors.llm.packaged import resolve_llm
-from actors.models.llm_zero_shot import LLMZeroShotClassifier
-from engine.benchmark.registry import ModelSpec, ModelUnderTest
-from engine.errors import ConfigError, InputError
-from engine.llm import (
+from checkray.actors.assets import assemble
+from checkray.actors.llm.http_openai import HTTPGenerator, RateLimiter
+from checkray.actors.llm.packaged import resolve_llm
+from checkray.actors.models.llm_zero_shot import LLMZeroShotClassifier
+from checkray.engine.benchmark.registry import ModelSpec, ModelUnderTest
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.llm import (
     Generation,
     GenerationParams,
     Generator,
@@ -34,7 +34,7 @@ from engine.llm import (
     count_finish_reasons,
     make_generation,
 )
-from jobs.config import load_config
+from checkray.jobs.config import load_config
 
 GREEDY = GenerationParams(temperature=0.0, max_tokens=6)
 API_KEY = "sk-test-0123456789abcdef"
@@ -227,7 +227,7 @@ def qwen_path() -> str:
 
 @pytest.fixture(scope="module")
 def llamacpp(qwen_path):
-    from actors.llm.local_llamacpp import LlamaCppGenerator
+    from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
     return LlamaCppGenerator(qwen_path, n_ctx=512, threads=2)
 
@@ -424,7 +424,7 @@ def test_http_unreachable_endpoint_is_one_line_error():
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 def test_actor_generator_batches_in_order(ray_session, qwen_path, llamacpp, tmp_path):
-    from actors.llm.actor import plan_generators, start_generator
+    from checkray.actors.llm.actor import plan_generators, start_generator
 
     cfg = LLMConfig(backend="local", model=qwen_path, n_ctx=512, batch_size=2)
     plan = plan_generators(cfg, "local", {"CPU": 2})
@@ -443,7 +443,7 @@ def test_actor_generator_batches_in_order(ray_session, qwen_path, llamacpp, tmp_
 
 
 def test_gpu_plan_asks_for_gpus():
-    from actors.llm.actor import plan_generators
+    from checkray.actors.llm.actor import plan_generators
 
     plan = plan_generators(LLMConfig(gpu_fraction=0.5), "vllm", {"CPU": 8, "GPU": 1})
     assert plan.num_gpus == 0.5 and plan.pool_size == 2
@@ -490,7 +490,7 @@ def tiny_causal_lm(tmp_path_factory) -> str:
 
 @pytest.mark.timeout(120)
 def test_transformers_engine_seeds_chat_and_errors(tiny_causal_lm):
-    from actors.llm.local_transformers import TransformersGenerator
+    from checkray.actors.llm.local_transformers import TransformersGenerator
 
     gen = TransformersGenerator(tiny_causal_lm, threads=1)
     hot = GenerationParams(temperature=1.5, seed=11, max_tokens=6)

@@ -1,4 +1,4 @@
-"""Per-prompt checkpoints of LLM answers inside a stage (``engine.llm_checkpoint``): errors
+"""Per-prompt checkpoints of LLM answers inside a stage (``checkray.engine.llm_checkpoint``): errors
 are never committed, a rerun asks exactly the prompts without an answer whatever the
 batching, parts are few, and a run SIGKILLed mid-stage resumes without redoing parts."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from engine.llm import Generation, GenerationParams, LLMError, failed_generation, make_generation
-from engine.llm_checkpoint import StageChat, prompt_key
-from engine.stages import RunDir, Stage, StageRunner
+from checkray.engine.llm import Generation, GenerationParams, LLMError, failed_generation, make_generation
+from checkray.engine.llm_checkpoint import StageChat, prompt_key
+from checkray.engine.stages import RunDir, Stage, StageRunner
 
 PARAMS = GenerationParams(seed=3, temperature=0.7, max_tokens=8)
 
@@ -151,8 +151,8 @@ def test_a_wrong_number_of_answers_is_an_error(tmp_path):
 SLOW_STAGE = """
 import sys, time
 import pyarrow as pa
-from engine.llm import make_generation
-from engine.stages import RunDir, Stage, StageRunner
+from checkray.engine.llm import make_generation
+from checkray.engine.stages import RunDir, Stage, StageRunner
 from tests.llm.test_llm_checkpoint import llm_stage
 
 class Slow:

@@ -1,7 +1,7 @@
 """Gate rows carry the wall time of their step (Li et al. at size: time per step in the report)."""
 
-from engine.mft.suite import GateLog
-from jobs.mft.generate import GATE_SCHEMA
+from checkray.engine.mft.suite import GateLog
+from checkray.jobs.mft.generate import GATE_SCHEMA
 
 
 def test_gate_rows_have_seconds_and_fit_the_stage_schema():

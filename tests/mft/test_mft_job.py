@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from engine.errors import InputError
-from engine.schema import validate_cases
-from jobs.config import load_config
-from jobs.mft.job import run_mft
+from checkray.engine.errors import InputError
+from checkray.engine.schema import validate_cases
+from checkray.jobs.config import load_config
+from checkray.jobs.mft.job import run_mft
 from tests.fakes.llm import RuleBasedChat
 
 pytestmark = pytest.mark.ray

@@ -2,8 +2,8 @@
 
 import pytest
 
-from engine.errors import InputError
-from engine.mft.suite import check_label_words, named_label_words
+from checkray.engine.errors import InputError
+from checkray.engine.mft.suite import check_label_words, named_label_words
 
 WORDS = {"positive": "positive", "negative": "negative"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.llm import LLMError
-from jobs.mft.job import run_mft
+from checkray.engine.llm import LLMError
+from checkray.jobs.mft.job import run_mft
 from tests.fakes.llm_server import FaultyLLMServer
 from tests.mft.test_mft_job import _cfg, _embed
 from tests.testaug.test_testaug_llm_faults import assert_nothing_half_written

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError
-from engine.mft.parsing import (
+from checkray.engine.errors import ConfigError
+from checkray.engine.mft.parsing import (
     ParseStats,
     dedupe_exact,
     dedupe_near,
@@ -13,7 +13,7 @@ from engine.mft.parsing import (
     parse_mft_cases,
     parse_paraphrases,
 )
-from engine.prompts import load_prompt, parse_prompt
+from checkray.engine.prompts import load_prompt, parse_prompt
 
 FIGURE_5 = """Sure! Here are the minimum functionality test (MFT) samples:
 
@@ -169,8 +169,8 @@ def test_grammar_section_is_kept_out_of_the_messages():
 
 
 def test_constrained_decoding_uses_each_prompt_files_grammar():
-    from engine.llm import GenerationParams
-    from engine.mft.suite import prompt_params
+    from checkray.engine.llm import GenerationParams
+    from checkray.engine.mft.suite import prompt_params
 
     base = GenerationParams(temperature=0.7)
     for name in ("mft_fewshot_example", "mft_generate", "mft_paraphrase", "mft_label"):

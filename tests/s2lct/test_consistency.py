@@ -7,10 +7,10 @@ import csv
 
 import pytest
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.s2lct.consistency import NO_ANSWER, lexicon_label, sample_cases, summarize, verdicts
-from engine.s2lct.spec import check_corpus_labels, load_capabilities
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.s2lct.consistency import NO_ANSWER, lexicon_label, sample_cases, summarize, verdicts
+from checkray.engine.s2lct.spec import check_corpus_labels, load_capabilities
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_lexicon_rule_is_vaders_compound():
 
 
 def test_judge_choice_avoids_models_trained_on_the_seed_sentences(tmp_path):
-    from jobs.s2lct.consistency import choose_judge
+    from checkray.jobs.s2lct.consistency import choose_judge
 
     sentences = [f"sentence number {i} is here" for i in range(50)]
     corpus = tmp_path / "train.csv"

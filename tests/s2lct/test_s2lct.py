@@ -11,23 +11,23 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from actors.s2lct.parser import dep_to_const, token_dicts
-from engine.errors import ConfigError
-from engine.s2lct.grammar import (
+from checkray.actors.s2lct.parser import dep_to_const, token_dicts
+from checkray.engine.errors import ConfigError
+from checkray.engine.s2lct.grammar import (
     count_productions,
     expansion_candidates,
     grammar_table,
     reference_index,
     tree_productions,
 )
-from engine.s2lct.mask_fill import BigramLM, fill, validate_fill
-from engine.s2lct.search import build_seeds, matching_rules
-from engine.s2lct.spec import load_capabilities
+from checkray.engine.s2lct.mask_fill import BigramLM, fill, validate_fill
+from checkray.engine.s2lct.search import build_seeds, matching_rules
+from checkray.engine.s2lct.spec import load_capabilities
 
 
 @pytest.fixture(scope="module")
 def nlp():
-    from actors.spacy_nlp import load_spacy
+    from checkray.actors.spacy_nlp import load_spacy
 
     return load_spacy("builtin:sm")
 
@@ -251,8 +251,8 @@ def test_bigram_lm_prefers_the_seen_continuation():
 
 
 def test_table3_counts_pass_to_fail():
-    from engine.schema import make_cases
-    from jobs.s2lct.evaluate import table3
+    from checkray.engine.schema import make_cases
+    from checkray.jobs.s2lct.evaluate import table3
 
     def case(cid, kind, seed=None):
         meta = {"kind": kind, **({"seed_case_id": seed} if seed else {})}
@@ -296,7 +296,7 @@ def reversed_bounds(values, low, high):
 
 
 def test_boundary_coverage_and_minimal_tokens():
-    from engine.s2lct.coverage import corner_coverage, minimal_tokens, neuron_bounds, neuron_values
+    from checkray.engine.s2lct.coverage import corner_coverage, minimal_tokens, neuron_bounds, neuron_values
 
     low, high = neuron_bounds(np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
     cov = corner_coverage(np.array([[2.0, 0.5, -1.0], [0.5, 0.5, 0.5]]), low, high)
@@ -327,7 +327,7 @@ def test_boundary_coverage_and_minimal_tokens():
 def test_layer_activations_of_a_tiny_bert(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from engine.s2lct.coverage import layer_activations, layer_summaries
+    from checkray.engine.s2lct.coverage import layer_activations, layer_summaries
     from tests.fakes.tiny_hf import build_tiny_bert
 
     texts = ["the film is good", "the film is bad", "a dull film"]
@@ -355,7 +355,7 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-    from actors.s2lct.mask_filler import ExpansionActor
+    from checkray.actors.s2lct.mask_filler import ExpansionActor
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words = ["or", "both", ".", "ways", "things", "disasters"]
@@ -395,8 +395,8 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
 def test_saved_grammar_is_read_back_and_a_wrong_file_is_one_line_error(tmp_path):
     import pyarrow.parquet as pq
 
-    from engine.errors import InputError
-    from jobs.s2lct.job import read_grammar
+    from checkray.engine.errors import InputError
+    from checkray.jobs.s2lct.job import read_grammar
 
     grammar = grammar_table(count_productions(["(NP (DT some) (NNS things))", "(NP (DT all))"]))
     pq.write_table(grammar, tmp_path / "grammar.parquet")

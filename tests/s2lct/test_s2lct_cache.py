@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from actors.models import load_model as REAL_LOAD
-from engine.benchmark.registry import ModelSpec
-from engine.cache import ContentCache
+from checkray.actors.models import load_model as REAL_LOAD
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import ContentCache
 
 KEYWORD = ModelSpec(name="keyword", family="callable", path="tests.fakes.models:keyword_sentiment")
 TEXTS = ["a good film", "a bad film", "the room is small", "not a good film", "a great and fun story"]
@@ -31,7 +31,6 @@ class Counting:
 
 @pytest.fixture
 def counting(monkeypatch):
-    import actors.models
 
     made: list[Counting] = []
 
@@ -39,12 +38,14 @@ def counting(monkeypatch):
         made.append(Counting(spec))
         return made[-1]
 
-    monkeypatch.setattr(actors.models, "load_model", load)
+    import checkray.actors.models
+
+    monkeypatch.setattr(checkray.actors.models, "load_model", load)
     return made
 
 
 def test_the_judge_reads_only_what_no_run_had_it_read(tmp_path, counting):
-    from jobs.s2lct.consistency import judge_reader
+    from checkray.jobs.s2lct.consistency import judge_reader
 
     cache = ContentCache(str(tmp_path / "cache"))
     read, predictor = judge_reader(KEYWORD, "neutral", cache)
@@ -68,8 +69,8 @@ def test_the_judge_reads_only_what_no_run_had_it_read(tmp_path, counting):
 
 
 def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
-    from jobs.s2lct.config import S2lctConfig
-    from jobs.s2lct.evaluate import explanation_rows
+    from checkray.jobs.s2lct.config import S2lctConfig
+    from checkray.jobs.s2lct.evaluate import explanation_rows
 
     s = S2lctConfig.model_validate({"explain": {"failures": 2}})
     suite = pa.table(
@@ -89,7 +90,7 @@ def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
     cache = ContentCache(str(tmp_path / "cache"))
 
     def explain(with_cache):
-        from actors.models import load_model
+        from checkray.actors.models import load_model
 
         clf = load_model(KEYWORD)
         return explanation_rows(results, suite, [(KEYWORD, clf)], s, with_cache), clf
@@ -104,7 +105,7 @@ def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
 
 
 def test_cached_predictor_loads_no_model_when_all_is_cached_and_maps_label_order(tmp_path, counting):
-    from actors.benchmark.cached import CachedPredictor
+    from checkray.actors.benchmark.cached import CachedPredictor
 
     cache = ContentCache(str(tmp_path / "cache"))
     cold = CachedPredictor(KEYWORD, lambda: Counting(KEYWORD), cache)

@@ -64,7 +64,7 @@ def write_config(path, **s2lct):
 
 @pytest.mark.timeout(300)
 def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
-    from engine.schema import validate_cases
+    from checkray.engine.schema import validate_cases
 
     registry = tmp_path / "models.yaml"
     registry.write_text(
@@ -142,7 +142,7 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
 
 
 def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, corpus_csv):
-    from jobs.cli import main
+    from checkray.jobs.cli import main
 
     bad = tmp_path / "mine.yaml"
     bad.write_text("id: LC99\nname: mine\nsearch:\n  - {name: a, label: positive, max_token: 5}\n", encoding="utf-8")
@@ -160,7 +160,7 @@ def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, co
 
 
 def test_numeric_labels_without_a_map_are_one_line_error(tmp_path, monkeypatch, capsys, corpus_csv):
-    from jobs.cli import main
+    from checkray.jobs.cli import main
 
     out = tmp_path / "o"
     monkeypatch.setattr(sys, "argv", ["checkray", "s2lct", "--corpus", str(corpus_csv), "--out", str(out)])
@@ -176,8 +176,8 @@ def test_numeric_labels_without_a_map_are_one_line_error(tmp_path, monkeypatch, 
 
 
 def test_unknown_config_field_is_one_line_error(tmp_path):
-    from engine.errors import ConfigError
-    from jobs.config import load_config
+    from checkray.engine.errors import ConfigError
+    from checkray.jobs.config import load_config
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text("s2lct:\n  filler:\n    candidate: 3\n", encoding="utf-8")

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from actors.spacy_nlp import load_spacy
-from engine.templates.expand import read_spec
-from engine.testaug.diversity import bleu_against_others, dependency_paths, self_bleu, token_paths
-from engine.testaug.expand import case_template, expand_new_template, seed_candidates
-from engine.testaug.prompt import SeedCase
+from checkray.actors.spacy_nlp import load_spacy
+from checkray.engine.templates.expand import read_spec
+from checkray.engine.testaug.diversity import bleu_against_others, dependency_paths, self_bleu, token_paths
+from checkray.engine.testaug.expand import case_template, expand_new_template, seed_candidates
+from checkray.engine.testaug.prompt import SeedCase
 
 SEED_RECORD = {
     "template": "No one {pos_verb} {the} {air_noun}.",
@@ -136,7 +136,7 @@ def test_closest_other_length_matches_sacrebleu():
 
     from sacrebleu.metrics import BLEU
 
-    from engine.testaug.diversity import _closest_other_length
+    from checkray.engine.testaug.diversity import _closest_other_length
 
     rng = random.Random(0)
     scorer = BLEU()

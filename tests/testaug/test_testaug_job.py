@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.benchmark.registry import ModelSpec
-from engine.errors import InputError
-from engine.schema import validate_cases
-from jobs.config import load_config
-from jobs.testaug.job import run_testaug
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.schema import validate_cases
+from checkray.jobs.config import load_config
+from checkray.jobs.testaug.job import run_testaug
 from tests.fakes.llm import RuleBasedAugChat
 
 SPEC = [
@@ -152,7 +152,7 @@ def test_missing_spec_is_one_line(tmp_path):
 
 
 def test_cli_without_spec_is_one_line(tmp_path, capsys):
-    from jobs.cli import main
+    from checkray.jobs.cli import main
 
     def run(*args):
         with pytest.raises(SystemExit) as exc:
@@ -171,7 +171,7 @@ def test_cli_without_spec_is_one_line(tmp_path, capsys):
 def test_people_annotations_and_classifier_filter(tmp_path):
     """People's labels decide phase 1 where they cover the first sample; the classifier
     filters the rest of a description under threshold; no LLM labeler call."""
-    from actors.testaug.validity import train_validity
+    from checkray.actors.testaug.validity import train_validity
 
     spec = tmp_path / "spec.jsonl"
     spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")

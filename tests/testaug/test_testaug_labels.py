@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from engine.errors import InputError
-from jobs.config import load_config
-from jobs.testaug.config import TestAugConfig as AugSection
-from jobs.testaug.job import load_descriptions, spec_labels
+from checkray.engine.errors import InputError
+from checkray.jobs.config import load_config
+from checkray.jobs.testaug.config import TestAugConfig as AugSection
+from checkray.jobs.testaug.job import load_descriptions, spec_labels
 
 POOL = {"adj": ["good", "great"], "noun": ["flight", "seat"]}
 

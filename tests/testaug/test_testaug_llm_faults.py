@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import load_config
-from jobs.testaug.job import run_testaug
+from checkray.jobs.config import load_config
+from checkray.jobs.testaug.job import run_testaug
 from tests.fakes.cli import run_cli
 from tests.fakes.llm_server import FaultyLLMServer
 from tests.testaug.test_testaug_job import SPEC

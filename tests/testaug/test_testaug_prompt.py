@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from engine.prompts import load_prompt
-from engine.templates.expand import read_spec
-from engine.testaug.prompt import (
+from checkray.engine.prompts import load_prompt
+from checkray.engine.templates.expand import read_spec
+from checkray.engine.testaug.prompt import (
     ParseCount,
     dedupe,
     describe_templates,
@@ -21,7 +21,7 @@ from engine.testaug.prompt import (
     sample_seeds,
     seed_keys,
 )
-from engine.testaug.validity import THRESHOLDS, parse_validity_answer, phase_decision, threshold_for
+from checkray.engine.testaug.validity import THRESHOLDS, parse_validity_answer, phase_decision, threshold_for
 
 NEG = {
     "template": "No one {pos_verb} {the} {air_noun}.",

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from actors.testaug.validity import ValidityClassifier, score_validity, train_validity
-from engine.errors import InputError
-from engine.testaug.validity import read_annotations
-from engine.training import FineTuneConfig
+from checkray.actors.testaug.validity import ValidityClassifier, score_validity, train_validity
+from checkray.engine.errors import InputError
+from checkray.engine.testaug.validity import read_annotations
+from checkray.engine.training import FineTuneConfig
 
 VALID = [
     "No one enjoys that flight.",

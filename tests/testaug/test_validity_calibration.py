@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from actors.testaug.validity import ValidityClassifier, best_threshold, oversample
-from engine.errors import InputError
+from checkray.actors.testaug.validity import ValidityClassifier, best_threshold, oversample
+from checkray.engine.errors import InputError
 
 
 def test_oversample_balances_the_classes_and_keeps_every_case():

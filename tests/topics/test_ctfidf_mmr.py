@@ -6,10 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from engine.config import RepresentationConfig, RepresentativesConfig
-from engine.topics.ctfidf import class_tfidf_weights, fit_class_tfidf, topic_name
-from engine.topics.describe import describe_clusters
-from engine.topics.representatives import label_quotas, mmr_select
+from checkray.engine.config import RepresentationConfig, RepresentativesConfig
+from checkray.engine.topics.ctfidf import class_tfidf_weights, fit_class_tfidf, topic_name
+from checkray.engine.topics.describe import describe_clusters
+from checkray.engine.topics.representatives import label_quotas, mmr_select
 
 
 def test_ctfidf_matches_hand_computation():

@@ -13,7 +13,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cache import ContentCache
+from checkray.engine.cache import ContentCache
 
 pytestmark = pytest.mark.ray
 
@@ -29,8 +29,8 @@ def shard_rows(cache_dir: Path) -> list[int]:
 
 @pytest.mark.timeout(600)
 def test_embed_texts_encodes_only_what_the_cache_lacks(ray_session, minilm_path, tmp_path):
-    from actors.embed_cache import EmbedPool, EmbedStats, embed_texts, plan_embedders, sentence_model
-    from actors.embedder import load_sentence_transformer
+    from checkray.actors.embed_cache import EmbedPool, EmbedStats, embed_texts, plan_embedders, sentence_model
+    from checkray.actors.embedder import load_sentence_transformer
 
     cache = ContentCache(str(tmp_path / "cache"))
     model = sentence_model("builtin:minilm", normalize=True)
@@ -82,12 +82,12 @@ def _embeddings(run: Path):
 
 @pytest.mark.timeout(900)
 def test_topics_into_a_new_out_and_the_zoo_read_the_stored_corpus_embeddings(ray_session, tmp_path, monkeypatch):
-    from engine.arrays import column_to_numpy
-    from engine.cache import CacheConfig
-    from engine.stages import RunDir, StageRunner
-    from jobs.config import load_config
-    from jobs.topics.job import run_topics
-    from jobs.zoo.job import embed_stage, split_stage
+    from checkray.engine.arrays import column_to_numpy
+    from checkray.engine.cache import CacheConfig
+    from checkray.engine.stages import RunDir, StageRunner
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import run_topics
+    from checkray.jobs.zoo.job import embed_stage, split_stage
 
     cache_dir = tmp_path / "cache"
     monkeypatch.setenv("CHECKRAY_CACHE_URI", str(cache_dir))

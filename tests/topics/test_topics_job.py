@@ -9,7 +9,7 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.topics.job import run_topics
+from checkray.jobs.topics.job import run_topics
 from tests.conftest import TOPICS_DOCS as N_DOCS
 
 pytestmark = pytest.mark.ray
@@ -69,7 +69,12 @@ def _cli(*args, cwd=None):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     env.pop("RAY_ADDRESS", None)
     return subprocess.run(
-        [sys.executable, "-m", "jobs.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=240
+        [sys.executable, "-m", "checkray.jobs.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=240,
     )
 
 
@@ -102,8 +107,8 @@ def test_gpu_branch_schedules_gpu_actors_when_ray_reports_a_gpu(tmp_path):
         import ray, ray.data, tempfile
         ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=128*1024*1024,
                  _temp_dir=tempfile.mkdtemp(prefix="crg", dir="/tmp"))
-        from engine.runtime import plan_actor_pool, cluster_resources, choose_device
-        from actors.embedder import EmbeddingActor
+        from checkray.engine.runtime import plan_actor_pool, cluster_resources, choose_device
+        from checkray.actors.embedder import EmbeddingActor
         plan = plan_actor_pool(cluster_resources())
         assert plan.device == "gpu" and plan.ray_options()["num_gpus"] == 1.0, plan
         assert choose_device("auto", cluster_resources()) == "gpu"

@@ -17,11 +17,11 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from engine.benchmark.checklist.expect import recognise
-from engine.benchmark.checklist.mapping import Mapping
-from engine.benchmark.checklist.plan import LabelNames, NoPlan, Plan, decide, raw_labels
-from engine.benchmark.checklist.reader import SuiteRecord, TestRecord, plain
-from engine.schema import case_id, make_cases
+from checkray.engine.benchmark.checklist.expect import recognise
+from checkray.engine.benchmark.checklist.mapping import Mapping
+from checkray.engine.benchmark.checklist.plan import LabelNames, NoPlan, Plan, decide, raw_labels
+from checkray.engine.benchmark.checklist.reader import SuiteRecord, TestRecord, plain
+from checkray.engine.schema import case_id, make_cases
 
 
 class TestReport(BaseModel):

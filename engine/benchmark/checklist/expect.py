@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
-from engine.benchmark.checklist.reader import plain
-from engine.benchmark.checklist.unpickle import Opaque
+from checkray.engine.benchmark.checklist.reader import plain
+from checkray.engine.benchmark.checklist.unpickle import Opaque
 
 _EMPTY = object()  # an empty closure cell
 

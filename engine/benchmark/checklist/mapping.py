@@ -25,8 +25,8 @@ from typing import Literal
 import yaml
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from engine.errors import InputError
-from engine.strict import StrictInput, load_yaml
+from checkray.engine.errors import InputError
+from checkray.engine.strict import StrictInput, load_yaml
 
 _GLOB_CHARS = set("*?[")
 

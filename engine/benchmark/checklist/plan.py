@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from numbers import Integral, Real
 from typing import Any
 
-from engine.benchmark.checklist.expect import Recognised, Unrecognised
-from engine.benchmark.checklist.mapping import Mapping, check_fields
-from engine.benchmark.checklist.reader import TestRecord, plain
-from engine.errors import InputError
-from engine.labels import parse_label_map
+from checkray.engine.benchmark.checklist.expect import Recognised, Unrecognised
+from checkray.engine.benchmark.checklist.mapping import Mapping, check_fields
+from checkray.engine.benchmark.checklist.reader import TestRecord, plain
+from checkray.engine.errors import InputError
+from checkray.engine.labels import parse_label_map
 
 INV_DEFAULT_TOLERANCE = 0.1  # CheckList's INV(threshold=0.1)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.benchmark.checklist.unpickle import Opaque, load_pickle
-from engine.errors import InputError
+from checkray.engine.benchmark.checklist.unpickle import Opaque, load_pickle
+from checkray.engine.errors import InputError
 
 TEST_TYPES = ("MFT", "INV", "DIR")
 _TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")

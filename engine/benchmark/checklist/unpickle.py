@@ -28,7 +28,7 @@ from typing import IO, Any, ClassVar
 
 import numpy as np
 
-from engine.errors import InputError
+from checkray.engine.errors import InputError
 
 REFUSAL = "a CheckList suite holds only data, checklist/dill objects and numpy arrays"
 

@@ -1,0 +1,287 @@
+"""checkray from Python (a notebook): the jobs as functions over pandas/Arrow objects.
+
+``import checkray`` exposes these names lazily (``checkray/__init__.py``), so importing it
+starts nothing. Every function builds the same ``CheckrayConfig`` the CLI builds (a YAML
+file via ``config=``, dotted overrides via ``settings=``), runs the same job with
+``run_job`` into a run directory (``out``; a fresh temporary one when omitted) and returns
+a :class:`Run` over that directory: its published tables as pandas, its report and its
+manifest. Checkpoints, ownership and locking are the CLI's: calling ``topics`` twice with
+the same ``out`` reuses the finished stages.
+
+    import checkray
+    t = checkray.topics(df, clusters=5)                   # df: a text/label DataFrame
+    models = checkray.zoo(df, out="runs/zoo")
+    res = checkray.benchmark(models, [suite_df])
+    res.summary; res.failures("tfidf_lr", "Negation")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.rundir import RunDir
+from checkray.engine.schema import make_cases
+
+Corpus = pd.DataFrame | pa.Table | str | Path
+Suite = pd.DataFrame | pa.Table | str | Path
+
+
+@dataclass
+class Run:
+    """A finished run directory: ``tables`` (its published Parquet files as pandas, by
+    stem), ``manifest`` (config, stage fingerprints), ``report`` (path of report.html)."""
+
+    path: str
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        return json.loads(RunDir(self.path).read_text("manifest.json"))
+
+    @property
+    def job(self) -> str:
+        return self.manifest["job"]
+
+    @cached_property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        run = RunDir(self.path)
+        names = [n for n in self.manifest.get("published", []) if n.endswith(".parquet")]
+        return {Path(n).stem: run.read_table(n).to_pandas() for n in names}
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in self.tables:
+            raise KeyError(f"{self.path}: no published table '{name}' (has {', '.join(self.tables) or 'none'})")
+        return self.tables[name]
+
+    @property
+    def _report_name(self) -> str:
+        pages = [n for n in self.manifest.get("published", []) if n.endswith(".html")]
+        return pages[-1] if pages else "report.html"  # the job's report is published last
+
+    @property
+    def report(self) -> str:
+        """Path of the run's report page (report.html; a benchmark's leaderboard.html)."""
+        return f"{self.path}/{self._report_name}"
+
+    def to_html(self) -> str:
+        """The run's report page as HTML text."""
+        return RunDir(self.path).read_text(self._report_name)
+
+    def _repr_html_(self) -> str:  # a notebook shows the tables it has, not the whole report
+        return f"<b>checkray {self.job}</b> run in <code>{self.path}</code>: tables {', '.join(self.tables)}"
+
+
+@dataclass
+class Models(Run):
+    """A zoo run: ``specs`` (the registry's models) and ``registry`` (zoo.yaml's path)."""
+
+    @property
+    def specs(self) -> list[ModelSpec]:
+        return self.extra["specs"]
+
+    @property
+    def registry(self) -> str:
+        return f"{self.path}/zoo.yaml"
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.specs]
+
+
+@dataclass
+class Results(Run):
+    """A benchmark run: ``results`` (one row per model x case), ``summary`` (per model x
+    suite x capability x test type), ``leaderboard`` (per model), ``failures(...)``."""
+
+    @property
+    def results(self) -> pd.DataFrame:
+        return self.table("results")
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return self.table("summary")
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        s = self.summary
+        per = s.groupby("model")[["n", "failures"]].sum()
+        per["failure_rate"] = per["failures"] / per["n"].where(per["n"] > 0)
+        return per.sort_values("failure_rate").reset_index()
+
+    def failures(self, model: str | None = None, capability: str | None = None) -> pd.DataFrame:
+        """Failed cases (``pass`` false), optionally of one model and/or capability."""
+        r = self.results
+        for column, value in (("model", model), ("capability", capability)):
+            if value is not None:
+                if value not in set(r[column]):
+                    raise KeyError(f"no {column} '{value}' in this run (has {', '.join(sorted(set(r[column])))})")
+                r = r[r[column] == value]
+        return r[r["pass"] == False].reset_index(drop=True)  # noqa: E712  (pandas: elementwise)
+
+
+def _out(out: str | Path | None, job: str) -> str:
+    return str(out) if out is not None else tempfile.mkdtemp(prefix=f"checkray-{job}-")
+
+
+def _inputs_dir() -> Path:
+    from checkray.engine.cache import cache_uri
+
+    root = cache_uri()
+    base = Path(root) if root and "://" not in root else Path(tempfile.gettempdir()) / "checkray"
+    (base / "inputs").mkdir(parents=True, exist_ok=True)
+    return base / "inputs"
+
+
+def _as_file(data: pd.DataFrame | pa.Table, kind: str) -> str:
+    """A DataFrame/Table handed in from Python, as a Parquet file named by its content, so
+    stage fingerprints (which read file contents) are the same for the same data."""
+    table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    payload = sink.getvalue().to_pybytes()
+    path = _inputs_dir() / f"{kind}-{hashlib.sha256(payload).hexdigest()[:24]}.parquet"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(payload)
+        tmp.replace(path)
+    return str(path)
+
+
+def _config(config: str | Path | None, overrides: Mapping[str, Any], settings: Mapping[str, Any] | None):
+    from checkray.jobs.config import load_config
+
+    return load_config(config, {**overrides, **(settings or {})})
+
+
+def _corpus_overrides(corpus: Corpus | None, text: str | None, label: str | None, labels: Any) -> dict[str, Any]:
+    if corpus is None:
+        return {}
+    path = _as_file(corpus, "corpus") if isinstance(corpus, pd.DataFrame | pa.Table) else str(corpus)
+    return {"corpus.path": path, "corpus.text_column": text, "corpus.label_column": label, "corpus.labels": labels}
+
+
+def topics(
+    corpus: Corpus | None = None,
+    *,
+    text: str | None = None,
+    label: str | None = None,
+    labels: Mapping[str, str] | str | None = None,
+    clusters: int | None = None,
+    config: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Run:
+    """Cluster ``corpus`` into topics (``checkray topics``); tables clusters, assignments, representatives."""
+    from checkray.jobs.base import run_job
+    from checkray.jobs.topics.job import TopicsJob
+
+    cfg = _config(
+        config, {**_corpus_overrides(corpus, text, label, labels), "topics.clusterer.n_clusters": clusters}, settings
+    )
+    return Run(run_job(TopicsJob(cfg), _out(out, "topics")).run.uri)
+
+
+def zoo(
+    corpus: Corpus | None = None,
+    *,
+    text: str | None = None,
+    label: str | None = None,
+    labels: Mapping[str, str] | str | None = None,
+    only: Sequence[str] | None = None,
+    config: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Models:
+    """Train the model zoo on ``corpus`` (``checkray zoo``; default recipe configs/zoo.yaml's)."""
+    from checkray.jobs.base import run_job
+    from checkray.jobs.zoo.job import ZooJob
+
+    cfg = _config(config, _corpus_overrides(corpus, text, label, labels), settings)
+    out = _out(out, "zoo")
+    if "://" in out:
+        raise InputError(f"{out}: the zoo writes model files from its tasks; use a local or shared-filesystem out")
+    job = run_job(ZooJob(cfg, list(only) if only else None), out).job
+    return Models(out, {"specs": job.specs})
+
+
+def _suite_table(suite: Suite, i: int) -> pa.Table:
+    from checkray.engine.benchmark.inputs import check_suite, read_suite
+
+    if isinstance(suite, str | Path):
+        return read_suite(str(suite))
+    table = suite if isinstance(suite, pa.Table) else pa.Table.from_pandas(suite, preserve_index=False)
+    if "case_id" not in table.column_names:  # plain rows (text, capability, expected_label, ...): fill defaults
+        table = make_cases(table.to_pylist())
+    return check_suite(table, f"suite #{i + 1}")
+
+
+def _model_specs(models: Models | Sequence[ModelSpec] | str | Path) -> list[ModelSpec]:
+    from checkray.jobs.zoo.job import resolve_models
+
+    if isinstance(models, Models):
+        return models.specs
+    if isinstance(models, str | Path):
+        return resolve_models(models)
+    specs = list(models)
+    if not specs or not all(isinstance(s, ModelSpec) for s in specs):
+        raise InputError("models: pass a zoo result, a registry path, or a non-empty list of ModelSpec")
+    return specs
+
+
+def benchmark(
+    models: Models | Sequence[ModelSpec] | str | Path,
+    suites: Suite | Sequence[Suite],
+    *,
+    config: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> Results:
+    """Run ``suites`` (DataFrames, Arrow tables or Parquet paths) against ``models``."""
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.job import BenchmarkJob
+
+    many = suites if isinstance(suites, list | tuple) else [suites]
+    parts = [_suite_table(s, i) for i, s in enumerate(many)]
+    if not parts:
+        raise InputError("suites: pass at least one suite")
+    cfg = _config(config, {}, settings)
+    out = _out(out, "benchmark")
+    run_job(BenchmarkJob(cfg, _model_specs(models), parts), out)
+    return Results(out)
+
+
+def open_run(path: str | Path) -> Run:
+    """Any finished run directory (from the CLI or from Python), by its job."""
+    run = Run(str(path))
+    try:
+        job = run.job
+    except (OSError, FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a finished checkray run (no readable manifest.json: {exc})") from None
+    if job == "benchmark":
+        return Results(str(path))
+    return run
+
+
+def cli(*args: str) -> int:
+    """Run a ``checkray`` command line in-process (every job, e.g. ``cli("mft", "--topics", t.path, "--out", d)``);
+    return its exit code (0 ok, 2 user error, 1 internal error). Read its outputs with ``open_run``."""
+    from checkray.jobs.cli import main
+
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    return 0
