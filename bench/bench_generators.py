@@ -82,6 +82,10 @@ def child(model: str, engine: str, docs: int, labels_n: int, threads: int, max_t
 
     start = time.perf_counter()
     if engine == "llamacpp":
+        from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+
+        gen = XLlamaCppGenerator(model, n_ctx=2048, threads=threads)
+    elif engine == "llama-cpp-python":
         from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         gen = LlamaCppGenerator(model, n_ctx=2048, threads=threads)
@@ -171,7 +175,7 @@ def main() -> None:
     parser.add_argument("--labels-n", type=int, default=24, help="gold sentences for the label check (even)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=220)
-    parser.add_argument("--engine", choices=("llamacpp", "transformers"), default="llamacpp")
+    parser.add_argument("--engine", choices=("llamacpp", "llama-cpp-python", "transformers"), default="llamacpp")
     parser.add_argument("--models", default=None, help="comma-separated subset of the candidate names' prefixes")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -1,5 +1,9 @@
 """CPU generation engines on the packaged Qwen2.5-Coder-0.5B-Instruct: llama.cpp vs transformers.
 
+Engines: ``llamacpp`` (llama.cpp through the prebuilt xllamacpp wheel, the default),
+``llama-cpp-python`` (the opt-in source build; skipped when not installed) and
+``transformers``.
+
 Each engine runs in its own fresh interpreter (so load times include imports, as a new
 actor pays them) on the same chat prompts, greedy, same ``max_tokens``, same threads:
 - load: llama.cpp maps the GGUF; transformers loads the safetensors copy made from the
@@ -7,11 +11,14 @@ actor pays them) on the same chat prompts, greedy, same ``max_tokens``, same thr
 - decode tokens/s: completion tokens / generation wall time, over all prompts.
 The engines run alternately ``--rounds`` times (llama.cpp, transformers, llama.cpp, ...)
 and each keeps its best round, so a burst of load from other processes on a shared
-machine does not decide the comparison. The ratio printed is llama.cpp tokens/s over
-transformers tokens/s measured in this run; it decides the default local engine
-(``llm.local_engine: auto``).
+machine does not decide the comparison. The ratio printed is llama.cpp (xllamacpp) tokens/s
+over the ``--baseline`` engine's (default transformers) measured in this run; with
+llama-cpp-python installed, its tokens/s over xllamacpp's is printed too (what the
+prebuilt wheel, built without AVX-512, costs against a build with AVX2/FMA flags).
+``--engines`` picks a subset (transformers first converts the GGUF once, minutes under load).
 
     .venv/bin/python bench/bench_llm_backends.py [--n 8] [--max-tokens 48] [--quick]
+        [--engines llamacpp,llama-cpp-python] [--baseline llama-cpp-python]
 """
 
 from __future__ import annotations
@@ -46,6 +53,10 @@ def child(engine: str, n: int, max_tokens: int, threads: int) -> dict:
     result: dict = {"engine": engine}
     start = time.perf_counter()
     if engine == "llamacpp":
+        from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+
+        gen = XLlamaCppGenerator(str(gguf), n_ctx=1024, threads=threads)
+    elif engine == "llama-cpp-python":
         from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         gen = LlamaCppGenerator(str(gguf), n_ctx=1024, threads=threads)
@@ -79,9 +90,11 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs per engine; best kept")
+    parser.add_argument("--engines", default=None, help="comma-separated; default: every installed engine")
+    parser.add_argument("--baseline", default="transformers", help="the engine the ratio divides by")
     parser.add_argument("--quick", action="store_true", help="2 prompts x 8 tokens: proves the script works")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--engine", choices=["llamacpp", "transformers"], help=argparse.SUPPRESS)
+    parser.add_argument("--engine", choices=["llamacpp", "llama-cpp-python", "transformers"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.n, args.max_tokens = 2, 8
@@ -91,7 +104,14 @@ def main() -> None:
     setup_env()
     script = Path(__file__).resolve()
     common_args = ["--n", str(args.n), "--max-tokens", str(args.max_tokens), "--threads", str(args.threads)]
-    runs: dict[str, list[dict]] = {"llamacpp": [], "transformers": []}
+    from checkray.engine.llm import llamacpp_importable
+
+    engines = ["llamacpp", *(["llama-cpp-python"] if llamacpp_importable() else []), "transformers"]
+    if args.engines:
+        engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if "llamacpp" not in engines or args.baseline not in engines or args.baseline == "llamacpp":
+        parser.error("--engines must include llamacpp and the --baseline engine (not llamacpp itself)")
+    runs: dict[str, list[dict]] = {engine: [] for engine in engines}
     for _ in range(max(1, args.rounds)):
         for engine in runs:
             runs[engine].append(run_child(script, ["--engine", engine, *common_args]))
@@ -113,12 +133,21 @@ def main() -> None:
             ),
             (f"{engine} sample", repr(r["sample"])),
         ]
-    ratio = results["llamacpp"]["tok_s"] / results["transformers"]["tok_s"]
+    ratio = results["llamacpp"]["tok_s"] / results[args.baseline]["tok_s"]
+    if "llama-cpp-python" in results:
+        lines.append(
+            (
+                "llama-cpp-python / xllamacpp tok/s",
+                f"{results['llama-cpp-python']['tok_s'] / results['llamacpp']['tok_s']:.2f}x",
+            )
+        )
+    else:
+        lines.append(("llama-cpp-python", "not installed (opt-in: make setup-llamacpp)"))
     report(
         "llm_backends",
         lines,
         ratio,
-        "llama.cpp >= 1x transformers tok/s (default engine)",
+        f"llama.cpp (xllamacpp) >= 1x {args.baseline} tok/s (default engine)",
         ratio >= 1.0,
         extra={"results": results, "rounds": runs},
     )

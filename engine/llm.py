@@ -28,7 +28,7 @@ from checkray.engine.errors import CheckrayError
 FinishReason = Literal["stop", "length", "empty", "error"]
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 BackendName = Literal["vllm", "local", "http"]
-LocalEngine = Literal["llamacpp", "transformers"]
+LocalEngine = Literal["llamacpp", "llama-cpp-python", "transformers"]
 
 
 class LLMError(CheckrayError):
@@ -124,7 +124,10 @@ class LLMConfig(JobSection):
     # builtin:<alias> (packaged GGUF), a .gguf file, a transformers directory, or for
     # http/vllm the model name the server/engine knows.
     model: str = "builtin:qwen2.5-0.5b-instruct"
-    local_engine: Literal["auto", "llamacpp", "transformers"] = "auto"
+    # llamacpp: llama.cpp through the prebuilt xllamacpp wheel (``make setup``);
+    # llama-cpp-python: through llama-cpp-python, built from source (opt-in ``make setup-llamacpp``);
+    # transformers: torch. auto: the first of these that is installed (``choose_local_engine``).
+    local_engine: Literal["auto", "llamacpp", "llama-cpp-python", "transformers"] = "auto"
     n_ctx: int = Field(default=2048, ge=128)  # context window for the local engines
     threads: int | None = Field(
         default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED
@@ -185,7 +188,13 @@ def vllm_importable() -> bool:
 
 
 def llamacpp_importable() -> bool:
+    """Whether llama-cpp-python (the opt-in, source-built binding) is installed."""
     return importlib.util.find_spec("llama_cpp") is not None
+
+
+def xllamacpp_importable() -> bool:
+    """Whether xllamacpp (llama.cpp as a prebuilt wheel, in the lock) is installed."""
+    return importlib.util.find_spec("xllamacpp") is not None
 
 
 def choose_backend(cfg: LLMConfig, resources: Mapping[str, float], vllm_available: bool | None = None) -> BackendName:
@@ -209,10 +218,20 @@ def choose_backend(cfg: LLMConfig, resources: Mapping[str, float], vllm_availabl
     return "vllm" if has_gpu and available else "local"
 
 
-def choose_local_engine(cfg: LLMConfig, llamacpp_available: bool | None = None) -> LocalEngine:
-    """llama.cpp by default (loads in a second, no conversion, less memory: docs/llm.md);
-    transformers when asked or when llama-cpp-python is not installed."""
+def choose_local_engine(
+    cfg: LLMConfig, llamacpp_available: bool | None = None, xllamacpp_available: bool | None = None
+) -> LocalEngine:
+    """The local engine (pure given the two flags; tested with every combination).
+
+    ``auto``: llama.cpp through xllamacpp (a prebuilt wheel: loads in a second, no
+    conversion, grammars enforced), else through llama-cpp-python when only that opt-in
+    binding is installed, else transformers (always installed; dequantizes a GGUF once).
+    An explicit engine is taken as is; its backend says what to install when it is missing.
+    """
     if cfg.local_engine != "auto":
         return cfg.local_engine
-    available = llamacpp_importable() if llamacpp_available is None else llamacpp_available
-    return "llamacpp" if available else "transformers"
+    xllama = xllamacpp_importable() if xllamacpp_available is None else xllamacpp_available
+    if xllama:
+        return "llamacpp"
+    llama = llamacpp_importable() if llamacpp_available is None else llamacpp_available
+    return "llama-cpp-python" if llama else "transformers"

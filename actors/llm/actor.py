@@ -50,7 +50,12 @@ def build_generator(cfg: LLMConfig, backend: BackendName, threads: int | None = 
         from checkray.actors.llm.vllm_backend import VLLMGenerator
 
         return VLLMGenerator(cfg.model, max_model_len=cfg.max_model_len, dtype=cfg.dtype)
-    if choose_local_engine(cfg) == "llamacpp":
+    engine = choose_local_engine(cfg)
+    if engine == "llamacpp":
+        from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+
+        return XLlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)
+    if engine == "llama-cpp-python":
         from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
 
         return LlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)

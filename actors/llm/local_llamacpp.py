@@ -1,4 +1,7 @@
-"""llama.cpp backend (llama-cpp-python): a GGUF model on CPU, the default local engine.
+"""llama.cpp backend over llama-cpp-python (``llm.local_engine: llama-cpp-python``): opt-in.
+
+The default llama.cpp engine is ``actors/llm/local_xllamacpp.py`` (a prebuilt wheel);
+this binding ships only as an sdist and is built by ``make setup-llamacpp``.
 
 It memory-maps the quantized GGUF: loads in about a second, no conversion step, a quarter
 of transformers' memory (decode speed vs transformers depends on machine load: docs/llm.md). Chat uses
@@ -50,7 +53,8 @@ class LlamaCppGenerator:
             from llama_cpp import Llama
         except ImportError:
             raise LLMError(
-                "the llama.cpp backend needs llama-cpp-python (`make setup` builds it; see docs/llm.md)"
+                "llm.local_engine 'llama-cpp-python' needs llama-cpp-python (opt-in: `make setup-llamacpp` builds it;"
+                " docs/llm.md), or use local_engine 'llamacpp' (xllamacpp, installed by `make setup`)"
             ) from None
         path = resolve_llm(model)
         if not path.endswith(".gguf") or not os.path.isfile(path):
@@ -59,7 +63,7 @@ class LlamaCppGenerator:
             self.llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads or os.cpu_count() or 1, verbose=False)
         except ValueError as exc:  # llama-cpp-python's "Failed to load model from file"
             raise LLMError(f"{model}: llama.cpp cannot load {path}: {exc}") from None
-        self.name = f"llamacpp:{model}"
+        self.name = f"llama-cpp-python:{model}"
         self._grammars: dict[str, Any] = {}
         self.n_ctx = n_ctx
 

@@ -57,6 +57,7 @@ PACKAGES = (
     "vaderSentiment",
     "textblob",
     "spacy",
+    "xllamacpp",
     "llama_cpp_python",
     "vllm",
 )

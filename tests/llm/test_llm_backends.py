@@ -1,7 +1,9 @@
 """Generator backends: backend choice, packaged model assembly, llama.cpp (seeds, greedy,
-malformed inputs), the OpenAI-compatible HTTP client against a real llama.cpp server on
-loopback, the Ray actor wrapper, the transformers engine on a tiny local model, and the
-zero-shot classifier adapter. Generations are a few tokens each to stay fast on 2 CPUs."""
+malformed inputs, grammars) through xllamacpp (the default, a prebuilt wheel) and through
+llama-cpp-python (opt-in: skipped when it is not installed), the OpenAI-compatible HTTP
+client against a real llama.cpp server on loopback, the Ray actor wrapper, the transformers
+engine on a tiny local model, and the zero-shot classifier adapter. Generations are a few
+tokens each to stay fast on 2 CPUs."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from checkray.engine.llm import (
     choose_backend,
     choose_local_engine,
     count_finish_reasons,
+    llamacpp_importable,
     make_generation,
 )
 from checkray.jobs.config import load_config
@@ -70,10 +73,47 @@ def test_vllm_not_imported_on_cpu():
     assert "vllm" not in sys.modules
 
 
-def test_local_engine_choice():
-    assert choose_local_engine(LLMConfig(), llamacpp_available=True) == "llamacpp"
-    assert choose_local_engine(LLMConfig(), llamacpp_available=False) == "transformers"
-    assert choose_local_engine(LLMConfig(local_engine="transformers"), llamacpp_available=True) == "transformers"
+@pytest.mark.parametrize(
+    "xllama,llama,expected",
+    [
+        (True, True, "llamacpp"),  # the prebuilt wheel first
+        (True, False, "llamacpp"),  # what `make setup` installs
+        (False, True, "llama-cpp-python"),  # only the opt-in binding
+        (False, False, "transformers"),  # no llama.cpp at all: torch, always installed
+    ],
+)
+def test_local_engine_auto_choice(xllama, llama, expected):
+    cfg = LLMConfig()
+    assert choose_local_engine(cfg, llamacpp_available=llama, xllamacpp_available=xllama) == expected
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "llama-cpp-python", "transformers"])
+def test_local_engine_explicit_choice_is_kept(engine):
+    cfg = LLMConfig(local_engine=engine)
+    for xllama, llama in [(True, True), (False, False)]:
+        assert choose_local_engine(cfg, llamacpp_available=llama, xllamacpp_available=xllama) == engine
+
+
+def test_local_engine_probe_matches_installed_packages():
+    import importlib.util
+
+    expected = (
+        "llamacpp"
+        if importlib.util.find_spec("xllamacpp")
+        else "llama-cpp-python"
+        if importlib.util.find_spec("llama_cpp")
+        else "transformers"
+    )
+    assert choose_local_engine(LLMConfig()) == expected
+
+
+def test_missing_llama_cpp_python_is_one_line_error(monkeypatch):
+    from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails as if not installed
+    with pytest.raises(LLMError, match=r"make setup-llamacpp") as err:
+        LlamaCppGenerator("builtin:qwen2.5-0.5b-instruct")
+    assert "\n" not in str(err.value)
 
 
 def test_llm_section_in_config_file(tmp_path):
@@ -225,15 +265,33 @@ def qwen_path() -> str:
     return resolve_llm("builtin:qwen2.5-0.5b-instruct")
 
 
+def _llama_engine(engine: str, qwen_path: str):
+    if engine == "llama-cpp-python":
+        if not llamacpp_importable():
+            pytest.skip("llama-cpp-python is not installed (opt-in: `make setup-llamacpp`)")
+        from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
+
+        return LlamaCppGenerator(qwen_path, n_ctx=512, threads=2)
+    from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+
+    return XLlamaCppGenerator(qwen_path, n_ctx=512, threads=2)
+
+
 @pytest.fixture(scope="module")
 def llamacpp(qwen_path):
-    from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
+    """The default llama.cpp engine (xllamacpp, installed by `make setup`)."""
+    return _llama_engine("llamacpp", qwen_path)
 
-    return LlamaCppGenerator(qwen_path, n_ctx=512, threads=2)
+
+@pytest.fixture(scope="module", params=["llamacpp", "llama-cpp-python"])
+def any_llamacpp(request, qwen_path):
+    """Both llama.cpp bindings; llama-cpp-python is skipped when the opt-in is absent."""
+    return _llama_engine(request.param, qwen_path)
 
 
 @pytest.mark.timeout(180)
-def test_llamacpp_seeds_greedy_and_reasons(llamacpp):
+def test_llamacpp_seeds_greedy_and_reasons(any_llamacpp):
+    llamacpp = any_llamacpp
     assert isinstance(llamacpp, Generator)
     prompt = ["Write one sentence about a movie you liked:"]
     hot = GenerationParams(temperature=1.0, seed=7, max_tokens=6)
@@ -247,13 +305,30 @@ def test_llamacpp_seeds_greedy_and_reasons(llamacpp):
 
 
 @pytest.mark.timeout(180)
-def test_llamacpp_chat_and_malformed_inputs(llamacpp):
+def test_llamacpp_chat_and_malformed_inputs(any_llamacpp):
+    llamacpp = any_llamacpp
     chat = llamacpp.chat([[{"role": "user", "content": "Say the word yes."}]], GenerationParams(max_tokens=4))
     assert chat[0].ok and chat[0].text.strip()
     empty_stop = llamacpp.generate(["1, 2, 3, 4,"], GenerationParams(max_tokens=4, stop=[" 5", "5"]))
     too_long = llamacpp.generate(["word " * 2000], GREEDY)  # past n_ctx=512
     assert empty_stop[0].finish_reason == "empty"
     assert too_long[0].finish_reason == "error" and too_long[0].error
+
+
+@pytest.mark.timeout(120)
+def test_xllamacpp_load_errors_are_one_line(tmp_path, monkeypatch):
+    from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF" + b"\x00" * 64)  # a GGUF magic and nothing a model needs
+    with pytest.raises(LLMError, match=r"junk\.gguf: llama\.cpp \(xllamacpp\) cannot load") as err:
+        XLlamaCppGenerator(str(junk), n_ctx=256, threads=1)
+    assert "\n" not in str(err.value)
+    with pytest.raises(InputError, match="needs a .gguf file"):
+        XLlamaCppGenerator(str(tmp_path), n_ctx=256, threads=1)
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # import fails as if not installed
+    with pytest.raises(LLMError, match=r"needs xllamacpp .*make setup"):
+        XLlamaCppGenerator(str(junk))
 
 
 # --- the zero-shot classifier -----------------------------------------------------------
@@ -267,7 +342,8 @@ CLEAR = [
 
 
 @pytest.mark.timeout(180)
-def test_llamacpp_enforces_a_gbnf_grammar(llamacpp):
+def test_llamacpp_enforces_a_gbnf_grammar(any_llamacpp):
+    llamacpp = any_llamacpp
     label = 'root ::= "Label: " ("Positive" | "Negative" | "Hard to Decide") "\\nReason: " [a-z] [a-z ]{2,20}\n'
     msgs = [[{"role": "user", "content": "Write a poem about the sea."}]]
     free, constrained = (llamacpp.chat(msgs, GenerationParams(max_tokens=24, grammar=g))[0] for g in (None, label))
@@ -327,7 +403,8 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(qwen_path, tmp_path_factory):
-    """``python -m llama_cpp.server`` on 127.0.0.1 serving the packaged GGUF, with an API key."""
+    """llama.cpp's own server (``python -m checkray.actors.llm.local_xllamacpp``) on 127.0.0.1 serving the
+    packaged GGUF, with an API key."""
     port = free_port()
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
     with open(log_path, "w") as log:  # a file, not a pipe: uvicorn logs every request
@@ -335,18 +412,18 @@ def llama_server(qwen_path, tmp_path_factory):
             [
                 sys.executable,
                 "-m",
-                "llama_cpp.server",
+                "checkray.actors.llm.local_xllamacpp",
                 "--model",
                 qwen_path,
                 "--host",
                 "127.0.0.1",
                 "--port",
                 str(port),
-                "--n_ctx",
+                "--n-ctx",
                 "512",
-                "--n_threads",
+                "--threads",
                 "2",
-                "--api_key",
+                "--api-key",
                 API_KEY,
             ],
             stdout=log,
@@ -357,14 +434,14 @@ def llama_server(qwen_path, tmp_path_factory):
         deadline = time.monotonic() + 150  # imports + model load; slow on a busy 2-core machine
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-500:]}")
+                pytest.fail(f"the llama.cpp server exited: {log_path.read_text()[-500:]}")
             try:
                 if httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {API_KEY}"}).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not come up in 150 s")
+                pytest.fail("the llama.cpp server did not come up in 150 s")
             time.sleep(0.5)
         yield f"{url}/v1"
     finally:
@@ -384,8 +461,8 @@ def test_http_backend_against_real_server(llama_server, monkeypatch):
         )
     )
     assert API_KEY not in repr(gen) and isinstance(gen, Generator)
-    # (no same-seed equality here: llama_cpp.server reuses its KV cache across requests,
-    # which changes sampled text; seeds are reproducible on the local engines)
+    # (no same-seed equality here: a server may reuse its KV cache across requests, which
+    # changes sampled text; seeds are reproducible on the local engines)
     first, second = gen.generate(["Name a color:", "Name a fruit:"], GenerationParams(max_tokens=5))
     assert first.ok and second.ok and first.completion_tokens <= 5 and first.prompt_tokens > 0
     chat = gen.chat([[{"role": "user", "content": "Say hello."}]], GenerationParams(max_tokens=4))
@@ -426,7 +503,7 @@ def test_http_unreachable_endpoint_is_one_line_error():
 def test_actor_generator_batches_in_order(ray_session, qwen_path, llamacpp, tmp_path):
     from checkray.actors.llm.actor import plan_generators, start_generator
 
-    cfg = LLMConfig(backend="local", model=qwen_path, n_ctx=512, batch_size=2)
+    cfg = LLMConfig(backend="local", local_engine="llamacpp", model=qwen_path, n_ctx=512, batch_size=2)
     plan = plan_generators(cfg, "local", {"CPU": 2})
     assert plan.num_gpus == 0 and plan.num_cpus <= 1.0  # a CPU stays free for Ray Data tasks
     gen = start_generator(cfg)
