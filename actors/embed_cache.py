@@ -10,8 +10,8 @@ runs: ``EmbeddingActor``, COSTELLO's ``ContrastEmbedder`` ...).
 
 The misses go to an ``EmbedPool``: plain Ray actors holding the model, started once per
 call (one model load per actor, several actors per node on CPU: processes scale better
-than torch threads on few cores) and fed blocks of texts sorted by length, two in hand
-per actor so an encoder never waits for the driver. The pool starts only when
+than torch threads on few cores) and fed blocks of texts sorted by length (longest
+first), two in hand per actor so an encoder never waits for the driver. The pool starts only when
 something can be missing (at once when the cache holds nothing for the model, so its
 actors load the model while the driver reads the first chunk; else at the first miss).
 """
@@ -375,7 +375,10 @@ def embed_stream(
         else:
             first, inverse = np.arange(len(missing)), np.arange(len(missing))
         lengths = np.array([len(texts[missing[i]]) for i in first], dtype=np.int64)
-        by_length = np.argsort(lengths, kind="stable")
+        # Longest first (as encode() orders its input): the slow blocks start first and the
+        # last blocks are the shortest, so the actors finish together instead of one of them
+        # working alone through a long last block.
+        by_length = np.argsort(-lengths, kind="stable")
         rank = np.empty_like(by_length)
         rank[by_length] = np.arange(len(by_length))
         unique = missing[first[by_length]]

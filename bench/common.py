@@ -26,6 +26,9 @@ OFFLINE_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
+    # As the CLI (jobs/cli.py): Ray workers at the driver's priority, not 15 nice levels
+    # below it, so an engine and its in-process baseline compete for a busy CPU alike.
+    "RAY_worker_niceness": "0",
 }
 
 

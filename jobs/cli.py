@@ -148,6 +148,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray starts its workers 15 nice levels below the driver: on a busy machine every actor
+    # (the encoders, the models under test) then yields to any other process, and a job runs
+    # several times slower than the same work in one process. The workers of a local Ray
+    # run at the command's own priority instead (`nice checkray ...` lowers all of it).
+    os.environ.setdefault("RAY_worker_niceness", "0")
     from checkray.engine.runtime import secure_process_env
 
     secure_process_env()  # before anything imports Ray, which reads it then
