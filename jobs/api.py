@@ -88,9 +88,11 @@ class Run:
 class Models(Run):
     """A zoo run: ``specs`` (the registry's models) and ``registry`` (zoo.yaml's path)."""
 
-    @property
+    @cached_property
     def specs(self) -> list[ModelSpec]:
-        return self.extra["specs"]
+        from checkray.engine.benchmark.registry import read_registry
+
+        return read_registry(Path(self.registry))  # model paths resolved against the zoo directory
 
     @property
     def registry(self) -> str:
@@ -213,8 +215,8 @@ def zoo(
     out = _out(out, "zoo")
     if "://" in out:
         raise InputError(f"{out}: the zoo writes model files from its tasks; use a local or shared-filesystem out")
-    job = run_job(ZooJob(cfg, list(only) if only else None), out).job
-    return Models(out, {"specs": job.specs})
+    run_job(ZooJob(cfg, list(only) if only else None), out)
+    return Models(out)
 
 
 def _suite_table(suite: Suite, i: int) -> pa.Table:
@@ -272,6 +274,8 @@ def open_run(path: str | Path) -> Run:
         raise InputError(f"{path}: not a finished checkray run (no readable manifest.json: {exc})") from None
     if job == "benchmark":
         return Results(str(path))
+    if job == "zoo":
+        return Models(str(path))
     return run
 
 

@@ -103,6 +103,23 @@ def test_topics_from_a_dataframe_and_the_cli_in_process(tmp_path, rt_corpus):
     assert checkray.cli("topics", "--corpus", "no/such/file.csv", "--out", str(tmp_path / "x")) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_session")
+def test_zoo_models_feed_the_benchmark_from_any_working_directory(tmp_path, rt_corpus, monkeypatch):
+    """A zoo's registry keeps model paths relative to its directory: the specs handed on
+    must resolve there, not against the notebook's working directory."""
+    import checkray
+
+    df = rt_corpus.to_pandas()[["text", "label"]].sample(400, random_state=0)
+    models = checkray.zoo(df, only=["tfidf_lr"], out=tmp_path / "zoo")
+    assert models.names == ["tfidf_lr"] and isinstance(checkray.open_run(models.path), checkray.Models)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    res = checkray.benchmark(models, _suite(), out=tmp_path / "bench")
+    assert res.summary["n"].sum() == 5 and res.results["error"].isna().all()
+
+
 def test_bad_inputs_are_one_line_errors(tmp_path):
     import checkray
 
