@@ -27,6 +27,7 @@ from checkray.engine.topics.describe import describe_clusters
 from checkray.engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
 from checkray.jobs.base import Job, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
+from checkray.jobs.console import item_progress
 from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from checkray.jobs.topics.config import TopicsConfig
 from checkray.jobs.topics.report import topics_sections
@@ -74,10 +75,14 @@ def embed_stage(cfg: CheckrayConfig):
                 batches.append(batch)
                 yield batch.column("text").to_pylist()
 
-        with EmbedPool(model, cluster_plan(emb.backend, emb.pool_size)) as pool:
+        with (
+            EmbedPool(model, cluster_plan(emb.backend, emb.pool_size)) as pool,
+            item_progress("topics · embed", source.metadata.num_rows, unit="sentences") as advance,
+        ):
             stream = embed_stream(chunks(), model, cache=cache, pool=pool, block_rows=emb.batch_size)
             for k, vectors in enumerate(stream):
                 batch = batches.popleft()
+                advance(batch.num_rows)
                 table = pa.table({"id": batch.column("id"), "pos": batch.column("pos")})
                 ctx.run.write_table(
                     f"stages/embed/embeddings/part-{k:05d}.parquet",
