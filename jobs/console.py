@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-console = Console(stderr=True, highlight=False)
+# soft_wrap: a line is never broken at 80 columns when stderr is not a terminal (CI logs, `make demo > log`)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def stage_printer(job: str) -> Callable[[str, str], None]:

@@ -68,3 +68,13 @@ def test_user_error_exits_2_in_one_line(tmp_path, capfd):
     code = run_cli("topics", "--corpus", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "r"))
     err = capfd.readouterr().err.strip().splitlines()
     assert code == 2 and err == [f"error: {tmp_path / 'missing.csv'}: corpus file not found"]
+
+
+def test_long_lines_are_not_wrapped_without_a_terminal(capfd):
+    """Rich wraps at 80 columns when stderr is a file or pipe: a stage line split in two
+    would leave a fragment ("177s") that is nobody's line in a CI log."""
+    from checkray.jobs.console import console
+
+    line = "mft · train v1 · generated MFTs: kept 4, dropped 0 (from 5 representatives) in 177s " + "x" * 120
+    console.print(line, markup=False)
+    assert capfd.readouterr().err.splitlines() == [line.rstrip()]
