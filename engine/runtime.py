@@ -34,6 +34,9 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         return
     cfg = cfg or RuntimeConfig()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray starts workers 15 nice levels below the driver: on a busy machine every actor then
+    # yields to other processes. Workers at the caller's own priority (the CLI sets it too).
+    os.environ.setdefault("RAY_worker_niceness", "0")
     if cfg.trust_code:
         from checkray.engine.trust import allow_code
 
