@@ -11,7 +11,8 @@ from tests.fakes.cli import run_cli
 
 # Every line checkray itself prints to stderr has one of these shapes.
 OWN_LINE = re.compile(
-    r"^(\w[\w-]* · [\w.-]+: .+"  # stage lines: "topics · embed: done in 3.1s"
+    r"^\s*(\w[\w-]* · [^:]+: .+"  # stage lines: "topics · embed: done in 3.1s", "  mft · test v1 · paraphrases: kept 4"
+    r"|[\w ]+: \S+\.html"  # the pages written: "demo report: runs/demo/report.html"
     r"|(warning|error): .+"  # warnings and errors
     r"|[^:]+: \d+/\d+ \w+, .+"  # progress without a terminal: "generation: 40/100 prompts, ~2 min left"
     r"|checkray \w+ --dry-run: .+)$"
@@ -25,6 +26,10 @@ def is_own_line(line: str) -> bool:
 def test_own_line_pattern_tells_foreign_lines_apart():
     assert is_own_line("topics · embed: done in 48.8s")
     assert is_own_line("error: reviews.csv: corpus file not found")
+    assert is_own_line("  mft · test v1 · label check: kept 3, dropped 0 (agree 3, hard 0) in 58s")
+    assert is_own_line("s2lct · warning · LC1: needs label 'neutral' (rule neutral_short)")
+    assert is_own_line("index of every report: runs/demo/index.html")
+    assert not is_own_line("unreadable 0) in 58s")  # the tail of a line wrapped at 80 columns
     assert not is_own_line("2026-11-25 10:51:36,317\tINFO streaming_executor.py:215 -- Starting execution")
     assert not is_own_line("[2026-11-25 10:51:36,377 E 8201 8201] core_worker.cc:2465: Actor with class name")
     assert not is_own_line("Loading weights: 100%|██████████| 103/103")
