@@ -301,7 +301,7 @@ def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
 
 
 def test_paper_config_and_its_embedder_lists_load():
-    """configs/costello_paper.yaml validates (paths are not opened: ../shared is not in a clone)."""
+    """configs/costello_paper.yaml validates without opening its data paths (they are outside the repository)."""
     from checkray.engine.costello.mutations import read_gender_pairs
     from checkray.jobs.config import load_config
     from checkray.jobs.costello.config import CostelloConfig, RepairConfig
