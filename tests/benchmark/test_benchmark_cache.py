@@ -15,22 +15,13 @@ import pytest
 
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import ContentCache
-from checkray.engine.schema import make_cases
+from tests.fakes.suites import typo_suite
 
 pytestmark = pytest.mark.ray
 
 
 def suite(n: int):
-    """``n`` MFT cases and their INV typo twins; suite(m) holds suite(n)'s cases for m > n."""
-    words = ["good", "bad", "great", "awful", "fun", "boring"]
-    rows = []
-    for i in range(n):
-        word = words[i % len(words)]
-        label = "positive" if word in {"good", "great", "fun"} else "negative"
-        rows.append({"case_id": f"c{i}", "text": f"a {word} film number {i}", "expected_label": label})
-        rows.append({"case_id": f"t{i}", "text": f"a {word} flim number {i}", "test_type": "INV", "perturbs": f"c{i}"})
-    base = {"suite": "incremental", "method": "hand", "capability": "Vocabulary"}
-    return make_cases([{**base, **r} for r in rows])
+    return typo_suite(n, "incremental")
 
 
 def make_models(tmp_path: Path, minilm_path: str) -> dict[str, ModelSpec]:

@@ -15,29 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from checkray.engine.schema import make_cases
+from tests.fakes.suites import typo_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def suite(n: int):
-    words = ["good", "bad", "great", "awful", "fun", "boring"]
-    rows = []
-    for i in range(n):
-        word = words[i % len(words)]
-        label = "positive" if word in {"good", "great", "fun"} else "negative"
-        rows.append({"case_id": f"c{i}", "text": f"a {word} film number {i}", "expected_label": label})
-        rows.append(
-            {
-                "case_id": f"t{i}",
-                "text": f"a {word} flim number {i}",
-                "test_type": "INV",
-                "perturbs": f"c{i}",
-                "tolerance": 0.1,
-            }
-        )
-    base = {"suite": "faults", "method": "hand", "capability": "Vocabulary"}
-    return make_cases([{**base, **r} for r in rows])
+    return typo_suite(n, "faults", tolerance=0.1)
 
 
 def model(name, fn, **extra):
