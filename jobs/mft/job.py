@@ -119,20 +119,12 @@ def mft_topics_stage(m: MFTConfig, embed, seed: int) -> Stage:
     """Second-level clustering of the kept MFT texts (§2.4.3)."""
 
     def run(ctx: StageContext):
-        from checkray.engine.config import ClustererConfig, ReducerConfig
+        from checkray.engine.mft.topics import mft_topic_clusters
         from checkray.engine.topics.ctfidf import fit_class_tfidf, topic_name
-        from checkray.engine.topics.reduce import make_clusterer, make_reducer, to_numpy
 
         cases = ctx.input("generate")
         texts = cases.column("text").to_pylist()
-        k = min(m.mft_topics, len(texts))
-        X = embed(texts)
-        if len(texts) > k + 2:
-            reducer = make_reducer(
-                ReducerConfig(n_neighbors=max(2, min(15, len(texts) - 1)), n_components=5), "cpu", seed
-            )
-            X = to_numpy(reducer.fit_transform(X))
-        clusters = to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", seed).fit(X).predict(X))
+        clusters = mft_topic_clusters(embed(texts), m.mft_topics, seed)
         model = fit_class_tfidf(texts, clusters, min_df=1)
         names = {int(c): topic_name(int(c), [w for w, _ in kw], 4) for c, kw in zip(model.classes, model.keywords(4))}
         return {"data": cases.append_column("mft_topic", pa.array([names[int(c)] for c in clusters]))}
