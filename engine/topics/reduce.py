@@ -33,6 +33,8 @@ def make_reducer(cfg: ReducerConfig, device: Device, seed: int, n_components: in
         from cuml.manifold import UMAP  # GPU image only (extra 'gpu-cluster')
     else:
         from umap import UMAP
+
+        cache_numba_kernels()
     return UMAP(
         n_components=n_components or cfg.n_components,
         n_neighbors=cfg.n_neighbors,
@@ -40,6 +42,41 @@ def make_reducer(cfg: ReducerConfig, device: Device, seed: int, n_components: in
         metric=cfg.metric,
         random_state=seed,
     )
+
+
+_CACHED_PACKAGES = ("umap.", "pynndescent.")
+_kernels_cached = False
+
+
+def cache_numba_kernels() -> int:
+    """Let numba keep umap-learn's and pynndescent's compiled kernels on disk.
+
+    Both compile most of their numba kernels without ``cache=True``, so every new process
+    compiled them again, which cost more than the layout itself (figures in docs/cache.md).
+    ``Dispatcher.enable_caching`` is what ``@njit(cache=True)`` itself calls; the kernels
+    land in numba's usual cache (``__pycache__`` beside the source, or ``NUMBA_CACHE_DIR``),
+    keyed by numba on the source file and the CPU, so a changed package or machine
+    recompiles. Kernels numba cannot cache (dynamic globals, functions passed as
+    arguments) still compile. Returns how many kernels this call switched to caching.
+    """
+    global _kernels_cached
+    if _kernels_cached:
+        return 0
+    import sys
+
+    from numba.core.caching import NullCache
+    from numba.core.dispatcher import Dispatcher
+
+    enabled = 0
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(_CACHED_PACKAGES):
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Dispatcher) and isinstance(value._cache, NullCache):
+                value.enable_caching()
+                enabled += 1
+    _kernels_cached = True
+    return enabled
 
 
 def make_clusterer(cfg: ClustererConfig, device: Device, seed: int) -> Clusterer:
