@@ -29,6 +29,14 @@ _REVIEW_LINE = re.compile(r"Customer\s*Review\s*\**\s*[:\-]\s*\**\s*(?P<review>[
 _AFTER_INTRO = re.compile(r":\s*(?P<review>[^:\n]+[.!?\"])\s*\Z")
 _META_TALK = re.compile(r"\b(MFT|minimal|minimum|functional|test cases?|samples?)\b", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
+# Lines around an answer's rephrasings that are not rephrasings: an intro ending in a colon
+# ("Here are two rephrased versions:"), or the assistant's sign-off ("Feel free to ask ...").
+_REVIEW_PREFIX = re.compile(r"^\s*\**\s*(customer\s*)?review\s*\**\s*[:\-]\s*", re.IGNORECASE)
+_CHATTER = re.compile(
+    r"(:\s*$)|^\s*(feel free|let me know|i hope|hope (this|these)|note\b|sure\b|certainly\b|of course\b"
+    r"|here (are|is)\b|these (are|rephras|sentences|versions)|(rephras|paraphras)\w*\s*\d*\s*[:.]?\s*$)",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(
     r"Label\s*[:\-]\s*\**\s*(?:\d\.?\s*)?(?P<label>positive|negative|hard(?:\s*to\s*decide)?|neutral)", re.IGNORECASE
 )
@@ -101,14 +109,26 @@ def format_mft_cases(pairs: list[tuple[str, str]]) -> str:
 
 
 def parse_paraphrases(raw: str, original: str, n: int, stats: ParseStats | None = None) -> list[str]:
-    """Up to ``n`` numbered or bulleted rephrasings, excluding copies of the original."""
+    """Up to ``n`` rephrasings, excluding copies of the original.
+
+    The prompt asks for a numbered list; small models often answer with one rephrasing per
+    line or per paragraph instead, so an answer without a numbered or bulleted line is
+    read line by line, skipping the intro and sign-off around the rephrasings.
+    """
+    numbered = [m.group("text") for m in _NUMBERED.finditer(raw or "")]
+    lines = numbered or [
+        _REVIEW_PREFIX.sub("", line)
+        for line in (raw or "").splitlines()
+        if line.strip() and not _CHATTER.search(line) and not _META_TALK.search(line)
+    ]
     seen = {normalize_text(original)}
     out = []
-    for m in _NUMBERED.finditer(raw or ""):
-        text = _clean(m.group("text"))
+    for line in lines:
+        text = _clean(line)
         key = normalize_text(text)
         # under three words is a fragment cut off by max_tokens ("The movie"), not a rephrasing
-        if len(text.split()) >= 3 and key not in seen and not text.startswith("["):
+        words = len(text.split())
+        if 3 <= words <= MAX_REVIEW_WORDS and key not in seen and not text.startswith("["):
             seen.add(key)
             out.append(text)
         if len(out) == n:

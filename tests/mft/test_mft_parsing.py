@@ -67,10 +67,33 @@ def test_parse_paraphrases_numbered_quoted_and_dupes():
         "Disappointing read with too much dullness.",
         "Monotonous content without any excitement.",
     ]
-    assert parse_paraphrases("no list here", "x y", 5) == []
+    assert parse_paraphrases("Sure! Here you go:", "x y", 5) == []
     assert parse_paraphrases("1. The movie\n2. The film is a fine example.", "x y", 5) == [
         "The film is a fine example."
     ]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # shapes Qwen2.5-Coder-1.5B answered with in the mft run of 2026-11-25 (docs/mft.md)
+        "The plot is deeply engaging.\nI appreciated how the characters interacted.\nFeel free to ask for more!",
+        "Here are two rephrased versions of the review:\n\nThe plot is deeply engaging.\n\n"
+        "I appreciated how the characters interacted.",
+        "Customer Review: The plot is deeply engaging.\nThis minimal functionality test checks the plot.\n"
+        "I appreciated how the characters interacted.",
+    ],
+)
+def test_paraphrases_one_per_line_or_paragraph_without_numbers(raw):
+    assert parse_paraphrases(raw, "The story kept me hooked.", n=2) == [
+        "The plot is deeply engaging.",
+        "I appreciated how the characters interacted.",
+    ]
+
+
+def test_numbered_rephrasings_win_over_the_lines_around_them():
+    raw = "Certainly, here are two:\n1. The plot is deeply engaging.\nSome note in between.\n2. A fine, warm film."
+    assert parse_paraphrases(raw, "x y", n=2) == ["The plot is deeply engaging.", "A fine, warm film."]
 
 
 @pytest.mark.parametrize(
