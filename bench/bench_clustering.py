@@ -6,7 +6,9 @@ output, seed 0). The engine reads them from a run dir in the embed stage's layou
 (``stages/embed/embeddings/*.parquet``: id, pos, embedding); the direct side reads the
 same Parquet into NumPy. Each side runs in a fresh interpreter and its timing starts
 before ``import umap``, so both pay numba compilation. A throw-away child runs first so
-numba's on-disk cache is equally warm for both. Goal: engine <= 1.1x the direct time.
+numba's on-disk cache holds what the packages cache themselves; the engine also keeps the
+kernels they do not (``engine/topics/reduce.cache_numba_kernels``), which a direct call
+compiles again in every process. Goal: engine <= 1.1x the direct time.
 
     .venv/bin/python bench/bench_clustering.py [--n 8530] [--quick]
 """
