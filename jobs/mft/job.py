@@ -119,8 +119,8 @@ def mft_topics_stage(m: MFTConfig, embed, seed: int) -> Stage:
     """Second-level clustering of the kept MFT texts (§2.4.3)."""
 
     def run(ctx: StageContext):
-        from checkray.engine.mft.topics import mft_topic_clusters
         from checkray.engine.topics.ctfidf import fit_class_tfidf, topic_name
+        from checkray.jobs.mft.topics import mft_topic_clusters
 
         cases = ctx.input("generate")
         texts = cases.column("text").to_pylist()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from checkray.engine.mft.topics import mft_topic_clusters
+from checkray.jobs.mft.topics import mft_topic_clusters
 
 
 def _points(n: int) -> np.ndarray:

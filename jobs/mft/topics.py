@@ -1,4 +1,5 @@
-"""Second-level clustering of the kept MFT texts into MFT topics (Li et al., §2.4.3)."""
+"""Second-level clustering of the kept MFT texts into MFT topics (Li et al., §2.4.3), with
+the topics method's reducer and clusterer (so it lives with the job that wires the two)."""
 
 from __future__ import annotations
 
