@@ -121,6 +121,7 @@ class RunLog:
         ``keep_temp`` (the command failed and its error line names the file)."""
         if not self.active:
             return
+        _drain_ray_held_lines()
         sys.stderr.flush()
         for logger, handler in self._handlers:
             logger.removeHandler(handler)
@@ -145,6 +146,29 @@ class RunLog:
         console.file = self._saved_console_file
         self.active = False
         self._upload = None
+
+
+def _drain_ray_held_lines() -> None:
+    """Print the worker lines Ray holds back as repeats into the log, now.
+
+    Ray's driver prints its workers' output to ``sys.stderr`` as it arrives but holds
+    repeated lines back and prints them in ``ray.shutdown()``, which runs at exit, after
+    ``stop`` has given the console its stderr back: the mft run of 2026-11-25 ended with
+    one ``(SharedEncoder pid=...) Loading weights ... [repeated 2x across cluster]`` line
+    on the console. Ray is not shut down here (tests run commands in one process against a
+    shared Ray, and the exit hook clearing an autoscaler request needs it). The
+    deduplicators are Ray internals: if they moved, nothing is drained.
+    """
+    ray_logging = sys.modules.get("ray._private.ray_logging")
+    ray_worker = sys.modules.get("ray._private.worker")
+    if ray_logging is None or ray_worker is None:
+        return
+    try:
+        for held in (ray_logging.stdout_deduplicator, ray_logging.stderr_deduplicator):
+            for batch in held.flush():
+                ray_worker.print_worker_logs(batch, sys.stderr)
+    except Exception:  # noqa: BLE001 - a Ray internal changed: never fail the command for it
+        return
 
 
 def _fileno(stream) -> int | None:

@@ -83,3 +83,45 @@ def test_long_lines_are_not_wrapped_without_a_terminal(capfd):
     line = "mft · train v1 · generated MFTs: kept 4, dropped 0 (from 5 representatives) in 177s " + "x" * 120
     console.print(line, markup=False)
     assert capfd.readouterr().err.splitlines() == [line.rstrip()]
+
+
+def test_worker_lines_ray_holds_back_go_to_the_log_not_the_console(tmp_path, capfd, monkeypatch):
+    # Ray prints held-back repeats of worker lines in ray.shutdown(), at exit, after the
+    # console has its stderr back; the CLI drains them into the log when it stops.
+    import os
+
+    import ray._private.ray_logging as ray_logging
+    import ray._private.worker  # noqa: F401  (print_worker_logs)
+
+    import checkray.jobs.topics.job as topics_job
+
+    class Held:
+        def __init__(self):
+            self.batches = [
+                {
+                    "ip": "127.0.0.1",
+                    "pid": 4242,
+                    "actor_name": "SharedEncoder",
+                    "is_err": True,
+                    "lines": ["Loading weights: 100% [repeated 2x across cluster]"],
+                }
+            ]
+
+        def flush(self):
+            out, self.batches = self.batches, []
+            return out
+
+    held = Held()
+    monkeypatch.setattr(ray_logging, "stderr_deduplicator", held)
+
+    def boom(job, out=None):
+        raise RuntimeError("stop here")  # an internal error keeps the log file for the check
+
+    monkeypatch.setattr(topics_job, "run_job", boom)
+    monkeypatch.delenv("CHECKRAY_DRY_RUN", raising=False)
+    code = run_cli("topics", "--corpus", "builtin:rotten_tomatoes", "--out", str(tmp_path / "r"))
+    err = capfd.readouterr().err
+    assert code == 1 and "Loading weights" not in err and held.batches == []
+    log = Path(re.search(r"traceback in (.+)\)", err).group(1))
+    assert "SharedEncoder pid=4242" in log.read_text() and "Loading weights" in log.read_text()
+    os.unlink(log)
