@@ -31,7 +31,6 @@ _META_TALK = re.compile(r"\b(MFT|minimal|minimum|functional|test cases?|samples?
 _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(?P<text>.+?)\s*$", re.MULTILINE)
 # Lines around an answer's rephrasings that are not rephrasings: an intro ending in a colon
 # ("Here are two rephrased versions:"), or the assistant's sign-off ("Feel free to ask ...").
-_REVIEW_PREFIX = re.compile(r"^\s*\**\s*(customer\s*)?review\s*\**\s*[:\-]\s*", re.IGNORECASE)
 _CHATTER = re.compile(
     r"(:\s*$)|^\s*(feel free|let me know|i hope|hope (this|these)|note\b|sure\b|certainly\b|of course\b"
     r"|here (are|is)\b|these (are|rephras|sentences|versions)|(rephras|paraphras)\w*\s*\d*\s*[:.]?\s*$)",
@@ -108,6 +107,12 @@ def format_mft_cases(pairs: list[tuple[str, str]]) -> str:
     return "\n".join(f"Test Case {i}: {s}\nCustomer Review: {r}" for i, (s, r) in enumerate(pairs, 1))
 
 
+def _without_review_field(line: str) -> str:
+    """The text of a "Customer Review: text" line; any other line unchanged."""
+    field = _REVIEW_LINE.search(line)
+    return field.group("review") if field else line
+
+
 def parse_paraphrases(raw: str, original: str, n: int, stats: ParseStats | None = None) -> list[str]:
     """Up to ``n`` rephrasings, excluding copies of the original.
 
@@ -117,7 +122,7 @@ def parse_paraphrases(raw: str, original: str, n: int, stats: ParseStats | None 
     """
     numbered = [m.group("text") for m in _NUMBERED.finditer(raw or "")]
     lines = numbered or [
-        _REVIEW_PREFIX.sub("", line)
+        _without_review_field(line)
         for line in (raw or "").splitlines()
         if line.strip() and not _CHATTER.search(line) and not _META_TALK.search(line)
     ]

@@ -7,9 +7,7 @@ import sys
 def test_cpu_reducer_switches_the_kernels_to_numba_caching():
     # A fresh interpreter: whether caching is on is process state (nothing is compiled here).
     code = (
-        "import sys\n"
         "from numba.core.caching import NullCache\n"
-        "from numba.core.dispatcher import Dispatcher\n"
         "from checkray.engine.config import ReducerConfig\n"
         "from checkray.engine.topics.reduce import cache_numba_kernels, make_reducer\n"
         "import umap.umap_\n"
