@@ -121,6 +121,18 @@ def _no_alert(driver, page: Path) -> None:
 def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     """Open ``page``, check that it renders, its plots draw and the console has no error;
     save a screenshot. Returns what was found (title, plots, links, screenshot path)."""
+    from selenium.common.exceptions import UnexpectedAlertPresentException
+
+    try:
+        return _check_page(driver, page, shot_name)
+    except UnexpectedAlertPresentException as exc:
+        # The dialog can open at any moment after load (an ``onerror`` fires
+        # asynchronously), so any later WebDriver call may be the one that meets it;
+        # chromedriver has already dismissed it by then.
+        raise AssertionError(f"{page}: a script opened a dialog: {exc.alert_text!r}") from exc
+
+
+def _check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     source = page.read_text(encoding="utf-8")
     expected_plots = len(re.findall(r'class="plotly-graph-div"', source))
     driver.get_log("browser")  # drop what an earlier page logged
