@@ -12,7 +12,11 @@ by a digest of (model, sampling parameters with the seed, messages):
 
 A rerun of the stage (after a crash, or because too many prompts failed) reads the parts
 back and asks the LLM only for prompts without a committed answer: exactly the failed and
-the unfinished ones, however the caller batches them. ``close()`` (or leaving the
+the unfinished ones, however the caller batches them. Since the key is all an answer
+depends on, answers committed by an older version of the stage's code are reused too
+(an edit of a report function must not re-ask an hour of prompts): what is reused is
+committed again under the current code, and the old parts are pruned when the stage
+completes. ``close()`` (or leaving the
 ``with`` block) commits what is buffered and reports the failed prompts to
 ``ctx.item_errors``: above ``runtime.max_error_share`` the stage is recorded incomplete,
 this run goes on with what it has, and the next run retries them.
@@ -76,6 +80,7 @@ class StageChat:
         self._answers: dict[str, Generation] | None = None  # committed answers, read on first use
         self._part_of: dict[str, str] = {}  # prompt key -> the part its answer was read from
         self._kept: set[str] = set()  # parts this run reused or wrote
+        self._carried: set[str] = set()  # answers read from older code's parts, to commit again
         self._pending: list[tuple[str, Generation]] = []
         self._pending_since = 0.0
         self._advance: Callable[[int], None] | None = None
@@ -91,7 +96,10 @@ class StageChat:
         for key, messages in zip(keys, messages_list):
             if key in answers:
                 out[key] = answers[key]
-                if key in self._part_of:
+                if key in self._carried:  # an older code's part: commit it under this code
+                    self._carried.discard(key)
+                    self._commit(key, answers[key])
+                elif key in self._part_of:
                     self._kept.add(self._part_of[key])
             else:
                 todo.setdefault(key, messages)
@@ -110,9 +118,7 @@ class StageChat:
                     continue
                 self.failed.pop(key, None)
                 answers[key] = answer
-                if not self._pending:
-                    self._pending_since = self.clock()
-                self._pending.append((key, answer))
+                self._commit(key, answer)
             self._flush(force=False)
             done = {k for k, _ in group}
             self._tick(sum(k in done for k in keys))
@@ -154,15 +160,20 @@ class StageChat:
         if self._answers is None:
             self._answers = {}
             for part in self.ctx.part_keys("llm-"):
-                table = self.ctx.peek_part(part)
-                if table is None or table.schema.names != PART_SCHEMA.names:
-                    continue  # debris, or a layout this code does not read: asked again
-                for row in table.to_pylist():
-                    self._answers[row["prompt"]] = Generation(
-                        row["text"], row["finish_reason"], row["prompt_tokens"], row["completion_tokens"]
-                    )
-                    self._part_of[row["prompt"]] = part
+                for key, answer in _answers_in(self.ctx.peek_part(part)):
+                    self._answers[key] = answer
+                    self._part_of[key] = part
+            for stem in self.ctx.other_code_parts("llm-"):
+                for key, answer in _answers_in(self.ctx.peek_part_file(stem)):
+                    if key not in self._answers:
+                        self._answers[key] = answer
+                        self._carried.add(key)
         return self._answers
+
+    def _commit(self, key: str, answer: Generation) -> None:
+        if not self._pending:
+            self._pending_since = self.clock()
+        self._pending.append((key, answer))
 
     def _flush(self, force: bool) -> None:
         if not self._pending:
@@ -193,3 +204,14 @@ class StageChat:
     def _tick(self, n: int) -> None:
         if self._advance is not None and n:
             self._advance(n)
+
+
+def _answers_in(table: pa.Table | None) -> Iterator[tuple[str, Generation]]:
+    """(prompt key, answer) of a part; nothing from debris or a layout this code does not read."""
+    if table is None or table.schema.names != PART_SCHEMA.names:
+        return
+    for row in table.to_pylist():
+        yield (
+            row["prompt"],
+            Generation(row["text"], row["finish_reason"], row["prompt_tokens"], row["completion_tokens"]),
+        )

@@ -210,6 +210,29 @@ class StageContext:
         keys = {i.base_name[: -len(suffix)] for i in infos if i.base_name.endswith(suffix)}
         return sorted(k for k in keys if k.startswith(prefix))
 
+    def other_code_parts(self, prefix: str = "") -> list[str]:
+        """File stems (``<key>-<code>``) of parts that other code committed for this stage.
+        Only for items their key alone determines (an LLM answer is keyed by the model,
+        the sampling parameters and the messages): read them with ``peek_part_file`` and
+        commit what is reused again under the current code; pruning drops the old files."""
+        if not self.code:
+            return []
+        folder = self.run.path("stages", f"{self.stage.name}.parts")
+        mine = f"-{self.code[:8]}.parquet"
+        infos = self.run.fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        return sorted(
+            i.base_name[: -len(".parquet")]
+            for i in infos
+            if i.base_name.endswith(".parquet") and not i.base_name.endswith(mine) and i.base_name.startswith(prefix)
+        )
+
+    def peek_part_file(self, stem: str) -> pa.Table | None:
+        """The part in file ``<stem>.parquet`` (any code), or None if missing or unreadable."""
+        try:
+            return self.run.read_table(f"stages/{self.stage.name}.parts/{stem}.parquet")
+        except (pa.ArrowInvalid, OSError):
+            return None
+
     def read_part(self, key: str) -> pa.Table | None:
         """A per-item checkpoint written by an earlier (maybe crashed) run of this stage,
         or None; the part is kept when the stage completes (``peek_part`` does not keep

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -188,3 +189,28 @@ def test_sigkill_mid_stage_resumes_without_redoing_parts(tmp_path):
     rec, runner = run_stage(out, llm_stage(chat, 40, batch=2, part_size=2))
     assert len(chat.asked) == 40 - 2 * committed  # every committed batch is reused
     assert runner.output("ask").column("text").to_pylist() == [f"re prompt {i}" for i in range(40)]
+
+
+def test_answers_of_older_code_are_reused_and_recommitted(tmp_path):
+    """A code change reruns the stage but asks no prompt again: an answer is keyed by what
+    it depends on. The reused answers move to parts of the new code, the old parts go."""
+    first = FlakyChat(failing={"prompt 4"})
+    rec, _ = run_stage(tmp_path, llm_stage(first, 6, batch=2, part_size=2), max_error_share=0.5)
+    old = parts(tmp_path)
+    assert first.asked == [f"prompt {i}" for i in range(6)] and old
+
+    chat = FlakyChat()
+    # a new version changes the stage's code digest, as an edit of its code does
+    stage = replace(llm_stage(chat, 6, batch=3), version="2")
+    rec2, runner = run_stage(tmp_path, stage)
+    assert chat.asked == ["prompt 4"], "only the prompt without an answer is asked"
+    assert rec2.code != rec.code and not rec2.incomplete
+    texts = runner.output("ask").column("text").to_pylist()
+    assert texts == [f"re prompt {i}" for i in range(6)]
+    new = parts(tmp_path)
+    assert not set(old) & set(new), "the old code's parts are pruned once the stage completes"
+    assert all(p.stem.endswith(rec2.code[:8]) for p in new)
+
+    again = FlakyChat()
+    run_stage(tmp_path, replace(llm_stage(again, 6, batch=6), version="3"))
+    assert again.asked == [], "the answers survived the move to the second code's parts"
