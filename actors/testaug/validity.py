@@ -154,6 +154,20 @@ class ValidityClassifier:
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts) >= self.threshold
 
+    @property
+    def descriptions(self) -> list[str] | None:
+        """The test descriptions its annotations were for; None: annotations that named
+        none (the classifier is then taken to judge any description)."""
+        found = self.meta.get("descriptions")
+        return list(found) if found else None
+
+    def covers(self, description: str) -> bool:
+        """Whether it may judge cases of ``description``: validity is relative to a
+        description (TestAug trains one classifier per description), so a classifier
+        trained on "negated positive words" says nothing about "positive questions"."""
+        known = self.descriptions
+        return known is None or _same_text(description) in {_same_text(d) for d in known}
+
     # ------------------------------------------------------------------ storage
     def save(self, out: str) -> RunDir:
         run = RunDir(out)
@@ -222,6 +236,15 @@ def best_threshold(probs: np.ndarray, gold: np.ndarray) -> float:
     return float(cuts[best[np.argmin(np.abs(cuts[best] - 0.5))]])
 
 
+def _same_text(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+def annotated_descriptions(rows: Sequence[dict]) -> list[str]:
+    """The distinct descriptions annotated rows name (TestAug's files carry one per row)."""
+    return sorted({" ".join(str(r["description"]).split()) for r in rows if r.get("description")})
+
+
 def annotation_inputs(rows: Sequence[dict]) -> list[str]:
     return [classifier_input(r["text"], r.get("text_pair")) for r in rows]
 
@@ -243,6 +266,7 @@ def train_validity(
         calibrate=calibrate,
         **({"finetune": finetune} if finetune else {}),
     )
+    clf.meta["descriptions"] = annotated_descriptions(rows)
     return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed)
 
 

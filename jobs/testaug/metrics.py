@@ -20,7 +20,7 @@ from checkray.engine.testaug.prompt import Description, ParseCount, normalize
 from checkray.engine.testaug.validity import classifier_input, phase_decision, read_annotations, threshold_for
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.config import CheckrayConfig
-from checkray.jobs.console import item_progress
+from checkray.jobs.console import console, item_progress
 from checkray.jobs.testaug.config import TestAugConfig
 
 VALIDITY_SCHEMA = pa.schema(
@@ -34,6 +34,7 @@ VALIDITY_SCHEMA = pa.schema(
         ("valid_people", pa.int64()),
         ("valid_llm", pa.int64()),
         ("valid_p", pa.float64()),
+        ("valid_clf", pa.int64()),
         ("kept", pa.bool_()),
         ("decided_by", pa.string()),
     ]
@@ -68,14 +69,26 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
                 for r in read_annotations(t.annotations)
             }
         clf = ValidityClassifier.load(t.validity) if t.validity else None
-        probs = clf.predict_proba([classifier_input(c["text"], c["text_pair"]) for c in cases]) if clf else None
+        # A classifier judges only the descriptions it was trained for (validity is relative
+        # to a description); the LLM labeler stands in for it on the others.
+        judged = {d.key for d in descs if clf is not None and clf.covers(d.description)}
+        if clf is not None and not judged:
+            console.print(
+                f"[yellow]warning:[/] validity classifier {t.validity} was trained on "
+                f"{'; '.join(clf.descriptions or [])!r}: it judges none of this spec's descriptions",
+                highlight=False,
+            )
+        to_judge = [i for i, c in enumerate(cases) if c["key"] in judged]
+        inputs = [classifier_input(cases[i]["text"], cases[i]["text_pair"]) for i in to_judge]
+        prob_of = dict(zip(to_judge, (float(p) for p in clf.predict_proba(inputs)))) if inputs else {}
         desc_of = {d.key: d for d in descs}
         seen: dict[str, int] = {}
         for i, c in enumerate(cases):
             c["first_sample"] = seen.get(c["key"], 0) < t.first_sample
             seen[c["key"]] = seen.get(c["key"], 0) + 1
             c["valid_people"] = people.get((normalize(c["text"]), normalize(c["text_pair"] or "")))
-            c["valid_p"] = None if probs is None else float(probs[i])
+            c["valid_p"] = prob_of.get(i)
+            c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= clf.threshold)
             c["valid_llm"] = None
             c["description"] = desc_of[c["key"]].description
         count = ParseCount()
@@ -98,7 +111,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
                 else "llm"
                 if t.llm_labeler
                 else "classifier"
-                if clf
+                if d.key in judged
                 else "none"
             )
         ask_llm([c for c in cases if c["first_sample"] and sources[c["key"]] == "llm"])
@@ -109,22 +122,23 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             flags = (
                 [c[field] for c in first]
                 if field
-                else [c["valid_p"] >= 0.5 for c in first]
+                else [bool(c["valid_clf"]) for c in first]
                 if sources[d.key] == "classifier"
                 else []
             )
             decisions[d.key] = phase_decision(flags, threshold, sources[d.key])
         # phase 2: filter the descriptions below threshold
         filtered = [c for c in cases if decisions[c["key"]].needs_filter]
-        if clf is None:
-            ask_llm([c for c in filtered if c["valid_people"] is None and c["valid_llm"] is None])
+        ask_llm(
+            [c for c in filtered if c["key"] not in judged and c["valid_people"] is None and c["valid_llm"] is None]
+        )
         for c in cases:
             if not decisions[c["key"]].needs_filter:
                 c["kept"], c["decided_by"] = True, "no filter (phase 1)"
             elif c["valid_people"] is not None:
                 c["kept"], c["decided_by"] = bool(c["valid_people"]), "people"
-            elif clf is not None:
-                c["kept"], c["decided_by"] = c["valid_p"] >= 0.5, "classifier"
+            elif c["valid_clf"] is not None:
+                c["kept"], c["decided_by"] = bool(c["valid_clf"]), "classifier"
             elif c["valid_llm"] is not None:
                 c["kept"], c["decided_by"] = bool(c["valid_llm"]), "llm labeler"
             else:
@@ -133,21 +147,20 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         for d in descs:
             mine = [c for c in cases if c["key"] == d.key]
             dec = decisions[d.key]
-            scored = [c for c in mine if c["valid_people"] is not None and c["valid_p"] is not None]
+            scored = [c for c in mine if c["valid_people"] is not None and c["valid_clf"] is not None]
             rows.append(
                 {
                     "key": d.key,
                     "generated": len(mine),
                     "first_sample": dec.n,
+                    "classifier": d.key in judged,
                     "annotated_by": dec.source,
                     "valid_share": dec.valid_share,
                     "threshold": dec.threshold,
                     "filter": dec.needs_filter,
                     "kept": sum(c["kept"] for c in mine),
                     "dropped": sum(not c["kept"] for c in mine),
-                    "classifier_accuracy": (
-                        sum((c["valid_p"] >= 0.5) == bool(c["valid_people"]) for c in scored) / len(scored)
-                    )
+                    "classifier_accuracy": (sum(c["valid_clf"] == c["valid_people"] for c in scored) / len(scored))
                     if scored
                     else None,
                     "classifier_vs_llm": _agreement(mine),
@@ -184,8 +197,8 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
 
 
 def _agreement(rows: list[dict]) -> float | None:
-    both = [c for c in rows if c["valid_llm"] is not None and c["valid_p"] is not None]
-    return sum((c["valid_p"] >= 0.5) == bool(c["valid_llm"]) for c in both) / len(both) if both else None
+    both = [c for c in rows if c["valid_llm"] is not None and c["valid_clf"] is not None]
+    return sum(c["valid_clf"] == c["valid_llm"] for c in both) / len(both) if both else None
 
 
 def _groups(table: pa.Table) -> dict[str, list[str]]:

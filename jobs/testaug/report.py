@@ -33,6 +33,12 @@ def validity_summary(decisions: list[dict], llm_name: str) -> str:
         parts.append("People's annotations decided phase 1 where they covered the first sample.")
     if "classifier" in by:
         parts.append("The validity classifier's predictions stood in for annotations of the first sample.")
+    trained = [d for d in decisions if d.get("classifier")]
+    if trained and len(trained) < len(decisions):
+        parts.append(
+            f"The validity classifier was trained for {len(trained)} of the {len(decisions)} descriptions and "
+            "judged only those (column classifier); the others were filtered by the LLM labeler, if enabled."
+        )
     if "none" in by:
         parts.append("Some descriptions had no annotation at all and were kept unfiltered.")
     return " ".join(parts)
@@ -72,6 +78,7 @@ def testaug_sections(
                 "filter": "yes" if dec["filter"] else "no",
                 "kept": dec["kept"],
                 "dropped": dec["dropped"],
+                "classifier": "yes" if dec.get("classifier") else "no",
                 "classifier acc. (people)": dec["classifier_accuracy"],
                 "classifier vs LLM": dec["classifier_vs_llm"],
             }

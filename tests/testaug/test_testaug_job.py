@@ -210,3 +210,59 @@ def test_people_annotations_and_classifier_filter(tmp_path):
     assert {r["decided_by"] for r in rows if r["key"] == "d01"} == {"people", "classifier"}
     assert all(r["valid_llm"] is None for r in rows)
     assert chat.calls == 4  # generation only (2 rounds x 2 descriptions): no labeler call
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.slow  # trains a validity classifier on MiniLM embeddings
+def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
+    """Validity is relative to a description: a classifier trained on annotations of d01's
+    description filters d01 and leaves d02 to the LLM labeler; on a spec of none of its
+    descriptions it judges nothing and says so."""
+    from checkray.actors.testaug.validity import train_validity
+
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    over = {
+        "testaug.spec": str(spec),
+        "testaug.prompts_per_description": 2,
+        "testaug.first_sample": 4,
+        "testaug.baseline_nsamples": 5,
+        "testaug.diversity_per_description": 10,
+    }
+    first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
+    parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
+    rows = [
+        {"text": r["text"], "validity": int("really" not in r["text"]), "description": SPEC[0]["description"]}
+        for r in parsed
+    ]
+    assert 0 < sum(r["validity"] for r in rows) < len(rows)
+    train_validity(rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
+    meta = json.loads((tmp_path / "clf" / "metadata.json").read_text())
+    assert meta["descriptions"] == [SPEC[0]["description"]]
+
+    run, _ = run_testaug(
+        load_config(None, {**over, "testaug.validity": str(tmp_path / "clf"), "testaug.threshold": 1.0}),
+        str(tmp_path / "b"),
+        chat=RuleBasedAugChat(),
+    )
+    decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
+    assert decisions["d01"]["classifier"] and not decisions["d02"]["classifier"]
+    cases = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
+    d01 = [c for c in cases if c["key"] == "d01"]
+    d02 = [c for c in cases if c["key"] == "d02"]
+    assert all(c["valid_p"] is not None and c["valid_clf"] in (0, 1) for c in d01)
+    assert all(c["valid_p"] is None and c["valid_clf"] is None for c in d02)
+    if decisions["d01"]["filter"]:
+        assert {c["decided_by"] for c in d01 if not c["first_sample"]} <= {"classifier"}
+    assert "classifier" not in {c["decided_by"] for c in d02}
+    assert decisions["d02"]["filter"] and {c["decided_by"] for c in d02} == {"llm labeler"}
+
+    other = [{**r, "description": "A neutral sentence about the weather."} for r in rows]
+    train_validity(other, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf_other"))
+    run, _ = run_testaug(
+        load_config(None, {**over, "testaug.validity": str(tmp_path / "clf_other"), "testaug.llm_labeler": False}),
+        str(tmp_path / "c"),
+        chat=RuleBasedAugChat(),
+    )
+    cases = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
+    assert all(c["valid_p"] is None for c in cases) and "classifier" not in {c["decided_by"] for c in cases}

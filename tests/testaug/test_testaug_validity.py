@@ -112,3 +112,10 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
     assert again.backend == "finetune"
     assert abs(again.predict_proba([r["text"] for r in rows]) - before).max() < 1e-5
     assert score_validity(again, rows)["accuracy"] >= 0.85  # a tiny model can fit 14 sentences
+
+
+def test_a_classifier_covers_the_descriptions_of_its_annotations():
+    scoped = ValidityClassifier("embedding_lr", meta={"descriptions": ["A negative sentence with  negation."]})
+    assert scoped.covers("a negative sentence with negation.")  # spacing and case do not matter
+    assert not scoped.covers("A positive sentence with positive words.")
+    assert ValidityClassifier("embedding_lr").covers("anything")  # annotations that named no description
