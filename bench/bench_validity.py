@@ -12,8 +12,9 @@
    merged once: must give the same number); then throughput on ``--bleu-n`` bundled Rotten
    Tomatoes sentences, serial vs Ray tasks. Ratio: serial seconds / Ray seconds.
 
-   Variants (``--variants``): BACKEND:ENCODER[:cal][:unweighted], e.g. ``finetune:mpnet:cal``
+   Variants (``--variants``): BACKEND:ENCODER[:cal][:unweighted][:ensN], e.g. ``finetune:mpnet:cal``
    (mpnet fine-tuned end to end, threshold calibrated on 20 % of the training part),
+   ``finetune:mpnet:ens3`` (three fine-tunes, seeds 42-44, P(valid) averaged),
    ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head).
 
     .venv/bin/python bench/bench_validity.py [--variants embedding_lr:minilm,finetune:mpnet:cal] [--epochs 3] [--lr 5e-5] [--bleu-n 600] [--only validity|bleu] [--quick]
@@ -41,7 +42,7 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default="embedding_lr:minilm,embedding_lr:mpnet,finetune:minilm,finetune:mpnet,finetune:mpnet:cal",
-        help="BACKEND:ENCODER[:cal][:unweighted], comma-separated",
+        help="BACKEND:ENCODER[:cal][:unweighted][:ensN], comma-separated",
     )
     parser.add_argument("--epochs", type=float, default=3.0, help="fine-tune epochs")
     parser.add_argument("--lr", type=float, default=5e-5, help="fine-tune learning rate")
@@ -97,6 +98,7 @@ def validity_part(args, rows) -> None:
             finetune=ft,
             class_weight="none" if "unweighted" in flags else "balanced",
             calibrate="cal" in flags,
+            ensemble=next((int(f[3:]) for f in flags if f.startswith("ens")), 1),
         )
         scores = score_validity(clf, test)
         seconds = time.perf_counter() - start

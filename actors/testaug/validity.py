@@ -55,16 +55,20 @@ class ValidityClassifier:
     # threshold of best accuracy there) instead of P(valid) >= 0.5.
     calibrate: bool = False
     threshold: float = 0.5
+    # finetune: members fine-tuned with seeds seed, seed+1, ...; P(valid) is their mean
+    # (the runs differ in initialisation, oversampling and batch order).
+    ensemble: int = 1
     _head: Any = None
     _encoder: Any = None
-    _model: Any = None
-    _tokenizer: Any = None
+    _members: list[tuple[Any, Any]] = field(default_factory=list)  # finetune: (model, tokenizer)
 
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise InputError(f"unknown validity backend '{self.backend}' (have: {', '.join(BACKENDS)})")
         if self.class_weight not in ("balanced", "none"):
             raise InputError(f"unknown class_weight '{self.class_weight}' (have: balanced, none)")
+        if self.ensemble < 1:
+            raise InputError(f"validity ensemble must be at least 1, got {self.ensemble}")
 
     # ------------------------------------------------------------------ training
     def fit(self, texts: Sequence[str], valid: Sequence[int], seed: int = 0) -> ValidityClassifier:
@@ -111,16 +115,19 @@ class ValidityClassifier:
         from checkray.actors.embedder import resolve_model
         from checkray.actors.zoo.trainers import fine_tune
 
-        order = oversample(valid, seed) if self.class_weight == "balanced" else list(range(len(valid)))
-        self._model, self._tokenizer, details = fine_tune(
-            resolve_model(self.encoder),
-            [texts[i] for i in order],
-            [LABELS[valid[i]] for i in order],
-            LABELS,
-            self.finetune,
-            seed,
-        )
-        self.meta["finetune"] = {**self.finetune.model_dump(), **details}
+        self._members = []
+        for member_seed in range(seed, seed + self.ensemble):
+            order = oversample(valid, member_seed) if self.class_weight == "balanced" else list(range(len(valid)))
+            model, tokenizer, details = fine_tune(
+                resolve_model(self.encoder),
+                [texts[i] for i in order],
+                [LABELS[valid[i]] for i in order],
+                LABELS,
+                self.finetune,
+                member_seed,
+            )
+            self._members.append((model, tokenizer))
+        self.meta["finetune"] = {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:
@@ -141,15 +148,22 @@ class ValidityClassifier:
             return probs[:, list(self._head.classes_).index(1)]
         import torch
 
-        out = []
         max_length = int(self.meta.get("finetune", {}).get("max_length", self.finetune.max_length))
+        per_member = []
         with torch.no_grad():
-            for i in range(0, len(texts), 32):
-                enc = self._tokenizer(
-                    list(texts[i : i + 32]), truncation=True, max_length=max_length, padding=True, return_tensors="pt"
-                )
-                out.append(torch.softmax(self._model(**enc).logits, dim=-1)[:, 1].numpy())
-        return np.concatenate(out)
+            for model, tokenizer in self._members:
+                out = []
+                for i in range(0, len(texts), 32):
+                    enc = tokenizer(
+                        list(texts[i : i + 32]),
+                        truncation=True,
+                        max_length=max_length,
+                        padding=True,
+                        return_tensors="pt",
+                    )
+                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].numpy())
+                per_member.append(np.concatenate(out))
+        return np.mean(per_member, axis=0)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts) >= self.threshold
@@ -177,12 +191,13 @@ class ValidityClassifier:
             run.write_bytes("head.joblib", data)
             run.write_text("head.joblib" + SIGNATURE_SUFFIX, signature)
         else:
-            with tempfile.TemporaryDirectory(prefix="validity-ft-") as tmp:
-                self._model.save_pretrained(tmp)
-                self._tokenizer.save_pretrained(tmp)
-                for f in sorted(Path(tmp).rglob("*")):
-                    if f.is_file():
-                        run.write_bytes(f"model/{f.relative_to(tmp).as_posix()}", f.read_bytes())
+            for i, (model, tokenizer) in enumerate(self._members):
+                with tempfile.TemporaryDirectory(prefix="validity-ft-") as tmp:
+                    model.save_pretrained(tmp)
+                    tokenizer.save_pretrained(tmp)
+                    for f in sorted(Path(tmp).rglob("*")):
+                        if f.is_file():
+                            run.write_bytes(f"{_member_dir(i)}/{f.relative_to(tmp).as_posix()}", f.read_bytes())
         meta = {"backend": self.backend, "encoder": self.encoder, "labels": LABELS, **self.meta}
         run.write_text(METADATA, json.dumps(meta, indent=2, sort_keys=True))  # last: marks a complete save
         return run
@@ -203,9 +218,26 @@ class ValidityClassifier:
         else:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-            clf._tokenizer = AutoTokenizer.from_pretrained(d / "model")
-            clf._model = AutoModelForSequenceClassification.from_pretrained(d / "model").eval()
+            members = int(meta.get("finetune", {}).get("ensemble", 1))
+            clf.ensemble = members
+            for i in range(members):
+                folder = d / _member_dir(i)
+                if not folder.is_dir():
+                    raise InputError(
+                        f"{d}: ensemble member {i} is missing ({folder.name}/); train the classifier again"
+                    )
+                clf._members.append(
+                    (
+                        AutoModelForSequenceClassification.from_pretrained(folder).eval(),
+                        AutoTokenizer.from_pretrained(folder),
+                    )
+                )
         return clf
+
+
+def _member_dir(i: int) -> str:
+    """Member 0 keeps the single model's folder name, so older directories still load."""
+    return "model" if i == 0 else f"model-{i}"
 
 
 CALIBRATION_SHARE = 0.2  # of the training cases, held out to choose the threshold
@@ -257,6 +289,7 @@ def train_validity(
     finetune: FineTuneConfig | None = None,
     class_weight: str = "balanced",
     calibrate: bool = False,
+    ensemble: int = 1,
 ) -> ValidityClassifier:
     """Fit a classifier on annotated rows (``checkray.engine.testaug.validity.read_annotations``)."""
     clf = ValidityClassifier(
@@ -264,6 +297,7 @@ def train_validity(
         encoder,
         class_weight=class_weight,
         calibrate=calibrate,
+        ensemble=ensemble,
         **({"finetune": finetune} if finetune else {}),
     )
     clf.meta["descriptions"] = annotated_descriptions(rows)

@@ -64,6 +64,7 @@ class ValidityConfig(JobSection):
     seed: int = 42  # the paper fixes the fine-tuning seed to 42
     class_weight: Literal["balanced", "none"] = "balanced"  # fine-tune: the minority class oversampled
     calibrate: bool = False  # threshold of best accuracy on 20 % of the training cases, not 0.5
+    ensemble: int = Field(default=1, ge=1)  # finetune: members of seeds seed..seed+n-1, P(valid) averaged
     # The paper (Table 8): lr 5e-6, batch 16, 10 epochs, length 128, for roberta-base on a GPU.
     # MiniLM on CPU: fewer epochs and a larger rate reach the same accuracy in minutes.
     finetune: FineTuneConfig = FineTuneConfig(

@@ -38,7 +38,7 @@ def train_command(
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
     v = cfg.section(ValidityConfig)
     rows = read_annotations(annotations)
-    clf = train_validity(rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate)
+    clf = train_validity(rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate, v.ensemble)
     clf.meta["annotations"] = str(annotations)
     clf.meta["train_scores"] = score_validity(clf, rows)
     clf.save(out)

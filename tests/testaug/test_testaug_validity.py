@@ -119,3 +119,24 @@ def test_a_classifier_covers_the_descriptions_of_its_annotations():
     assert scoped.covers("a negative sentence with negation.")  # spacing and case do not matter
     assert not scoped.covers("A positive sentence with positive words.")
     assert ValidityClassifier("embedding_lr").covers("anything")  # annotations that named no description
+
+
+@pytest.mark.timeout(180)
+def test_a_finetune_ensemble_averages_its_members_and_reloads(tmp_path, annotations):
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    rows = read_annotations(annotations)
+    texts = [r["text"] for r in rows]
+    base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
+    ft = FineTuneConfig(train_size=None, epochs=3, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
+    clf = train_validity(rows, "finetune", str(base), seed=0, finetune=ft, ensemble=2)
+    assert len(clf._members) == 2 and clf.meta["finetune"]["ensemble"] == 2
+    single = [train_validity(rows, "finetune", str(base), seed=s, finetune=ft).predict_proba(texts) for s in (0, 1)]
+    assert abs(single[0] - single[1]).max() > 1e-4, "members of other seeds differ"
+    assert abs(clf.predict_proba(texts) - (single[0] + single[1]) / 2).max() < 1e-5
+    clf.save(str(tmp_path / "ens"))
+    assert (tmp_path / "ens" / "model").is_dir() and (tmp_path / "ens" / "model-1").is_dir()
+    again = ValidityClassifier.load(str(tmp_path / "ens"))
+    assert again.ensemble == 2 and abs(again.predict_proba(texts) - clf.predict_proba(texts)).max() < 1e-5
+    with pytest.raises(InputError, match="at least 1"):
+        ValidityClassifier("finetune", ensemble=0)
