@@ -17,6 +17,11 @@ class PatchConfig(Section):
     models: list[str] | None = None  # None: every trainable model (sklearn, st_head families)
     seeds: list[int] = Field(default_factory=lambda: [11, 14, 25, 42, 74])  # the paper's five
     test_fraction: float = Field(default=0.3, gt=0, lt=1)  # share of the merged suites held out
+    # Which common-test cases score a model: "trainable", those whose label it can produce
+    # (a binary model learns nothing from neutral cases, and patching it with polar ones
+    # makes it surer, so its neutral-band failures grow whichever suite patched it);
+    # "all", every case, neutral ones by the benchmark's band rule.
+    test_cases: Literal["trainable", "all"] = "trainable"
 
 
 class TestAugConfig(JobSection):

@@ -279,7 +279,7 @@ def patch_stage(cfg: CheckrayConfig, suite: pa.Table, baseline: pa.Table, specs:
             "T_TestAug\\T_Expansion": gpt,
         }
         rows, skipped = patched_failure_rates(
-            suites, specs, t.patch.seeds, t.patch.test_fraction, settings, t.patch.models
+            suites, specs, t.patch.seeds, t.patch.test_fraction, settings, t.patch.models, t.patch.test_cases
         )
         return {
             "data": pa.Table.from_pylist(rows) if rows else pa.table({"model": pa.array([], pa.string())}),

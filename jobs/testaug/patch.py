@@ -11,8 +11,11 @@ Trainable: the ``sklearn`` family (TF-IDF pipelines, refitted from a clone of th
 pipeline) and ``st_head`` (a clone of the head refitted on encoder embeddings); both retrain
 in seconds. The original training data is the zoo's split (``<zoo>/stages/split``, and the
 embeddings the zoo computed once), found next to the model file. A case whose label the
-model cannot produce (neutral for a binary model) is not used for training; it is still
-tested with CheckList's neutral band rule, as in the benchmark.
+model cannot produce (neutral for a binary model) is not used for training, and by
+default (``patch.test_cases: trainable``) not for testing either: patching a binary model
+with polar cases makes it surer, so its failures on neutral cases under CheckList's band
+rule grow whichever suite patched it, which says nothing about the suite. With
+``test_cases: all`` they are tested by the band rule, as in the benchmark.
 """
 
 from __future__ import annotations
@@ -130,9 +133,10 @@ def patched_failure_rates(
     test_fraction: float,
     settings: ExpectationSettings,
     only: Sequence[str] | None = None,
+    test_cases: str = "trainable",
 ) -> tuple[list[dict], list[dict]]:
     """(per-seed rows, skipped models with the reason). Rows: model, seed, column,
-    failure_rate, train_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
+    failure_rate, train_cases, test_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
     import ray
 
     from checkray.engine.schema import make_cases
@@ -170,13 +174,17 @@ def patched_failure_rates(
         }
         for model in models:
             est, base, gold = bases[model.spec.name]
-            test_features = model.features(test.column("text").to_pylist())
+            mine = test
+            if test_cases == "trainable":
+                labels = set(model.labels)
+                mine = test.filter(pa.array([g in labels for g in test.column("expected_label").to_pylist()]))
+            test_features = model.features(mine.column("text").to_pylist())
             runs = [("Unpatched", None, None)] + [
                 (name, model.features([r["text"] for r in rest]), [r["expected_label"] for r in rest])
                 for name, rest in remainders.items()
             ]
             for column, add, add_gold in runs:
-                args = (model.spec, est, base, gold, add, add_gold, test_features, test, settings)
+                args = (model.spec, est, base, gold, add, add_gold, test_features, mine, settings)
                 jobs.append(task.remote(*args) if parallel else refit_failure_rate(*args))
                 rows.append(
                     {
@@ -184,6 +192,7 @@ def patched_failure_rates(
                         "seed": seed,
                         "column": column,
                         "train_cases": sum(g in model.labels for g in add_gold or []),
+                        "test_cases": mine.num_rows,
                     }
                 )
     rates = ray.get(jobs) if parallel else jobs

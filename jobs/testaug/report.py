@@ -155,7 +155,13 @@ def testaug_sections(
                 "TestAug: patched failure rate (Table 3 shape, %, mean ± std over seeds)",
                 blocks,
                 f"Common test set: {t.patch.test_fraction:.0%} of the merged suites per seed "
-                f"{t.patch.seeds}; each model refitted on its zoo training data plus a suite's "
+                f"{t.patch.seeds}"
+                + (
+                    ", scored on the cases whose label the model can produce"
+                    if t.patch.test_cases == "trainable"
+                    else ", every case scored (neutral ones by the band rule)"
+                )
+                + "; each model refitted on its zoo training data plus a suite's "
                 "remainder. Lower: the suite found more of the model's bugs.",
             )
         )

@@ -266,3 +266,39 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
     )
     cases = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
     assert all(c["valid_p"] is None for c in cases) and "classifier" not in {c["decided_by"] for c in cases}
+
+
+def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_path):
+    """By default a model's common test set holds the cases whose label it can produce: a
+    binary model is not scored on neutral cases (``patch.test_cases: all`` scores them)."""
+    from checkray.engine.benchmark.expectations import ExpectationSettings
+    from checkray.engine.schema import make_cases
+    from checkray.jobs.testaug.patch import patched_failure_rates
+
+    spec = _zoo_model(tmp_path)
+    polar = [("a great flight", "positive"), ("a terrible seat", "negative"), ("good fun", "positive")] * 4
+    neutral = [(f"the flight leaves at {h}", "neutral") for h in range(12)]
+    rows = [
+        {
+            "suite": "s",
+            "method": "testaug",
+            "capability": "c",
+            "topic": "t",
+            "text": f"{t} {i}",
+            "expected_label": label,
+            "test_type": "MFT",
+        }
+        for i, (t, label) in enumerate(polar + neutral)
+    ]
+    suites = {"T_A": make_cases(rows[::2]), "T_B": make_cases(rows[1::2])}
+    settings = ExpectationSettings()
+    by_mode = {}
+    for mode in ("trainable", "all"):
+        out, skipped = patched_failure_rates(suites, [spec], [11], 0.5, settings, test_cases=mode)
+        assert not skipped and {r["column"] for r in out} == {"Unpatched", "T_A", "T_B"}
+        by_mode[mode] = out
+    n_all = by_mode["all"][0]["test_cases"]
+    n_trainable = by_mode["trainable"][0]["test_cases"]
+    assert n_all == 12  # half of the 24 merged cases
+    assert 0 < n_trainable < n_all  # the neutral ones are left out
+    assert all(r["train_cases"] <= 6 for r in by_mode["trainable"])  # polar cases only, never neutral
