@@ -15,7 +15,10 @@
    Variants (``--variants``): BACKEND:ENCODER[:cal][:unweighted][:ensN], e.g. ``finetune:mpnet:cal``
    (mpnet fine-tuned end to end, threshold calibrated on 20 % of the training part),
    ``finetune:mpnet:ens3`` (three fine-tunes, seeds 42-44, P(valid) averaged),
-   ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head).
+   ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head),
+   ``llm:<generator>`` (no training: the testaug job's LLM labeler, ``llm_label`` with the
+   ``testaug_validity`` prompt, on the held-out part; an answer naming no verdict counts as
+   wrong), e.g. ``llm:qwen2.5-coder-1.5b-instruct`` (``--threads``).
 
     .venv/bin/python bench/bench_validity.py [--variants embedding_lr:minilm,finetune:mpnet:cal] [--epochs 3] [--lr 5e-5] [--bleu-n 600] [--only validity|bleu] [--quick]
 """
@@ -47,6 +50,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=3.0, help="fine-tune epochs")
     parser.add_argument("--lr", type=float, default=5e-5, help="fine-tune learning rate")
     parser.add_argument("--max-length", type=int, default=64, help="fine-tune max tokens")
+    parser.add_argument("--threads", type=int, default=2, help="llm variants: llama.cpp threads")
     parser.add_argument("--bleu-n", type=int, default=8530, help="Rotten Tomatoes sentences for throughput")
     parser.add_argument("--only", choices=("validity", "bleu"), default=None, help="run one of the two parts")
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
@@ -87,6 +91,20 @@ def validity_part(args, rows) -> None:
     for variant in variants:
         backend, encoder, *flags = variant.split(":")
         start, load = time.perf_counter(), os.getloadavg()[0]
+        if backend == "llm":
+            scores = llm_labeler_scores(f"builtin:{encoder}", test, args.threads)
+            seconds = time.perf_counter() - start
+            load = round((load + os.getloadavg()[0]) / 2, 1)
+            results[variant] = {**scores, "seconds": round(seconds, 1), "load": load}
+            lines.append(
+                (
+                    f"{variant} accuracy (held out)",
+                    f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, no verdict "
+                    f"{scores['no_verdict']}, {seconds:.0f}s, load average {load})",
+                )
+            )
+            print(json.dumps({variant: results[variant]}), flush=True)
+            continue
         ft = FineTuneConfig(
             train_size=None, epochs=args.epochs, max_length=args.max_length, batch_size=16, learning_rate=args.lr
         )
@@ -122,6 +140,34 @@ def validity_part(args, rows) -> None:
         best >= PAPER_ACCURACY,
         {"results": results},
     )
+
+
+def llm_labeler_scores(model: str, rows: list[dict], threads: int) -> dict:
+    """The testaug job's LLM labeler (``llm_label``) on annotated rows, against people."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
+    from checkray.actors.testaug.validity import llm_label
+    from checkray.engine.llm import GenerationParams
+    from checkray.engine.testaug.prompt import ParseCount
+
+    gen = XLlamaCppGenerator(model, n_ctx=2048, threads=threads)
+    count = ParseCount()
+    cases = [
+        {"description": r.get("description") or "", "text": r["text"], "text_pair": r.get("text_pair")} for r in rows
+    ]
+    # the testaug job's label_generation (configs/testaug_*.yaml)
+    verdicts = llm_label(cases, gen.chat, GenerationParams(temperature=0.0, max_tokens=3), count)
+    gold = [int(r["validity"]) for r in rows]
+    pred = [int(bool(v)) if v is not None else 1 - g for v, g in zip(verdicts, gold)]  # no verdict: wrong
+    return {
+        "n": len(gold),
+        "accuracy": float(accuracy_score(gold, pred)),
+        "f1_valid": float(f1_score(gold, pred, zero_division=0)),
+        "valid_share": float(sum(gold) / len(gold)),
+        "llm_valid_share": float(sum(bool(v) for v in verdicts) / len(verdicts)),
+        "no_verdict": sum(v is None for v in verdicts),
+    }
 
 
 def bleu_part(args, rows) -> None:
