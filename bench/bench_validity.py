@@ -18,7 +18,9 @@
    ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head),
    ``llm:<generator>`` (no training: the testaug job's LLM labeler, ``llm_label`` with the
    ``testaug_validity`` prompt, on the held-out part; an answer naming no verdict counts as
-   wrong), e.g. ``llm:qwen2.5-coder-1.5b-instruct`` (``--threads``).
+   wrong), e.g. ``llm:qwen2.5-coder-1.5b-instruct`` (``--threads``); ``:exN`` shows the
+   labeler N seed cases of the description (``--spec``, drawn as the testaug job draws them:
+   10 per template, seed 0) as valid examples (``testaug.labeler_examples``).
 
     .venv/bin/python bench/bench_validity.py [--variants embedding_lr:minilm,finetune:mpnet:cal] [--epochs 3] [--lr 5e-5] [--bleu-n 600] [--only validity|bleu] [--quick]
 """
@@ -35,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report, rt_table, setup_env  # noqa: E402
 
 DATA = Path("/work/shared/data/testaug/validity_labeled_sentiment_train.jsonl")
+SPEC = Path("/work/shared/data/testaug/checklist_templates_sentiment.jsonl")
 PAPER_ACCURACY = 0.915
 
 
@@ -51,6 +54,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=5e-5, help="fine-tune learning rate")
     parser.add_argument("--max-length", type=int, default=64, help="fine-tune max tokens")
     parser.add_argument("--threads", type=int, default=2, help="llm variants: llama.cpp threads")
+    parser.add_argument("--spec", type=Path, default=SPEC, help="llm:...:exN: the spec the seed cases come from")
+    parser.add_argument("--spec-labels", default="0=negative,1=neutral,2=positive", help="the spec's label names")
     parser.add_argument("--bleu-n", type=int, default=8530, help="Rotten Tomatoes sentences for throughput")
     parser.add_argument("--only", choices=("validity", "bleu"), default=None, help="run one of the two parts")
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
@@ -92,7 +97,9 @@ def validity_part(args, rows) -> None:
         backend, encoder, *flags = variant.split(":")
         start, load = time.perf_counter(), os.getloadavg()[0]
         if backend == "llm":
-            scores = llm_labeler_scores(f"builtin:{encoder}", test, args.threads)
+            shots = next((int(f[2:]) for f in flags if f.startswith("ex")), 0)
+            examples = description_examples(args.spec, args.spec_labels, shots) if shots else {}
+            scores = llm_labeler_scores(f"builtin:{encoder}", test, args.threads, examples)
             seconds = time.perf_counter() - start
             load = round((load + os.getloadavg()[0]) / 2, 1)
             results[variant] = {**scores, "seconds": round(seconds, 1), "load": load}
@@ -142,8 +149,23 @@ def validity_part(args, rows) -> None:
     )
 
 
-def llm_labeler_scores(model: str, rows: list[dict], threads: int) -> dict:
-    """The testaug job's LLM labeler (``llm_label``) on annotated rows, against people."""
+def _same(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
+
+
+def description_examples(spec: Path, labels: str, n: int) -> dict[str, list[str]]:
+    """Description (normalized) -> its first ``n`` seed cases, as the testaug job draws them."""
+    from checkray.engine.labels import parse_label_map
+    from checkray.engine.templates.expand import read_spec
+    from checkray.engine.testaug.prompt import describe_templates
+
+    descs = describe_templates(read_spec(str(spec), parse_label_map(labels)), 10, 0)
+    return {_same(d.description): [s.text for s in d.seeds[:n]] for d in descs}
+
+
+def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dict[str, list[str]]) -> dict:
+    """The testaug job's LLM labeler (``llm_label``) on annotated rows, against people;
+    ``examples``: seed cases shown per description (empty: the zero-shot prompt)."""
     from sklearn.metrics import accuracy_score, f1_score
 
     from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
@@ -154,8 +176,16 @@ def llm_labeler_scores(model: str, rows: list[dict], threads: int) -> dict:
     gen = XLlamaCppGenerator(model, n_ctx=2048, threads=threads)
     count = ParseCount()
     cases = [
-        {"description": r.get("description") or "", "text": r["text"], "text_pair": r.get("text_pair")} for r in rows
+        {
+            "description": r.get("description") or "",
+            "text": r["text"],
+            "text_pair": r.get("text_pair"),
+            "examples": examples.get(_same(r.get("description") or ""), []),
+        }
+        for r in rows
     ]
+    if examples and not any(c["examples"] for c in cases):
+        raise SystemExit("no description of the annotations is in --spec: no examples to show")
     # the testaug job's label_generation (configs/testaug_*.yaml)
     verdicts = llm_label(cases, gen.chat, GenerationParams(temperature=0.0, max_tokens=3), count)
     gold = [int(r["validity"]) for r in rows]

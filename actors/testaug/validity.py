@@ -318,17 +318,26 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, f
     }
 
 
+def _shown(text: str, text_pair: str | None) -> str:
+    return text if not text_pair else f"{text} / {text_pair}"
+
+
 def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: ParseCount) -> list[bool | None]:
-    """The LLM labeler's verdict per case (``description``, ``text``, ``text_pair`` keys);
-    None where its answer names no verdict (counted in ``count``)."""
+    """The LLM labeler's verdict per case (``description``, ``text``, ``text_pair`` keys;
+    optional ``examples``: valid cases of the description, e.g. its seed cases, shown to
+    the labeler with the ``testaug_validity_examples`` prompt); None where its answer
+    names no verdict (counted in ``count``)."""
     if not cases:
         return []
-    prompt = load_prompt("testaug_validity")
+    plain, shown = load_prompt("testaug_validity"), load_prompt("testaug_validity_examples")
     messages = [
-        prompt.render(
+        shown.render(
             description=c["description"],
-            case=c["text"] if not c.get("text_pair") else f"{c['text']} / {c['text_pair']}",
+            examples="\n".join(f"- {e}" for e in c["examples"]),
+            case=_shown(c["text"], c.get("text_pair")),
         )
+        if c.get("examples")
+        else plain.render(description=c["description"], case=_shown(c["text"], c.get("text_pair")))
         for c in cases
     ]
     verdicts = []

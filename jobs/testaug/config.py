@@ -43,6 +43,8 @@ class TestAugConfig(JobSection):
     first_sample: int = Field(default=30, ge=1)  # phase-1 sample per description
     threshold: float | None = Field(default=None, gt=0, le=1)  # None: 0.9 / 0.9 / 0.8 by task
     llm_labeler: bool = True  # judge cases with the LLM when nobody annotated them
+    # Seed cases of the description shown to the LLM labeler as valid examples (0: none).
+    labeler_examples: int = Field(default=0, ge=0)
     label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=8)
     expansion_match: Literal["filling", "pool"] = "filling"  # §4.3 text / Table 12 behaviour
     expansion_per_template: int = Field(default=5, ge=1)

@@ -91,6 +91,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= clf.threshold)
             c["valid_llm"] = None
             c["description"] = desc_of[c["key"]].description
+            c["examples"] = [_seed_text(e) for e in desc_of[c["key"]].seeds[: t.labeler_examples]]
         count = ParseCount()
 
         def ask_llm(rows):
@@ -190,10 +191,20 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         "validity",
         run,
         inputs=("parse",),
-        config=[t, llm, load_prompt("testaug_validity").sections, chat_id],
+        config=[
+            t,
+            llm,
+            load_prompt("testaug_validity").sections,
+            load_prompt("testaug_validity_examples").sections,
+            chat_id,
+        ],
         external=(str(digest), str(clf_meta)),
         version="1",
     )
+
+
+def _seed_text(seed) -> str:
+    return seed.text if not seed.text_pair else f"{seed.text} / {seed.text_pair}"
 
 
 def _agreement(rows: list[dict]) -> float | None:

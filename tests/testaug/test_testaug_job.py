@@ -302,3 +302,29 @@ def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_pa
     assert n_all == 12  # half of the 24 merged cases
     assert 0 < n_trainable < n_all  # the neutral ones are left out
     assert all(r["train_cases"] <= 6 for r in by_mode["trainable"])  # polar cases only, never neutral
+
+
+@pytest.mark.timeout(300)
+def test_the_labeler_sees_seed_cases_as_examples_when_asked(tmp_path):
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    inner, asked = RuleBasedAugChat(), []
+
+    def chat(messages_list, params):
+        asked.extend(m[-1]["content"] for m in messages_list)
+        return inner(messages_list, params)
+
+    chat.name = "rule-based"
+    over = {
+        "testaug.spec": str(spec),
+        "testaug.prompts_per_description": 1,
+        "testaug.first_sample": 3,
+        "testaug.baseline_nsamples": 5,
+        "testaug.diversity_per_description": 10,
+        "testaug.labeler_examples": 2,
+    }
+    run_testaug(load_config(None, over), str(tmp_path / "out"), chat=chat)
+    labeler = [a for a in asked if a.startswith("Test description:")]
+    assert labeler and all("for comparison:\n- " in a for a in labeler)
+    negation = [a for a in labeler if "negated positive verb" in a]
+    assert negation and all(a.count("\n- No one ") == 2 for a in negation)  # two of d01's seed cases

@@ -140,3 +140,31 @@ def test_a_finetune_ensemble_averages_its_members_and_reloads(tmp_path, annotati
     assert again.ensemble == 2 and abs(again.predict_proba(texts) - clf.predict_proba(texts)).max() < 1e-5
     with pytest.raises(InputError, match="at least 1"):
         ValidityClassifier("finetune", ensemble=0)
+
+
+def test_the_llm_labeler_shows_the_descriptions_valid_examples_when_given():
+    from checkray.actors.testaug.validity import llm_label
+    from checkray.engine.llm import GenerationParams, make_generation
+    from checkray.engine.testaug.prompt import ParseCount
+
+    seen = []
+
+    def chat(messages_list, params):
+        seen.extend(m[-1]["content"] for m in messages_list)
+        return [make_generation(a, "stop") for a in ("Valid", "Invalid.", "hmm")]
+
+    cases = [
+        {
+            "description": "A negated positive.",
+            "text": "No one likes it.",
+            "examples": ["I don't love it.", "Nobody enjoys it."],
+        },
+        {"description": "A negated positive.", "text": "Great!", "examples": []},
+        {"description": "Pairs.", "text": "Is it?", "text_pair": "Is it so?"},
+    ]
+    count = ParseCount()
+    assert llm_label(cases, chat, GenerationParams(max_tokens=3), count) == [True, False, None]
+    assert "- I don't love it.\n- Nobody enjoys it." in seen[0] and "Test case: No one likes it." in seen[0]
+    assert "for comparison" not in seen[1] and "Test case: Great!" in seen[1]  # no examples: the plain prompt
+    assert "Test case: Is it? / Is it so?" in seen[2]
+    assert count.outputs == 3 and count.items == 2 and count.unparsed == 1
