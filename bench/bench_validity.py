@@ -149,18 +149,15 @@ def validity_part(args, rows) -> None:
     )
 
 
-def _same(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
-
-
 def description_examples(spec: Path, labels: str, n: int) -> dict[str, list[str]]:
     """Description (normalized) -> its first ``n`` seed cases, as the testaug job draws them."""
     from checkray.engine.labels import parse_label_map
+    from checkray.engine.schema import normalize_text
     from checkray.engine.templates.expand import read_spec
     from checkray.engine.testaug.prompt import describe_templates
 
     descs = describe_templates(read_spec(str(spec), parse_label_map(labels)), 10, 0)
-    return {_same(d.description): [s.text for s in d.seeds[:n]] for d in descs}
+    return {normalize_text(d.description): [s.text for s in d.seeds[:n]] for d in descs}
 
 
 def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dict[str, list[str]]) -> dict:
@@ -171,6 +168,7 @@ def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dic
     from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
     from checkray.actors.testaug.validity import llm_label
     from checkray.engine.llm import GenerationParams
+    from checkray.engine.schema import normalize_text
     from checkray.engine.testaug.prompt import ParseCount
 
     gen = XLlamaCppGenerator(model, n_ctx=2048, threads=threads)
@@ -180,7 +178,7 @@ def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dic
             "description": r.get("description") or "",
             "text": r["text"],
             "text_pair": r.get("text_pair"),
-            "examples": examples.get(_same(r.get("description") or ""), []),
+            "examples": examples.get(normalize_text(r.get("description") or ""), []),
         }
         for r in rows
     ]

@@ -228,8 +228,11 @@ class StageContext:
 
     def peek_part_file(self, stem: str) -> pa.Table | None:
         """The part in file ``<stem>.parquet`` (any code), or None if missing or unreadable."""
+        path = f"stages/{self.stage.name}.parts/{stem}.parquet"
+        if not self.run.exists(path):
+            return None
         try:
-            return self.run.read_table(f"stages/{self.stage.name}.parts/{stem}.parquet")
+            return self.run.read_table(path)
         except (pa.ArrowInvalid, OSError):
             return None
 
@@ -243,12 +246,7 @@ class StageContext:
     def peek_part(self, key: str) -> pa.Table | None:
         """Like ``read_part``, but the part is pruned when the stage completes unless it
         is read with ``read_part`` or rewritten: for parts that may hold stale items."""
-        if not self.run.exists(self._part(key)):
-            return None
-        try:
-            return self.run.read_table(self._part(key))
-        except (pa.ArrowInvalid, OSError):
-            return None
+        return self.peek_part_file(_part_name(key, self.code))
 
     def write_part(self, key: str, table: pa.Table) -> None:
         """Commit one item's result at once (atomically), so a crash later keeps it."""

@@ -27,6 +27,7 @@ import numpy as np
 from checkray.engine.errors import InputError
 from checkray.engine.llm import GenerationParams
 from checkray.engine.prompts import load_prompt
+from checkray.engine.schema import normalize_text
 from checkray.engine.stages import RunDir
 from checkray.engine.testaug.prompt import ParseCount
 from checkray.engine.testaug.validity import classifier_input, parse_validity_answer
@@ -180,7 +181,7 @@ class ValidityClassifier:
         description (TestAug trains one classifier per description), so a classifier
         trained on "negated positive words" says nothing about "positive questions"."""
         known = self.descriptions
-        return known is None or _same_text(description) in {_same_text(d) for d in known}
+        return known is None or normalize_text(description) in {normalize_text(d) for d in known}
 
     # ------------------------------------------------------------------ storage
     def save(self, out: str) -> RunDir:
@@ -268,10 +269,6 @@ def best_threshold(probs: np.ndarray, gold: np.ndarray) -> float:
     return float(cuts[best[np.argmin(np.abs(cuts[best] - 0.5))]])
 
 
-def _same_text(text: str) -> str:
-    return " ".join(str(text).split()).casefold()
-
-
 def annotated_descriptions(rows: Sequence[dict]) -> list[str]:
     """The distinct descriptions annotated rows name (TestAug's files carry one per row)."""
     return sorted({" ".join(str(r["description"]).split()) for r in rows if r.get("description")})
@@ -318,7 +315,8 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, f
     }
 
 
-def _shown(text: str, text_pair: str | None) -> str:
+def case_text(text: str, text_pair: str | None) -> str:
+    """A case as the labeler reads it: the text, or the pair as ``a / b``."""
     return text if not text_pair else f"{text} / {text_pair}"
 
 
@@ -334,10 +332,10 @@ def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: Pars
         shown.render(
             description=c["description"],
             examples="\n".join(f"- {e}" for e in c["examples"]),
-            case=_shown(c["text"], c.get("text_pair")),
+            case=case_text(c["text"], c.get("text_pair")),
         )
         if c.get("examples")
-        else plain.render(description=c["description"], case=_shown(c["text"], c.get("text_pair")))
+        else plain.render(description=c["description"], case=case_text(c["text"], c.get("text_pair")))
         for c in cases
     ]
     verdicts = []

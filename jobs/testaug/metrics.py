@@ -59,7 +59,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             return decide(ctx, stage_chat)
 
     def decide(ctx: StageContext, chat: StageChat):
-        from checkray.actors.testaug.validity import ValidityClassifier, llm_label
+        from checkray.actors.testaug.validity import ValidityClassifier, case_text, llm_label
 
         cases = ctx.input("parse").to_pylist()
         people = {}
@@ -91,7 +91,7 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= clf.threshold)
             c["valid_llm"] = None
             c["description"] = desc_of[c["key"]].description
-            c["examples"] = [_seed_text(e) for e in desc_of[c["key"]].seeds[: t.labeler_examples]]
+            c["examples"] = [case_text(e.text, e.text_pair) for e in desc_of[c["key"]].seeds[: t.labeler_examples]]
         count = ParseCount()
 
         def ask_llm(rows):
@@ -201,10 +201,6 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         external=(str(digest), str(clf_meta)),
         version="1",
     )
-
-
-def _seed_text(seed) -> str:
-    return seed.text if not seed.text_pair else f"{seed.text} / {seed.text_pair}"
 
 
 def _agreement(rows: list[dict]) -> float | None:

@@ -166,6 +166,20 @@ def test_cli_without_spec_is_one_line(tmp_path, capsys):
     assert "no output directory" in run("--spec", str(tmp_path / "absent.jsonl"))
 
 
+def _small_run(tmp_path, **extra) -> dict:
+    """Config overrides of a small run on SPEC (written to tmp_path/spec.jsonl)."""
+    spec = tmp_path / "spec.jsonl"
+    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
+    return {
+        "testaug.spec": str(spec),
+        "testaug.prompts_per_description": 2,
+        "testaug.first_sample": 4,
+        "testaug.baseline_nsamples": 5,
+        "testaug.diversity_per_description": 10,
+        **extra,
+    }
+
+
 @pytest.mark.timeout(300)
 @pytest.mark.slow  # trains a validity classifier on MiniLM embeddings
 def test_people_annotations_and_classifier_filter(tmp_path):
@@ -173,16 +187,7 @@ def test_people_annotations_and_classifier_filter(tmp_path):
     filters the rest of a description under threshold; no LLM labeler call."""
     from checkray.actors.testaug.validity import train_validity
 
-    spec = tmp_path / "spec.jsonl"
-    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
-    over = {
-        "testaug.spec": str(spec),
-        "testaug.prompts_per_description": 2,
-        "testaug.first_sample": 4,
-        "testaug.baseline_nsamples": 5,
-        "testaug.diversity_per_description": 10,
-        "testaug.llm_labeler": False,
-    }
+    over = _small_run(tmp_path, **{"testaug.llm_labeler": False})
     first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
     parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
     people = [{"text": r["text"], "validity": int("pilot" not in r["text"])} for r in parsed[:4]]
@@ -220,15 +225,7 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
     descriptions it judges nothing and says so."""
     from checkray.actors.testaug.validity import train_validity
 
-    spec = tmp_path / "spec.jsonl"
-    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
-    over = {
-        "testaug.spec": str(spec),
-        "testaug.prompts_per_description": 2,
-        "testaug.first_sample": 4,
-        "testaug.baseline_nsamples": 5,
-        "testaug.diversity_per_description": 10,
-    }
+    over = _small_run(tmp_path)
     first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
     parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
     rows = [
@@ -306,8 +303,6 @@ def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_pa
 
 @pytest.mark.timeout(300)
 def test_the_labeler_sees_seed_cases_as_examples_when_asked(tmp_path):
-    spec = tmp_path / "spec.jsonl"
-    spec.write_text("".join(json.dumps(r) + "\n" for r in SPEC), encoding="utf-8")
     inner, asked = RuleBasedAugChat(), []
 
     def chat(messages_list, params):
@@ -315,14 +310,9 @@ def test_the_labeler_sees_seed_cases_as_examples_when_asked(tmp_path):
         return inner(messages_list, params)
 
     chat.name = "rule-based"
-    over = {
-        "testaug.spec": str(spec),
-        "testaug.prompts_per_description": 1,
-        "testaug.first_sample": 3,
-        "testaug.baseline_nsamples": 5,
-        "testaug.diversity_per_description": 10,
-        "testaug.labeler_examples": 2,
-    }
+    over = _small_run(
+        tmp_path, **{"testaug.prompts_per_description": 1, "testaug.first_sample": 3, "testaug.labeler_examples": 2}
+    )
     run_testaug(load_config(None, over), str(tmp_path / "out"), chat=chat)
     labeler = [a for a in asked if a.startswith("Test description:")]
     assert labeler and all("for comparison:\n- " in a for a in labeler)
