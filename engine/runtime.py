@@ -37,6 +37,11 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
     # Ray starts workers 15 nice levels below the driver: on a busy machine every actor then
     # yields to other processes. Workers at the caller's own priority (the CLI sets it too).
     os.environ.setdefault("RAY_worker_niceness", "0")
+    # Ray's tqdm_ray progress bars replace builtins.print for good once the first bar shows;
+    # numba then cannot compile kernels that print (pynndescent's nn_descent calls
+    # numba.get_num_threads, whose implementation does): a fresh install's first UMAP
+    # layout failed with "Untyped global name 'print'".
+    os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
     if cfg.trust_code:
         from checkray.engine.trust import allow_code
 

@@ -135,3 +135,27 @@ def test_wait_for_bounds_a_hung_task(ray_session):
         wait_for(ref, 2.0, "the test task")
     assert time.monotonic() - start < 30
     assert wait_for(ray_session.remote(lambda: 7).remote(), 60, "a quick task") == 7
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(180)
+def test_ray_progress_bars_leave_print_alone_for_numba(tmp_path):
+    """Ray's tqdm_ray bar manager replaces builtins.print unless told not to; numba then
+    fails to compile kernels that print (a fresh install's first UMAP layout did)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import builtins, os\n"
+        "os.environ.pop('RAY_TQDM_PATCH_PRINT', None)\n"
+        "original = builtins.print\n"
+        "from checkray.engine.runtime import init_ray\n"
+        "init_ray()\n"
+        "from ray.experimental import tqdm_ray\n"
+        "tqdm_ray.instance()\n"
+        "import ray; ray.shutdown()\n"
+        "original('kept' if builtins.print is original else 'replaced')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=170)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert proc.stdout.strip().splitlines()[-1] == "kept"
