@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
 from checkray.engine.llm import GenerationParams
@@ -36,6 +36,11 @@ class TestAugConfig(JobSection):
     seeds_per_template: int = Field(default=10, ge=1)
     demonstrations: int = Field(default=3, ge=1)  # seed cases shown per prompt (the paper: 3)
     prompts_per_description: int = Field(default=4, ge=1)
+    # Top-up (jobs/testaug/topup.py): a description with fewer kept cases than min_kept
+    # after the validity filter gets more prompts, one per round, up to
+    # max_prompts_per_description in all (None: 4 x prompts_per_description). 0: off.
+    min_kept: int = Field(default=0, ge=0)
+    max_prompts_per_description: int | None = Field(default=None, ge=1)
     cases_per_prompt: int = Field(default=5, ge=1)
     generation: GenerationParams = GenerationParams(temperature=0.9, max_tokens=200)
     validity: str | None = None  # classifier directory (`checkray validity train`)
@@ -56,6 +61,18 @@ class TestAugConfig(JobSection):
     # fingerprint the resolved models themselves, so naming them never re-asks the LLM.
     models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)
     patch: PatchConfig = PatchConfig()
+
+    @model_validator(mode="after")
+    def _budget(self) -> TestAugConfig:
+        if (
+            self.max_prompts_per_description is not None
+            and self.max_prompts_per_description < self.prompts_per_description
+        ):
+            raise ValueError(
+                f"max_prompts_per_description ({self.max_prompts_per_description}) is below "
+                f"prompts_per_description ({self.prompts_per_description})"
+            )
+        return self
 
     @field_validator("label_map", mode="before")
     @classmethod

@@ -9,8 +9,9 @@ filter, template expansion, and the paper's diversity and bug-finding metrics.
            DIR/manifest.json     what the run published (``jobs/base.py``)
 
 Stages (checkpointed under DIR/stages/): generate (LLM) -> parse -> validity (two-phase
-rule, §4.2) -> expand (spaCy) -> diversity; with models: patch (Table 3), then the
-benchmark (DIR/benchmark/). Descriptions, seeds and prompts: ``engine/testaug/prompt.py``.
+rule, §4.2) -> topup (more rounds for descriptions short of ``testaug.min_kept``) ->
+expand (spaCy) -> diversity; with models: patch (Table 3), then the benchmark
+(DIR/benchmark/). Descriptions, seeds and prompts: ``engine/testaug/prompt.py``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from checkray.jobs.testaug.config import TestAugConfig
 from checkray.jobs.testaug.metrics import benchmark_step, diversity_stage, llm_progress, patch_stage, validity_stage
 from checkray.jobs.testaug.report import testaug_sections
 from checkray.jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
+from checkray.jobs.testaug.topup import topup_stage
 from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
@@ -117,6 +119,54 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
     return descs[: t.max_descriptions] if t.max_descriptions else descs
 
 
+ANSWER_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("prompt", pa.int64()),
+        ("answer", pa.string()),
+        ("finish_reason", pa.string()),
+        ("seeds", pa.string()),
+    ]
+)
+
+
+def ask_round(chat, t: TestAugConfig, descs: list[Description], seed: int, p: int, which: Sequence[int]) -> list[dict]:
+    """Round ``p`` of generation prompts for the descriptions at indices ``which``: each
+    prompt shows seeds drawn from (seed, p, index), so a description's prompt ``p`` is
+    the same whichever descriptions share its round. Returns answer rows (ANSWER_SCHEMA)."""
+    which = list(which)
+    shown = [sample_seeds(descs[i], t.demonstrations, np.random.default_rng([seed, p, i])) for i in which]
+    messages = [
+        load_prompt("testaug_generate_pair" if descs[i].is_pair else "testaug_generate").render(
+            description=descs[i].description, examples=prompt_examples(s), n=t.cases_per_prompt
+        )
+        for i, s in zip(which, shown)
+    ]
+    answers = chat(messages, t.generation.model_copy(update={"seed": seed + p})) if messages else []
+    return [
+        {
+            "key": descs[i].key,
+            "prompt": p,
+            "answer": a.text,
+            "finish_reason": a.finish_reason,
+            "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s]),
+        }
+        for i, s, a in zip(which, shown, answers)
+    ]
+
+
+def answer_cases(d: Description, answer: dict, count: ParseCount) -> list[dict]:
+    """The cases of one raw answer row of description ``d`` (single or pair format)."""
+    parse = parse_pair_cases if d.is_pair else parse_single_cases
+    found = []
+    for case in parse(answer["answer"] or "", count, truncated=answer["finish_reason"] == "length"):
+        text, pair = (case, None) if isinstance(case, str) else case
+        found.append(
+            {"key": d.key, "prompt": answer["prompt"], "text": text, "text_pair": pair, "seeds": answer["seeds"]}
+        )
+    return found
+
+
 def generation_stage(
     t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int, chat_id: str
 ) -> Stage:
@@ -148,40 +198,8 @@ def generation_stage(
     def ask(chat: StageChat):
         rows = []
         for p in range(t.prompts_per_description):  # one batch per round: every description at once
-            shown = [
-                sample_seeds(d, t.demonstrations, np.random.default_rng([seed, p, i])) for i, d in enumerate(descs)
-            ]
-            messages = [
-                load_prompt("testaug_generate_pair" if d.is_pair else "testaug_generate").render(
-                    description=d.description, examples=prompt_examples(s), n=t.cases_per_prompt
-                )
-                for d, s in zip(descs, shown)
-            ]
-            answers = chat(messages, t.generation.model_copy(update={"seed": seed + p}))
-            rows += [
-                {
-                    "key": d.key,
-                    "prompt": p,
-                    "answer": a.text,
-                    "finish_reason": a.finish_reason,
-                    "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s]),
-                }
-                for d, s, a in zip(descs, shown, answers)
-            ]
-        return {
-            "data": pa.Table.from_pylist(
-                rows,
-                schema=pa.schema(
-                    [
-                        ("key", pa.string()),
-                        ("prompt", pa.int64()),
-                        ("answer", pa.string()),
-                        ("finish_reason", pa.string()),
-                        ("seeds", pa.string()),
-                    ]
-                ),
-            )
-        }
+            rows += ask_round(chat, t, descs, seed, p, range(len(descs)))
+        return {"data": pa.Table.from_pylist(rows, schema=ANSWER_SCHEMA)}
 
     prompts = [load_prompt(n).sections for n in ("testaug_generate", "testaug_generate_pair")]
     return Stage(
@@ -201,14 +219,7 @@ def parse_stage(descs: list[Description]) -> Stage:
         rows, parsing = [], []
         for d in descs:
             count, mine = ParseCount(), [a for a in answers if a["key"] == d.key]
-            found = []
-            for a in mine:
-                parse = parse_pair_cases if d.is_pair else parse_single_cases
-                for case in parse(a["answer"] or "", count, truncated=a["finish_reason"] == "length"):
-                    text, pair = (case, None) if isinstance(case, str) else case
-                    found.append(
-                        {"key": d.key, "prompt": a["prompt"], "text": text, "text_pair": pair, "seeds": a["seeds"]}
-                    )
+            found = [case for a in mine for case in answer_cases(d, a, count)]
             kept, dropped = dedupe(found, seed_keys(d))
             rows += kept
             reasons = count_finish_reasons([make_generation(a["answer"], a["finish_reason"]) for a in mine])
@@ -246,7 +257,7 @@ def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage
         from checkray.engine.testaug.prompt import normalize
 
         nlp = load_spacy(t.spacy)
-        cases = [r for r in ctx.input("validity").to_pylist() if r["kept"]]
+        cases = [r for r in ctx.input("topup").to_pylist() if r["kept"]]
         rows, new_templates = [], []
         for d in descs:
             templates = {x.template_id: x for x in d.templates}
@@ -318,7 +329,7 @@ def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage
             ),
         }
 
-    return Stage("expand", run, inputs=("validity",), config=[t, seed], version=EXPAND_VERSION)
+    return Stage("expand", run, inputs=("topup",), config=[t, seed], version=EXPAND_VERSION)
 
 
 class TestAugJob(Job[TestAugConfig]):
@@ -360,10 +371,11 @@ class TestAugJob(Job[TestAugConfig]):
             yield generation_stage(t, llm, self.descs, chat, self.seed, chat_id)
             yield parse_stage(self.descs)
             yield validity_stage(t, llm, self.descs, chat, chat_id)
+            yield topup_stage(t, llm, self.descs, chat, self.seed, chat_id)
         yield expand_stage(t, self.descs, self.seed)
         # The suites are what the later stages measure; publish writes them.
         self.suite, self.baseline = build_suites(
-            t, self.descs, self.runner.output("validity"), self.runner.output("expand"), self.generator, self.seed
+            t, self.descs, self.runner.output("topup"), self.runner.output("expand"), self.generator, self.seed
         )
         yield diversity_stage(t, self.descs, self.suite, self.baseline)
         if self.specs and t.patch.enabled:
@@ -373,7 +385,7 @@ class TestAugJob(Job[TestAugConfig]):
         run = runner.run
         run.write_table(SUITE_FILE, self.suite)
         run.write_table(BASELINE_FILE, self.baseline)
-        sheet = annotation_sheet(runner.output("validity"), self.descs)
+        sheet = annotation_sheet(runner.output("topup"), self.descs)
         run.write_text(ANNOTATE_FILE, "".join(json.dumps(r) + "\n" for r in sheet))
         summary = benchmark_step(self.cfg, run, self.suite, self.baseline, self.specs) if self.specs else None
         return testaug_sections(

@@ -49,6 +49,77 @@ def _flag(value) -> int | None:
     return None if value is None else int(bool(value))
 
 
+class CaseJudges:
+    """Who can judge a generated case of each description: people's annotations (matched
+    by text), the validity classifier (only for the descriptions it was trained on:
+    validity is relative to a description) and the LLM labeler (the others)."""
+
+    def __init__(self, t: TestAugConfig, descs: list[Description]):
+        from checkray.actors.testaug.validity import ValidityClassifier
+
+        self.t, self.desc_of = t, {d.key: d for d in descs}
+        self.people = {}
+        if t.annotations:
+            self.people = {
+                (normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
+                for r in read_annotations(t.annotations)
+            }
+        self.clf = ValidityClassifier.load(t.validity) if t.validity else None
+        self.judged = {d.key for d in descs if self.clf is not None and self.clf.covers(d.description)}
+        if self.clf is not None and not self.judged:
+            console.print(
+                f"[yellow]warning:[/] validity classifier {t.validity} was trained on "
+                f"{'; '.join(self.clf.descriptions or [])!r}: it judges none of this spec's descriptions",
+                highlight=False,
+            )
+
+    def annotate(self, cases: list[dict]) -> None:
+        """Set each case's people's verdict, classifier probability and verdict (covered
+        descriptions), and what the LLM labeler is shown (``valid_llm`` stays None)."""
+        from checkray.actors.testaug.validity import case_text
+
+        to_judge = [i for i, c in enumerate(cases) if c["key"] in self.judged]
+        inputs = [classifier_input(cases[i]["text"], cases[i]["text_pair"]) for i in to_judge]
+        prob_of = dict(zip(to_judge, (float(p) for p in self.clf.predict_proba(inputs)))) if inputs else {}
+        for i, c in enumerate(cases):
+            d = self.desc_of[c["key"]]
+            c["valid_people"] = self.people.get((normalize(c["text"]), normalize(c["text_pair"] or "")))
+            c["valid_p"] = prob_of.get(i)
+            c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= self.clf.threshold)
+            c["valid_llm"] = None
+            c["description"] = d.description
+            c["examples"] = [case_text(e.text, e.text_pair) for e in d.seeds[: self.t.labeler_examples]]
+
+    def ask_llm(self, chat, rows: list[dict], count: ParseCount) -> None:
+        """The LLM labeler's verdicts on ``rows`` (``valid_llm``), if it is enabled."""
+        from checkray.actors.testaug.validity import llm_label
+
+        if self.t.llm_labeler and rows:
+            with chat.step("LLM labeler", len(rows)):
+                verdicts = llm_label(rows, chat, self.t.label_generation, count)
+            for c, verdict in zip(rows, verdicts):
+                c["valid_llm"] = _flag(verdict)
+
+    def needs_llm(self, c: dict) -> bool:
+        """Phase 2: the labeler judges what neither people nor the classifier did."""
+        return c["key"] not in self.judged and c["valid_people"] is None and c["valid_llm"] is None
+
+
+def decide_case(c: dict, needs_filter: bool) -> None:
+    """Keep or drop a case: unfiltered descriptions keep everything; filtered ones take
+    people's verdict, else the classifier's, else the LLM labeler's."""
+    if not needs_filter:
+        c["kept"], c["decided_by"] = True, "no filter (phase 1)"
+    elif c["valid_people"] is not None:
+        c["kept"], c["decided_by"] = bool(c["valid_people"]), "people"
+    elif c["valid_clf"] is not None:
+        c["kept"], c["decided_by"] = bool(c["valid_clf"]), "classifier"
+    elif c["valid_llm"] is not None:
+        c["kept"], c["decided_by"] = bool(c["valid_llm"]), "llm labeler"
+    else:
+        c["kept"], c["decided_by"] = True, "unfiltered (no classifier or labeler)"
+
+
 def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, chat_id: str) -> Stage:
     """Phase 1 on each description's first sample (people > LLM labeler > classifier),
     phase 2 (people > classifier > LLM labeler) where the valid share is under threshold.
@@ -59,47 +130,18 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             return decide(ctx, stage_chat)
 
     def decide(ctx: StageContext, chat: StageChat):
-        from checkray.actors.testaug.validity import ValidityClassifier, case_text, llm_label
-
         cases = ctx.input("parse").to_pylist()
-        people = {}
-        if t.annotations:
-            people = {
-                (normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
-                for r in read_annotations(t.annotations)
-            }
-        clf = ValidityClassifier.load(t.validity) if t.validity else None
-        # A classifier judges only the descriptions it was trained for (validity is relative
-        # to a description); the LLM labeler stands in for it on the others.
-        judged = {d.key for d in descs if clf is not None and clf.covers(d.description)}
-        if clf is not None and not judged:
-            console.print(
-                f"[yellow]warning:[/] validity classifier {t.validity} was trained on "
-                f"{'; '.join(clf.descriptions or [])!r}: it judges none of this spec's descriptions",
-                highlight=False,
-            )
-        to_judge = [i for i, c in enumerate(cases) if c["key"] in judged]
-        inputs = [classifier_input(cases[i]["text"], cases[i]["text_pair"]) for i in to_judge]
-        prob_of = dict(zip(to_judge, (float(p) for p in clf.predict_proba(inputs)))) if inputs else {}
-        desc_of = {d.key: d for d in descs}
+        judges = CaseJudges(t, descs)
+        judged = judges.judged
+        judges.annotate(cases)
         seen: dict[str, int] = {}
-        for i, c in enumerate(cases):
+        for c in cases:
             c["first_sample"] = seen.get(c["key"], 0) < t.first_sample
             seen[c["key"]] = seen.get(c["key"], 0) + 1
-            c["valid_people"] = people.get((normalize(c["text"]), normalize(c["text_pair"] or "")))
-            c["valid_p"] = prob_of.get(i)
-            c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= clf.threshold)
-            c["valid_llm"] = None
-            c["description"] = desc_of[c["key"]].description
-            c["examples"] = [case_text(e.text, e.text_pair) for e in desc_of[c["key"]].seeds[: t.labeler_examples]]
         count = ParseCount()
 
         def ask_llm(rows):
-            if t.llm_labeler and rows:
-                with chat.step("LLM labeler", len(rows)):
-                    verdicts = llm_label(rows, chat, t.label_generation, count)
-                for c, verdict in zip(rows, verdicts):
-                    c["valid_llm"] = _flag(verdict)
+            judges.ask_llm(chat, rows, count)
 
         threshold = threshold_for(t.task, t.threshold)
         # phase 1: who annotates each description's first sample
@@ -130,20 +172,9 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             decisions[d.key] = phase_decision(flags, threshold, sources[d.key])
         # phase 2: filter the descriptions below threshold
         filtered = [c for c in cases if decisions[c["key"]].needs_filter]
-        ask_llm(
-            [c for c in filtered if c["key"] not in judged and c["valid_people"] is None and c["valid_llm"] is None]
-        )
+        ask_llm([c for c in filtered if judges.needs_llm(c)])
         for c in cases:
-            if not decisions[c["key"]].needs_filter:
-                c["kept"], c["decided_by"] = True, "no filter (phase 1)"
-            elif c["valid_people"] is not None:
-                c["kept"], c["decided_by"] = bool(c["valid_people"]), "people"
-            elif c["valid_clf"] is not None:
-                c["kept"], c["decided_by"] = bool(c["valid_clf"]), "classifier"
-            elif c["valid_llm"] is not None:
-                c["kept"], c["decided_by"] = bool(c["valid_llm"]), "llm labeler"
-            else:
-                c["kept"], c["decided_by"] = True, "unfiltered (no classifier or labeler)"
+            decide_case(c, decisions[c["key"]].needs_filter)
         rows = []
         for d in descs:
             mine = [c for c in cases if c["key"] == d.key]
@@ -182,25 +213,31 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
             "labeler": pa.Table.from_pylist([log]),
         }
 
-    digest = file_digest(t.annotations) if t.annotations else None
-    clf_meta = None
-    if t.validity:
-        meta = Path(t.validity) / "metadata.json"
-        clf_meta = meta.read_text(encoding="utf-8") if meta.is_file() else "missing"
     return Stage(
         "validity",
         run,
         inputs=("parse",),
         config=[
-            t,
+            # the top-up target does not change what this stage decides (``jobs/testaug/topup.py``)
+            t.model_copy(update={"min_kept": 0, "max_prompts_per_description": None}),
             llm,
             load_prompt("testaug_validity").sections,
             load_prompt("testaug_validity_examples").sections,
             chat_id,
         ],
-        external=(str(digest), str(clf_meta)),
+        external=validity_external(t),
         version="1",
     )
+
+
+def validity_external(t) -> tuple[str, str]:
+    """What the judges read from disk: the annotations' digest and the classifier's metadata."""
+    digest = file_digest(t.annotations) if t.annotations else None
+    clf_meta = None
+    if t.validity:
+        meta = Path(t.validity) / "metadata.json"
+        clf_meta = meta.read_text(encoding="utf-8") if meta.is_file() else "missing"
+    return str(digest), str(clf_meta)
 
 
 def _agreement(rows: list[dict]) -> float | None:

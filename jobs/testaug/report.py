@@ -55,8 +55,8 @@ def testaug_sections(
     llm_name: str = "llm",
 ) -> list[Section]:
     parsing = {r["key"]: r for r in runner.output("parse", "parsing").to_pylist()}
-    decisions = runner.output("validity", "decisions").to_pylist()
-    labeler = runner.output("validity", "labeler").to_pylist()
+    decisions = runner.output("topup", "decisions").to_pylist()
+    labeler = runner.output("topup", "labeler").to_pylist()
     rows = []
     for d, dec in zip(descs, decisions):
         p = parsing.get(d.key, {})
@@ -76,6 +76,8 @@ def testaug_sections(
                 "valid share": dec["valid_share"],
                 "threshold": dec["threshold"],
                 "filter": "yes" if dec["filter"] else "no",
+                "top-up prompts": dec.get("topup_prompts", 0),
+                "top-up cases": dec.get("topup_cases", 0),
                 "kept": dec["kept"],
                 "dropped": dec["dropped"],
                 "classifier": "yes" if dec.get("classifier") else "no",
@@ -84,7 +86,7 @@ def testaug_sections(
             }
         )
     examples = [{"key": p["key"], "unparsed examples": p["examples"]} for p in parsing.values() if p["examples"]]
-    valid = runner.output("validity").to_pylist()
+    valid = runner.output("topup").to_pylist()
     shown = [
         {
             "key": r["key"],

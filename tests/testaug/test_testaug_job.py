@@ -4,6 +4,8 @@ filter by the LLM labeler, expansion, Tables 3/4/5, failure rates, output files.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import joblib
 import pyarrow as pa
@@ -11,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from checkray.engine.benchmark.registry import ModelSpec
-from checkray.engine.errors import InputError
+from checkray.engine.errors import ConfigError, InputError
+from checkray.engine.llm import make_generation
 from checkray.engine.schema import validate_cases
 from checkray.jobs.config import load_config
 from checkray.jobs.testaug.job import run_testaug
@@ -318,3 +321,53 @@ def test_the_labeler_sees_seed_cases_as_examples_when_asked(tmp_path):
     assert labeler and all("for comparison:\n- " in a for a in labeler)
     negation = [a for a in labeler if "negated positive verb" in a]
     assert negation and all(a.count("\n- No one ") == 2 for a in negation)  # two of d01's seed cases
+
+
+class _StrictLabeler(RuleBasedAugChat):
+    """The rule-based generator with a strict judge: only the 'pilot' rewrites are valid."""
+
+    def _one(self, messages):
+        user = messages[-1]["content"]
+        if user.startswith("Test description:"):
+            self.calls += 1
+            case = re.search(r"Test case: (.*)", user).group(1)
+            return make_generation("Valid." if "pilot" in case else "Invalid", "stop")
+        return super()._one(messages)
+
+
+@pytest.mark.timeout(300)
+def test_descriptions_short_of_min_kept_are_topped_up_and_resume_without_asking_again(tmp_path):
+    """A strict judge keeps about a third of the cases: ``testaug.min_kept`` asks each short
+    description more prompts (round by round, within its budget) until it has enough kept
+    cases; the new cases flow into expansion and the suite; a rerun asks the LLM nothing."""
+    over = _small_run(tmp_path, **{"testaug.prompts_per_description": 1, "testaug.first_sample": 3})
+    plain, _ = run_testaug(load_config(None, over), str(tmp_path / "plain"), chat=_StrictLabeler())
+    before = {d["key"]: d for d in pq.read_table(plain.path("stages/topup/decisions.parquet")).to_pylist()}
+    assert all(d["filter"] and d["topup_prompts"] == 0 and d["kept"] < 8 for d in before.values())
+
+    over = {**over, "testaug.min_kept": 8, "testaug.max_prompts_per_description": 6}
+    chat = _StrictLabeler()
+    run, _ = run_testaug(load_config(None, over), str(tmp_path / "topped"), chat=chat)
+    decisions = {d["key"]: d for d in pq.read_table(run.path("stages/topup/decisions.parquet")).to_pylist()}
+    for key, d in decisions.items():
+        assert d["topup_prompts"] > 0 and d["kept"] > before[key]["kept"]
+        assert d["kept"] >= 8 or d["topup_prompts"] == 5  # the target, or the budget spent
+    cases = pq.read_table(run.path("stages/topup/data.parquet")).to_pylist()
+    new = [c for c in cases if c["prompt"] >= 1]
+    assert new and all(not c["first_sample"] and c["decided_by"] == "llm labeler" for c in new)
+    assert all(("pilot" in c["text"]) == c["kept"] for c in new)
+    assert len({(c["key"], c["text"]) for c in cases}) == len(cases)  # no case twice
+    suite = pq.read_table(run.path("suite.parquet")).to_pylist()
+    assert {c["text"] for c in new if c["kept"]} <= {r["text"] for r in suite}
+    assert "top-up prompts" in Path(run.path("report.html")).read_text(encoding="utf-8")
+
+    again = _StrictLabeler()
+    run_testaug(
+        load_config(None, {**over, "testaug.diversity_per_description": 9}), str(tmp_path / "topped"), chat=again
+    )
+    assert again.calls == 0  # every prompt and verdict came from the checkpoints
+
+
+def test_a_top_up_budget_below_the_first_round_is_refused():
+    with pytest.raises(ConfigError, match="max_prompts_per_description .2. is below prompts_per_description .4."):
+        load_config(None, {"testaug.prompts_per_description": 4, "testaug.max_prompts_per_description": 2})
