@@ -20,7 +20,10 @@
    ``testaug_validity`` prompt, on the held-out part; an answer naming no verdict counts as
    wrong), e.g. ``llm:qwen2.5-coder-1.5b-instruct`` (``--threads``); ``:exN`` shows the
    labeler N seed cases of the description (``--spec``, drawn as the testaug job draws them:
-   10 per template, seed 0) as valid examples (``testaug.labeler_examples``).
+   10 per template, seed 0) as valid examples (``testaug.labeler_examples``);
+   ``probe:<generator>[:mean|:last]`` (the LLM's hidden states through llama.cpp's
+   embedding mode, mean- or last-token-pooled, and a class-balanced logistic regression
+   whose C is chosen by 5-fold cross-validation on the training part).
 
     .venv/bin/python bench/bench_validity.py [--variants embedding_lr:minilm,finetune:mpnet:cal] [--epochs 3] [--lr 5e-5] [--bleu-n 600] [--only validity|bleu] [--quick]
 """
@@ -96,6 +99,22 @@ def validity_part(args, rows) -> None:
     for variant in variants:
         backend, encoder, *flags = variant.split(":")
         start, load = time.perf_counter(), os.getloadavg()[0]
+        if backend == "probe":
+            pooling = flags[0] if flags else "mean"
+            scores = llm_probe_scores(f"builtin:{encoder}", train, test, pooling, args.threads)
+            seconds = time.perf_counter() - start
+            load = round((load + os.getloadavg()[0]) / 2, 1)
+            results[variant] = {**scores, "seconds": round(seconds, 1), "load": load}
+            best = max(best, scores["accuracy"])
+            lines.append(
+                (
+                    f"{variant} accuracy (held out)",
+                    f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, C {scores['C']}, "
+                    f"cv {scores['cv_accuracy']:.3f}, {seconds:.0f}s, load average {load})",
+                )
+            )
+            print(json.dumps({variant: results[variant]}), flush=True)
+            continue
         if backend == "llm":
             shots = next((int(f[2:]) for f in flags if f.startswith("ex")), 0)
             examples = description_examples(args.spec, args.spec_labels, shots) if shots else {}
@@ -158,6 +177,39 @@ def description_examples(spec: Path, labels: str, n: int) -> dict[str, list[str]
 
     descs = describe_templates(read_spec(str(spec), parse_label_map(labels)), 10, 0)
     return {normalize_text(d.description): [s.text for s in d.seeds[:n]] for d in descs}
+
+
+def llm_probe_scores(model: str, train: list[dict], test: list[dict], pooling: str, threads: int) -> dict:
+    """A linear probe of the LLM's hidden states: embeddings of train and held-out texts,
+    a balanced logistic regression with C chosen by 5-fold CV on train, scored held out."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from checkray.actors.llm.local_xllamacpp import llm_embeddings
+    from checkray.actors.testaug.validity import annotation_inputs
+
+    X = llm_embeddings(model, annotation_inputs(train + test), pooling, threads)
+    X_train, X_test = X[: len(train)], X[len(train) :]
+    y_train = np.array([int(r["validity"]) for r in train])
+    gold = [int(r["validity"]) for r in test]
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000, class_weight="balanced")),
+        {"logisticregression__C": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]},
+        cv=StratifiedKFold(5, shuffle=True, random_state=0),
+    ).fit(X_train, y_train)
+    pred = search.predict(X_test)
+    return {
+        "n": len(gold),
+        "accuracy": float(accuracy_score(gold, pred)),
+        "f1_valid": float(f1_score(gold, pred, zero_division=0)),
+        "C": search.best_params_["logisticregression__C"],
+        "cv_accuracy": float(search.best_score_),
+        "dim": int(X.shape[1]),
+    }
 
 
 def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dict[str, list[str]]) -> dict:

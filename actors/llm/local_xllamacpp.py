@@ -39,8 +39,10 @@ def start_server(
     port: int = 0,
     host: str = "127.0.0.1",
     verbose: bool = False,
+    pooling: str | None = None,
 ) -> Any:
-    """An ``xllamacpp.Server`` holding ``model`` (builtin alias or .gguf), one slot, no prompt cache."""
+    """An ``xllamacpp.Server`` holding ``model`` (builtin alias or .gguf), one slot, no prompt cache;
+    with ``pooling`` (mean, last, cls) it serves embeddings (``handle_embeddings``) instead."""
     try:
         import xllamacpp
     except ImportError:
@@ -61,10 +63,28 @@ def start_server(
     params.hostnames = [host]
     params.port = port
     params.api_keys = [api_key or secrets.token_hex(16)]
+    if pooling:
+        params.embedding = True
+        params.pooling_type = getattr(xllamacpp.llama_pooling_type, f"LLAMA_POOLING_TYPE_{pooling.upper()}")
     try:
         return xllamacpp.Server(params)
     except RuntimeError as exc:  # "Failed to init server, please check the input params."
         raise LLMError(f"{model}: llama.cpp (xllamacpp) cannot load {path}: {exc}") from None
+
+
+def llm_embeddings(model: str, texts: Sequence[str], pooling: str = "mean", threads: int | None = None):
+    """Hidden-state embeddings of ``texts`` from a GGUF LLM (llama.cpp's embedding mode;
+    ``pooling``: mean or last token), as a float32 array: features for a probe."""
+    import numpy as np
+
+    server = start_server(model, n_ctx=512, threads=threads, pooling=pooling)
+    out: list[list[float]] = []
+    for i in range(0, len(texts), 16):
+        answer = server.handle_embeddings({"input": list(texts[i : i + 16]), "model": model})
+        if "data" not in answer:
+            raise LLMError(f"{model}: llama.cpp returned no embeddings: {str(answer)[:200]}")
+        out += [d["embedding"] for d in answer["data"]]
+    return np.asarray(out, dtype=np.float32)
 
 
 def _request(params: GenerationParams) -> dict[str, Any]:

@@ -593,3 +593,20 @@ def test_http_key_env_missing_is_reported_as_missing(monkeypatch):
     with pytest.raises(LLMError, match="API key missing .*CHECKRAY_ABSENT_KEY"):
         gen.chat([[{"role": "user", "content": "x"}]], GREEDY)
     assert os.environ.get("CHECKRAY_ABSENT_KEY") is None
+
+
+@pytest.mark.timeout(180)
+def test_llm_embeddings_pool_hidden_states_per_text(qwen_path):
+    """llama.cpp's embedding mode (a probe's features): one vector per text, the same text
+    the same vector whatever its batch, different texts different vectors, both poolings."""
+    import numpy as np
+
+    from checkray.actors.llm.local_xllamacpp import llm_embeddings
+
+    texts = ["The flight was great.", "I did not like the seat.", "The flight was great."]
+    for pooling in ("mean", "last"):
+        X = llm_embeddings(qwen_path, texts, pooling, threads=2)
+        assert X.shape[0] == 3 and X.shape[1] > 100 and X.dtype == np.float32
+        assert np.allclose(X[0], X[2], atol=1e-4) and not np.allclose(X[0], X[1], atol=1e-2)
+        alone = llm_embeddings(qwen_path, texts[1:2], pooling, threads=2)
+        assert np.allclose(alone[0], X[1], atol=1e-3)
