@@ -333,7 +333,7 @@ def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage
 
 
 class TestAugJob(Job[TestAugConfig]):
-    """generate (LLM) -> parse -> validity (LLM labeler) -> expand -> diversity [-> patch];
+    """generate (LLM) -> parse -> validity (LLM labeler) -> topup -> expand -> diversity [-> patch];
     publishes the suite, the template-only baseline and the annotation sheet, and with
     models their failure rates (a benchmark run under DIR/benchmark)."""
 
