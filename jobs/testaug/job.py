@@ -23,7 +23,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import pyarrow as pa
 import typer
 
@@ -31,37 +30,29 @@ from checkray.actors.llm.chat import chat_key, chat_name, chat_session
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
 from checkray.engine.labels import parse_label_map, suggest_flag
-from checkray.engine.llm import LLMConfig, count_finish_reasons, make_generation
-from checkray.engine.llm_checkpoint import StageChat
-from checkray.engine.prompts import load_prompt
+from checkray.engine.llm import LLMConfig
 from checkray.engine.report import Section as ReportSection
-from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, file_digest
+from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
 from checkray.engine.templates.expand import read_spec
 from checkray.engine.testaug.prompt import (
     Description,
-    ParseCount,
     dedupe,
     describe_templates,
-    parse_pair_cases,
-    parse_single_cases,
-    prompt_examples,
-    sample_seeds,
     seed_keys,
 )
 from checkray.jobs.base import Job, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
 from checkray.jobs.testaug.config import TestAugConfig
-from checkray.jobs.testaug.metrics import benchmark_step, diversity_stage, llm_progress, patch_stage, validity_stage
+from checkray.jobs.testaug.generation import generation_stage, parse_stage
+from checkray.jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
 from checkray.jobs.testaug.report import testaug_sections
 from checkray.jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
 from checkray.jobs.testaug.topup import topup_stage
 from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
-VERSION = "2"  # generate stage: raw answers
 EXPAND_VERSION = "3"  # numbered slots ({noun2})
-PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
 
 
 def spec_labels(t: TestAugConfig, names: dict[str, str] | None) -> TestAugConfig:
@@ -117,137 +108,6 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
         if not descs:
             raise InputError(f"testaug.descriptions {sorted(wanted)} match no description of {t.spec}")
     return descs[: t.max_descriptions] if t.max_descriptions else descs
-
-
-ANSWER_SCHEMA = pa.schema(
-    [
-        ("key", pa.string()),
-        ("prompt", pa.int64()),
-        ("answer", pa.string()),
-        ("finish_reason", pa.string()),
-        ("seeds", pa.string()),
-    ]
-)
-
-
-def ask_round(chat, t: TestAugConfig, descs: list[Description], seed: int, p: int, which: Sequence[int]) -> list[dict]:
-    """Round ``p`` of generation prompts for the descriptions at indices ``which``: each
-    prompt shows seeds drawn from (seed, p, index), so a description's prompt ``p`` is
-    the same whichever descriptions share its round. Returns answer rows (ANSWER_SCHEMA)."""
-    which = list(which)
-    shown = [sample_seeds(descs[i], t.demonstrations, np.random.default_rng([seed, p, i])) for i in which]
-    messages = [
-        load_prompt("testaug_generate_pair" if descs[i].is_pair else "testaug_generate").render(
-            description=descs[i].description, examples=prompt_examples(s), n=t.cases_per_prompt
-        )
-        for i, s in zip(which, shown)
-    ]
-    answers = chat(messages, t.generation.model_copy(update={"seed": seed + p})) if messages else []
-    return [
-        {
-            "key": descs[i].key,
-            "prompt": p,
-            "answer": a.text,
-            "finish_reason": a.finish_reason,
-            "seeds": json.dumps([x.template_id + "\t" + json.dumps(x.filling) for x in s]),
-        }
-        for i, s, a in zip(which, shown, answers)
-    ]
-
-
-def answer_cases(d: Description, answer: dict, count: ParseCount) -> list[dict]:
-    """The cases of one raw answer row of description ``d`` (single or pair format)."""
-    parse = parse_pair_cases if d.is_pair else parse_single_cases
-    found = []
-    for case in parse(answer["answer"] or "", count, truncated=answer["finish_reason"] == "length"):
-        text, pair = (case, None) if isinstance(case, str) else case
-        found.append(
-            {"key": d.key, "prompt": answer["prompt"], "text": text, "text_pair": pair, "seeds": answer["seeds"]}
-        )
-    return found
-
-
-def generation_stage(
-    t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int, chat_id: str
-) -> Stage:
-    """The LLM calls; raw answers are kept, so a parser change never re-asks the LLM. The
-    stage sees only what shapes the prompts and the descriptions they come from, so a
-    change of the validity, expansion or evaluation settings reuses the answers. Answers
-    are committed in parts as they come (``StageChat``; ``chat_id``: the model's
-    identity), errors never: a rerun asks only the prompts without an answer."""
-    t = t.view(
-        "prompts_per_description",
-        "demonstrations",
-        "cases_per_prompt",
-        "generation",
-        "spec",
-        "label_map",
-        "seeds_per_template",
-        "descriptions",
-        "max_descriptions",
-    )
-
-    def run(ctx: StageContext):
-        total = t.prompts_per_description * len(descs)
-        with (
-            StageChat(chat, ctx, chat_id, llm.part_size, progress=llm_progress) as stage_chat,
-            stage_chat.step("generate", total),
-        ):
-            return ask(stage_chat)
-
-    def ask(chat: StageChat):
-        rows = []
-        for p in range(t.prompts_per_description):  # one batch per round: every description at once
-            rows += ask_round(chat, t, descs, seed, p, range(len(descs)))
-        return {"data": pa.Table.from_pylist(rows, schema=ANSWER_SCHEMA)}
-
-    prompts = [load_prompt(n).sections for n in ("testaug_generate", "testaug_generate_pair")]
-    return Stage(
-        "generate",
-        run,
-        config=[t, llm, seed, prompts, chat_id],
-        external=(file_digest(t.spec),),
-        version=VERSION,
-    )
-
-
-def parse_stage(descs: list[Description]) -> Stage:
-    """Cases from the raw answers (single or pair format), counted; seeds and repeats dropped."""
-
-    def run(ctx: StageContext):
-        answers = ctx.input("generate").to_pylist()
-        rows, parsing = [], []
-        for d in descs:
-            count, mine = ParseCount(), [a for a in answers if a["key"] == d.key]
-            found = [case for a in mine for case in answer_cases(d, a, count)]
-            kept, dropped = dedupe(found, seed_keys(d))
-            rows += kept
-            reasons = count_finish_reasons([make_generation(a["answer"], a["finish_reason"]) for a in mine])
-            parsing.append(
-                {
-                    "key": d.key,
-                    "answers": count.outputs,
-                    "parsed": count.items,
-                    "unparsed": count.unparsed,
-                    "duplicates": dropped,
-                    "kept": len(kept),
-                    "truncated": reasons["length"],
-                    "empty": reasons["empty"] + reasons["error"],
-                    "examples": " | ".join(count.examples),
-                }
-            )
-        schema = pa.schema(
-            [
-                ("key", pa.string()),
-                ("prompt", pa.int64()),
-                ("text", pa.string()),
-                ("text_pair", pa.string()),
-                ("seeds", pa.string()),
-            ]
-        )
-        return {"data": pa.Table.from_pylist(rows, schema=schema), "parsing": pa.Table.from_pylist(parsing)}
-
-    return Stage("parse", run, inputs=("generate",), version=PARSER_VERSION)
 
 
 def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage:

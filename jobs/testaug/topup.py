@@ -26,6 +26,7 @@ from checkray.engine.prompts import load_prompt
 from checkray.engine.stages import Stage, StageContext, file_digest
 from checkray.engine.testaug.prompt import Description, ParseCount, dedupe, normalize, seed_keys
 from checkray.jobs.testaug.config import TestAugConfig
+from checkray.jobs.testaug.generation import answer_cases, ask_round
 from checkray.jobs.testaug.metrics import VALIDITY_SCHEMA, CaseJudges, decide_case, llm_progress, validity_external
 
 VERSION = "1"
@@ -56,8 +57,6 @@ def prompt_budget(t: TestAugConfig) -> int:
 
 
 def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int, chat_id: str) -> Stage:
-    from checkray.jobs.testaug.job import answer_cases, ask_round
-
     t = t.view(*FIELDS)
 
     def run(ctx: StageContext):
