@@ -378,9 +378,9 @@ def _testaug_page() -> str:
                     "examples": [P],
                 }
             ],
-            ("validity", "decisions"): [decision],
-            ("validity", "labeler"): [{"raw answer": P, P: 1}],
-            ("validity", "data"): [{"key": "d01", "kept": True, "decided_by": "llm", "text": P, "text_pair": P}],
+            ("topup", "decisions"): [decision],
+            ("topup", "labeler"): [{"raw answer": P, P: 1}],
+            ("topup", "data"): [{"key": "d01", "kept": True, "decided_by": "llm", "text": P, "text_pair": P}],
             ("diversity", "table4"): [{"description": P, "saved": 0.5}],
             ("diversity", "table5"): [{"suite": P, "self_bleu": 0.3}],
             ("expand", "templates"): [{"key": "d01", "template": json.dumps([P, "{x}"]), "source": P, "cases": 2}],
