@@ -152,7 +152,8 @@ def validity_part(args, rows) -> None:
         lines.append(
             (
                 f"{variant} accuracy (held out)",
-                f"{scores['accuracy']:.3f}  (F1 valid {scores['f1_valid']:.3f}, threshold {clf.threshold:.3f}, "
+                f"{scores['accuracy']:.3f}  (95 % {scores['accuracy_ci95'][0]:.3f}-{scores['accuracy_ci95'][1]:.3f}, "
+                f"F1 valid {scores['f1_valid']:.3f}, threshold {clf.threshold:.3f}, "
                 f"train+score {seconds:.0f}s, load average {load})",
             )
         )

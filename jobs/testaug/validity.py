@@ -62,6 +62,6 @@ def score_command(
     scores = score_validity(clf, read_annotations(annotations))
     typer.echo(
         f"accuracy {scores['accuracy']:.4f} on {scores['n']} cases "
-        f"(F1 valid {scores['f1_valid']:.4f}, valid share {scores['valid_share']:.3f})"
+        f"(95 % interval {scores['accuracy_ci95'][0]:.3f}-{scores['accuracy_ci95'][1]:.3f}, F1 valid {scores['f1_valid']:.4f}, valid share {scores['valid_share']:.3f})"
     )
     typer.echo(json.dumps({"model": model, "backend": clf.backend, **scores}))

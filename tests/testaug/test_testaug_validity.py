@@ -76,6 +76,8 @@ def test_validity_train_and_score_cli(tmp_path, annotations, capsys):
     line = json.loads(stdout.strip().splitlines()[-1])
     assert line["n"] == 4 and line["accuracy"] >= 0.75  # negated vs plain praise is easy for MiniLM
     assert f"accuracy {line['accuracy']:.4f} on 4 cases" in stdout
+    low, high = line["accuracy_ci95"]
+    assert f"95 % interval {low:.3f}-{high:.3f}" in stdout and low < 0.75  # 4 cases say little
 
 
 def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
@@ -111,7 +113,10 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
     again = ValidityClassifier.load(str(tmp_path / "ft"))
     assert again.backend == "finetune"
     assert abs(again.predict_proba([r["text"] for r in rows]) - before).max() < 1e-5
-    assert score_validity(again, rows)["accuracy"] >= 0.85  # a tiny model can fit 14 sentences
+    scores = score_validity(again, rows)
+    assert scores["accuracy"] >= 0.85  # a tiny model can fit 14 sentences
+    low, high = scores["accuracy_ci95"]
+    assert low < scores["accuracy"] <= high and high - low > 0.1  # 14 cases: a wide interval
 
 
 def test_a_classifier_covers_the_descriptions_of_its_annotations():
