@@ -31,6 +31,19 @@ from checkray.jobs.testaug.metrics import llm_progress
 
 VERSION = "2"  # generate stage: raw answers
 PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
+# What shapes the generation prompts and the descriptions they come from (the generate
+# stage's view of the section; the top-up stage asks later rounds of the same prompts).
+PROMPT_FIELDS = (
+    "prompts_per_description",
+    "demonstrations",
+    "cases_per_prompt",
+    "generation",
+    "spec",
+    "label_map",
+    "seeds_per_template",
+    "descriptions",
+    "max_descriptions",
+)
 
 ANSWER_SCHEMA = pa.schema(
     [
@@ -88,17 +101,7 @@ def generation_stage(
     change of the validity, expansion or evaluation settings reuses the answers. Answers
     are committed in parts as they come (``StageChat``; ``chat_id``: the model's
     identity), errors never: a rerun asks only the prompts without an answer."""
-    t = t.view(
-        "prompts_per_description",
-        "demonstrations",
-        "cases_per_prompt",
-        "generation",
-        "spec",
-        "label_map",
-        "seeds_per_template",
-        "descriptions",
-        "max_descriptions",
-    )
+    t = t.view(*PROMPT_FIELDS)
 
     def run(ctx: StageContext):
         total = t.prompts_per_description * len(descs)

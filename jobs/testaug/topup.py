@@ -26,23 +26,15 @@ from checkray.engine.prompts import load_prompt
 from checkray.engine.stages import Stage, StageContext, file_digest
 from checkray.engine.testaug.prompt import Description, ParseCount, dedupe, normalize, seed_keys
 from checkray.jobs.testaug.config import TestAugConfig
-from checkray.jobs.testaug.generation import answer_cases, ask_round
+from checkray.jobs.testaug.generation import PROMPT_FIELDS, answer_cases, ask_round
 from checkray.jobs.testaug.metrics import VALIDITY_SCHEMA, CaseJudges, decide_case, llm_progress, validity_external
 
 VERSION = "1"
-# What the top-up stage reads of the section: generation (its prompts), judging, the target.
+# What the top-up stage reads of the section: the target, the prompts, the judges.
 FIELDS = (
     "min_kept",
     "max_prompts_per_description",
-    "prompts_per_description",
-    "demonstrations",
-    "cases_per_prompt",
-    "generation",
-    "spec",
-    "label_map",
-    "seeds_per_template",
-    "descriptions",
-    "max_descriptions",
+    *PROMPT_FIELDS,
     "validity",
     "annotations",
     "llm_labeler",
