@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -64,3 +64,20 @@ def item_progress(label: str, total: int, unit: str = "items", every: float = 0.
 
     with bar:
         yield advance
+
+
+@contextmanager
+def step_progress(label: str, unit: str = "steps", every: float = 0.1) -> Iterator[Callable[[int, int], None]]:
+    """``item_progress`` for a loop that knows its total only once it runs (a fine-tune
+    counts its steps after oversampling): yields ``report(done, total)``; the bar starts at
+    the first report."""
+    state = {"done": 0}
+    with ExitStack() as stack:
+
+        def report(done: int, total: int) -> None:
+            if "advance" not in state:
+                state["advance"] = stack.enter_context(item_progress(label, total, unit, every))
+            state["advance"](done - state["done"])
+            state["done"] = done
+
+        yield report

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,8 @@ class ValidityClassifier:
     # finetune: members fine-tuned with seeds seed, seed+1, ...; P(valid) is their mean
     # (the runs differ in initialisation, oversampling and batch order).
     ensemble: int = 1
+    # finetune: called as on_step(done, total) over all members' optimizer steps (progress)
+    on_step: Callable[[int, int], None] | None = None
     _head: Any = None
     _encoder: Any = None
     _members: list[tuple[Any, Any]] = field(default_factory=list)  # finetune: (model, tokenizer)
@@ -117,7 +119,7 @@ class ValidityClassifier:
         from checkray.actors.zoo.trainers import fine_tune
 
         self._members = []
-        for member_seed in range(seed, seed + self.ensemble):
+        for k, member_seed in enumerate(range(seed, seed + self.ensemble)):
             order = oversample(valid, member_seed) if self.class_weight == "balanced" else list(range(len(valid)))
             model, tokenizer, details = fine_tune(
                 resolve_model(self.encoder),
@@ -126,9 +128,17 @@ class ValidityClassifier:
                 LABELS,
                 self.finetune,
                 member_seed,
+                on_step=self._member_steps(k),
             )
             self._members.append((model, tokenizer))
         self.meta["finetune"] = {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}
+
+    def _member_steps(self, k: int) -> Callable[[int, int], None] | None:
+        """Member k's (done, total) as steps of the whole ensemble (members train alike)."""
+        if self.on_step is None:
+            return None
+        report = self.on_step
+        return lambda done, total: report(k * total + done, self.ensemble * total)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:
@@ -287,14 +297,17 @@ def train_validity(
     class_weight: str = "balanced",
     calibrate: bool = False,
     ensemble: int = 1,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> ValidityClassifier:
-    """Fit a classifier on annotated rows (``checkray.engine.testaug.validity.read_annotations``)."""
+    """Fit a classifier on annotated rows (``checkray.engine.testaug.validity.read_annotations``);
+    ``on_step(done, total)``: the fine-tune's progress."""
     clf = ValidityClassifier(
         backend,
         encoder,
         class_weight=class_weight,
         calibrate=calibrate,
         ensemble=ensemble,
+        on_step=on_step,
         **({"finetune": finetune} if finetune else {}),
     )
     clf.meta["descriptions"] = annotated_descriptions(rows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,11 +74,13 @@ def fine_tune(
     cfg: FineTuneConfig,
     seed: int,
     threads: int | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ):
     """Fine-tune a transformer encoder with a fresh classification head.
 
     Plain PyTorch loop (AdamW, linear warm-up/decay) over ``texts`` for ``cfg.epochs``;
-    returns (model, tokenizer, details) with the model in eval mode.
+    returns (model, tokenizer, details) with the model in eval mode. ``on_step(done, total)``
+    is called after every optimizer step (a fine-tune on CPU runs for minutes: progress).
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -128,6 +130,8 @@ def fine_tune(
             optimizer.zero_grad()
             losses.append(float(loss.detach()))
             step += 1
+            if on_step is not None:
+                on_step(step, total)
     model.eval()
     tail = max(1, len(losses) // 10)
     details = {

@@ -18,7 +18,7 @@ import typer
 
 from checkray.engine.testaug.validity import read_annotations
 from checkray.jobs.config import load_config
-from checkray.jobs.console import console
+from checkray.jobs.console import console, step_progress
 from checkray.jobs.testaug.config import ValidityConfig
 
 app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args_is_help=True)
@@ -38,7 +38,10 @@ def train_command(
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
     v = cfg.section(ValidityConfig)
     rows = read_annotations(annotations)
-    clf = train_validity(rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate, v.ensemble)
+    with step_progress("validity fine-tune") as on_step:  # minutes on CPU; embedding_lr reports nothing
+        clf = train_validity(
+            rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate, v.ensemble, on_step
+        )
     clf.meta["annotations"] = str(annotations)
     clf.meta["train_scores"] = score_validity(clf, rows)
     clf.save(out)

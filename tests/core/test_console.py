@@ -85,6 +85,24 @@ def test_long_lines_are_not_wrapped_without_a_terminal(capfd):
     assert capfd.readouterr().err.splitlines() == [line.rstrip()]
 
 
+def test_step_progress_starts_at_the_first_report_and_says_the_time_left(capfd):
+    """A fine-tune learns its step count only once it runs: nothing before the first
+    report, then a line per tenth with the time left, and "done" at the end."""
+    from checkray.jobs.console import step_progress
+
+    with step_progress("validity fine-tune") as report:
+        assert capfd.readouterr().err == ""
+        for done in range(1, 41):
+            report(done, 40)
+    lines = capfd.readouterr().err.splitlines()
+    assert len(lines) == 10 and all(is_own_line(line) for line in lines)
+    assert lines[0].startswith("validity fine-tune: 4/40 steps, ~") and lines[0].endswith(" left")
+    assert lines[-1].startswith("validity fine-tune: 40/40 steps, done in ")
+    with step_progress("unused") as report:
+        pass
+    assert capfd.readouterr().err == ""  # a backend that never reports (embedding_lr) prints nothing
+
+
 def test_worker_lines_ray_holds_back_go_to_the_log_not_the_console(tmp_path, capfd, monkeypatch):
     # Ray prints held-back repeats of worker lines in ray.shutdown(), at exit, after the
     # console has its stderr back; the CLI drains them into the log when it stops.

@@ -94,6 +94,20 @@ def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.timeout(120)
+def test_validity_train_cli_shows_the_fine_tunes_progress(tmp_path, annotations, capsys):
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
+    out = tmp_path / "clf"
+    args = ("validity", "train", "--annotations", str(annotations), "--out", str(out), "--backend", "finetune")
+    code, stdout, stderr = _cli(capsys, *args, "--encoder", str(base))
+    assert code == 0, stderr
+    # the default fine-tune: 3 epochs of 16 oversampled cases in batches of 16
+    assert "validity fine-tune: 1/3 steps, ~" in stderr and "validity fine-tune: 3/3 steps, done in " in stderr
+    assert json.loads((out / "metadata.json").read_text())["finetune"]["steps"] == 3
+
+
+@pytest.mark.timeout(120)
 def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
     from tests.fakes.tiny_hf import build_tiny_bert
 
@@ -134,8 +148,13 @@ def test_a_finetune_ensemble_averages_its_members_and_reloads(tmp_path, annotati
     texts = [r["text"] for r in rows]
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
     ft = FineTuneConfig(train_size=None, epochs=3, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
-    clf = train_validity(rows, "finetune", str(base), seed=0, finetune=ft, ensemble=2)
+    steps = []
+    clf = train_validity(
+        rows, "finetune", str(base), seed=0, finetune=ft, ensemble=2, on_step=lambda *s: steps.append(s)
+    )
     assert len(clf._members) == 2 and clf.meta["finetune"]["ensemble"] == 2
+    # progress over both members: 16 oversampled cases, batches of 8, 3 epochs = 6 steps each
+    assert steps == [(done, 12) for done in range(1, 13)]
     single = [train_validity(rows, "finetune", str(base), seed=s, finetune=ft).predict_proba(texts) for s in (0, 1)]
     assert abs(single[0] - single[1]).max() > 1e-4, "members of other seeds differ"
     assert abs(clf.predict_proba(texts) - (single[0] + single[1]) / 2).max() < 1e-5
