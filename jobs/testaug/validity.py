@@ -28,7 +28,11 @@ app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args
 def train_command(
     annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
     out: str = typer.Option(..., "--out", "-o", help="Directory for the classifier."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="embedding_lr (default) or finetune."),
+    backend: Optional[str] = typer.Option(
+        None,
+        "--backend",
+        help="embedding_lr (default: seconds) or finetune (minutes on CPU, the accurate one: docs/testaug.md).",
+    ),
     encoder: Optional[str] = typer.Option(None, "--encoder", help="Encoder: builtin:minilm, a path."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'validity' section."),
 ):
