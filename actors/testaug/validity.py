@@ -59,8 +59,6 @@ class ValidityClassifier:
     # finetune: members fine-tuned with seeds seed, seed+1, ...; P(valid) is their mean
     # (the runs differ in initialisation, oversampling and batch order).
     ensemble: int = 1
-    # finetune: called as on_step(done, total) over all members' optimizer steps (progress)
-    on_step: Callable[[int, int], None] | None = None
     _head: Any = None
     _encoder: Any = None
     _members: list[tuple[Any, Any]] = field(default_factory=list)  # finetune: (model, tokenizer)
@@ -74,7 +72,14 @@ class ValidityClassifier:
             raise InputError(f"validity ensemble must be at least 1, got {self.ensemble}")
 
     # ------------------------------------------------------------------ training
-    def fit(self, texts: Sequence[str], valid: Sequence[int], seed: int = 0) -> ValidityClassifier:
+    def fit(
+        self,
+        texts: Sequence[str],
+        valid: Sequence[int],
+        seed: int = 0,
+        on_step: Callable[[int, int], None] | None = None,
+    ) -> ValidityClassifier:
+        """``on_step(done, total)``: the fine-tune's optimizer steps over all members (progress)."""
         valid = [int(v) for v in valid]
         if len(set(valid)) < 2:
             raise InputError(
@@ -89,14 +94,14 @@ class ValidityClassifier:
             fit_idx, cal_idx = train_test_split(
                 np.arange(len(valid)), test_size=CALIBRATION_SHARE, stratify=valid, random_state=seed
             )
-            self._fit([texts[i] for i in fit_idx], [valid[i] for i in fit_idx], seed)
+            self._fit([texts[i] for i in fit_idx], [valid[i] for i in fit_idx], seed, on_step)
             probs = self.predict_proba([texts[i] for i in cal_idx])
             self.threshold = best_threshold(probs, np.array([valid[i] for i in cal_idx]))
             self.meta["calibration"] = {"cases": len(cal_idx), "threshold": self.threshold}
             if self.backend == "embedding_lr":  # cheap: refit the head on every case, keep the threshold
                 self._fit(texts, valid, seed)
         else:
-            self._fit(texts, valid, seed)
+            self._fit(texts, valid, seed, on_step)
         self.meta.update(
             n_train=len(valid),
             n_valid=sum(valid),
@@ -107,7 +112,7 @@ class ValidityClassifier:
         )
         return self
 
-    def _fit(self, texts: list[str], valid: list[int], seed: int) -> None:
+    def _fit(self, texts: list[str], valid: list[int], seed: int, on_step=None) -> None:
         if self.backend == "embedding_lr":
             from sklearn.linear_model import LogisticRegression
 
@@ -128,17 +133,10 @@ class ValidityClassifier:
                 LABELS,
                 self.finetune,
                 member_seed,
-                on_step=self._member_steps(k),
+                on_step=_member_steps(on_step, k, self.ensemble),
             )
             self._members.append((model, tokenizer))
         self.meta["finetune"] = {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}
-
-    def _member_steps(self, k: int) -> Callable[[int, int], None] | None:
-        """Member k's (done, total) as steps of the whole ensemble (members train alike)."""
-        if self.on_step is None:
-            return None
-        report = self.on_step
-        return lambda done, total: report(k * total + done, self.ensemble * total)
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encoder is None:
@@ -246,6 +244,15 @@ class ValidityClassifier:
         return clf
 
 
+def _member_steps(
+    on_step: Callable[[int, int], None] | None, k: int, members: int
+) -> Callable[[int, int], None] | None:
+    """Member k's (done, total) as steps of the whole ensemble (members train alike)."""
+    if on_step is None:
+        return None
+    return lambda done, total: on_step(k * total + done, members * total)
+
+
 def _member_dir(i: int) -> str:
     """Member 0 keeps the single model's folder name, so older directories still load."""
     return "model" if i == 0 else f"model-{i}"
@@ -307,11 +314,10 @@ def train_validity(
         class_weight=class_weight,
         calibrate=calibrate,
         ensemble=ensemble,
-        on_step=on_step,
         **({"finetune": finetune} if finetune else {}),
     )
     clf.meta["descriptions"] = annotated_descriptions(rows)
-    return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed)
+    return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed, on_step)
 
 
 def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, Any]:
