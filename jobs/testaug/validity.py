@@ -1,7 +1,7 @@
 """``checkray validity train|score``: TestAug's validity classifier (§4.2).
 
-    checkray validity train --annotations FILE --out DIR [--backend embedding_lr|finetune]
-        -> DIR/metadata.json + DIR/head.joblib (embedding_lr) or DIR/model/ (finetune)
+    checkray validity train --annotations FILE --out DIR [--backend finetune|embedding_lr]
+        -> DIR/metadata.json + DIR/model/ (finetune, the default) or DIR/head.joblib (embedding_lr)
     checkray validity score --model DIR --annotations FILE
         -> prints accuracy, F1 (valid) and the valid share on the annotated cases
 
@@ -31,9 +31,10 @@ def train_command(
     backend: Optional[str] = typer.Option(
         None,
         "--backend",
-        help="embedding_lr (default: seconds) or finetune (minutes on CPU, the accurate one: docs/testaug.md).",
+        help="finetune (default: the paper's fine-tuned encoder, minutes on CPU, the accurate one) "
+        "or embedding_lr (seconds, less accurate): docs/testaug.md.",
     ),
-    encoder: Optional[str] = typer.Option(None, "--encoder", help="Encoder: builtin:minilm, a path."),
+    encoder: Optional[str] = typer.Option(None, "--encoder", help="Encoder: builtin:mpnet (finetune's default), builtin:minilm (embedding_lr's), a path."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'validity' section."),
 ):
     """Train a validity classifier on annotated generated cases."""

@@ -57,7 +57,8 @@ def _cli(capsys, *args) -> tuple[int, str, str]:
 @pytest.mark.timeout(180)
 def test_validity_train_and_score_cli(tmp_path, annotations, capsys):
     out = tmp_path / "clf"
-    code, stdout, stderr = _cli(capsys, "validity", "train", "--annotations", str(annotations), "--out", str(out))
+    args = ("validity", "train", "--annotations", str(annotations), "--out", str(out), "--backend", "embedding_lr")
+    code, stdout, stderr = _cli(capsys, *args)
     assert code == 0, stderr
     assert stdout.rstrip().endswith(f"wrote {out}/metadata.json")
     meta = json.loads((out / "metadata.json").read_text())
@@ -93,18 +94,32 @@ def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
         ValidityClassifier.load(str(tmp_path))
 
 
+def test_each_backend_defaults_to_the_encoder_it_scores_best_with():
+    from checkray.jobs.config import load_config
+    from checkray.jobs.testaug.config import ValidityConfig
+
+    default = load_config(None, {}).section(ValidityConfig)
+    assert (default.backend, default.encoder) == ("finetune", "builtin:mpnet")
+    assert (default.finetune.epochs, default.finetune.learning_rate) == (4, 3e-5)
+    quick = load_config(None, {"validity.backend": "embedding_lr", "validity.encoder": None}).section(ValidityConfig)
+    assert (quick.backend, quick.encoder) == ("embedding_lr", "builtin:minilm")
+    chosen = load_config(None, {"validity.backend": "embedding_lr", "validity.encoder": "/m"}).section(ValidityConfig)
+    assert chosen.encoder == "/m"
+
+
 @pytest.mark.timeout(120)
 def test_validity_train_cli_shows_the_fine_tunes_progress(tmp_path, annotations, capsys):
     from tests.fakes.tiny_hf import build_tiny_bert
 
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
     out = tmp_path / "clf"
-    args = ("validity", "train", "--annotations", str(annotations), "--out", str(out), "--backend", "finetune")
+    # no --backend: the fine-tune is the default
+    args = ("validity", "train", "--annotations", str(annotations), "--out", str(out))
     code, stdout, stderr = _cli(capsys, *args, "--encoder", str(base))
     assert code == 0, stderr
-    # the default fine-tune: 3 epochs of 16 oversampled cases in batches of 16
-    assert "validity fine-tune: 1/3 steps, ~" in stderr and "validity fine-tune: 3/3 steps, done in " in stderr
-    assert json.loads((out / "metadata.json").read_text())["finetune"]["steps"] == 3
+    # the default fine-tune: 4 epochs of 16 oversampled cases in batches of 16
+    assert "validity fine-tune: 1/4 steps, ~" in stderr and "validity fine-tune: 4/4 steps, done in " in stderr
+    assert json.loads((out / "metadata.json").read_text())["finetune"]["steps"] == 4
 
 
 @pytest.mark.timeout(120)
