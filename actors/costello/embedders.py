@@ -11,8 +11,11 @@ An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
 * ``kind: spacy``: a spaCy pipeline's word vectors averaged (``builtin:md``).
 
 ``embed_all`` maps the texts through one ``checkray.actors.pool.map_with_actors`` pool of size 1 per
-model, the pools started concurrently from driver threads: the models embed at the same
-time, each actor holding a share of the CPUs (or of a GPU when Ray reports one). With a
+encoder, the pools started concurrently from driver threads: the models embed at the same
+time, each actor holding a share of the CPUs (or of a GPU when Ray reports one). Pooling
+variants of one encoder (``mean`` and ``cls`` of the same model and max length) share one
+actor and one forward pass: a ``Pooling`` layer of both modes gives their vectors side by
+side, which ``embed_all`` splits (``encoder_groups``). With a
 content cache (``engine/cache.py``) each model embeds only the texts no run embedded
 with it before (``contrast_identity``: the model by content, kind, pooling, max length);
 a model the cache holds everything of starts no actor.
@@ -21,6 +24,7 @@ a model the cache holds everything of starts no actor.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
@@ -58,8 +62,36 @@ def check_spec(spec: EmbedderSpec) -> None:
             raise InputError(f"embedder '{spec.name}': {exc}") from None
 
 
-def load_encoder(spec: EmbedderSpec, device: str | None = None, threads: int | None = None):
-    """A SentenceTransformer for a sentence-transformers spec (pooling rebuilt if asked)."""
+# Pooling modes one forward pass can serve together, in the order a multi-mode ``Pooling``
+# concatenates them (every sentence-transformers version puts cls before mean).
+POOLINGS = ("cls", "mean")
+
+
+def encoder_groups(specs: Sequence[EmbedderSpec]) -> list[list[EmbedderSpec]]:
+    """The specs by the encoder pass that serves them: pooling variants (``POOLINGS``) of
+    one sentence-transformers model and max length together, in ``POOLINGS`` order; any
+    other spec alone. The groups keep the order of their first spec."""
+    groups: list[list[EmbedderSpec]] = []
+    open_groups: dict[tuple[str, int], list[EmbedderSpec]] = {}
+    for spec in specs:
+        key = (spec.model, spec.max_length)
+        if spec.kind != "sentence-transformers" or spec.pooling not in POOLINGS:
+            groups.append([spec])
+            continue
+        group = open_groups.get(key)
+        if group is None or any(s.pooling == spec.pooling for s in group):
+            group = open_groups[key] = []
+            groups.append(group)
+        group.append(spec)
+    return [sorted(g, key=lambda s: POOLINGS.index(s.pooling)) if len(g) > 1 else g for g in groups]
+
+
+def load_encoder(
+    spec: EmbedderSpec, device: str | None = None, threads: int | None = None, poolings: Sequence[str] = ()
+):
+    """A SentenceTransformer for a sentence-transformers spec (pooling rebuilt if asked).
+    ``poolings``: several of ``POOLINGS`` at once, in that order: the vectors of each side
+    by side, from one forward pass."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -85,15 +117,23 @@ def load_encoder(spec: EmbedderSpec, device: str | None = None, threads: int | N
         if hasattr(encoder, "get_embedding_dimension")
         else encoder.get_word_embedding_dimension()
     )
-    return SentenceTransformer(
-        modules=[encoder, Pooling(dim, pooling_mode=spec.pooling)], device=device or torch_device()
-    )
+    modes = tuple(poolings) or (spec.pooling,)
+    if len(modes) == 1:
+        pooling = Pooling(dim, pooling_mode=modes[0])
+    elif "pooling_mode_cls_token" in inspect.signature(Pooling).parameters:
+        # sentence-transformers < 5.4: one flag per mode, concatenated cls before mean
+        pooling = Pooling(dim, pooling_mode_cls_token="cls" in modes, pooling_mode_mean_tokens="mean" in modes)
+    else:
+        pooling = Pooling(dim, pooling_mode=modes)  # concatenated in the order given
+    return SentenceTransformer(modules=[encoder, pooling], device=device or torch_device())
 
 
 class ContrastEmbedder:
-    """Callable class for ``map_with_actors``: a ``text`` batch in, its ``embedding`` out."""
+    """Callable class for ``map_with_actors``: a ``text`` batch in, its ``embedding`` out.
+    ``poolings``: the pooling variants of an ``encoder_groups`` group, whose vectors come
+    side by side in one ``embedding``."""
 
-    def __init__(self, spec: dict, threads: int | None = None):
+    def __init__(self, spec: dict, threads: int | None = None, poolings: Sequence[str] = ()):
         self.spec = EmbedderSpec.model_validate(spec)
         if self.spec.kind == "spacy":
             from checkray.actors.spacy_nlp import load_spacy
@@ -101,7 +141,7 @@ class ContrastEmbedder:
             self.nlp = load_spacy(self.spec.model)
             self.model = None
         else:
-            self.model = load_encoder(self.spec, threads=threads)
+            self.model = load_encoder(self.spec, threads=threads, poolings=poolings)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if self.model is None:  # static vectors: the tokenizer alone gives them
@@ -149,7 +189,7 @@ def embed_all(
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` with every model; returns name -> (len(texts), dim) float32.
 
-    Parallel: one actor per model at once, the CPUs left after Ray Data's reserve split
+    Parallel: one actor per encoder (``encoder_groups``) at once, the CPUs left after Ray Data's reserve split
     between them (torch threads set to match). Sequential (``parallel=False``, for the
     bench): one model after another, each actor with the whole share. ``cache``: each
     model embeds only the texts the cache lacks for it (each distinct text once) and stores
@@ -165,37 +205,45 @@ def embed_all(
         check_spec(spec)
     identities = {spec.name: contrast_identity(spec) for spec in specs}
     found = {spec.name: lookup_embeddings(cache, identities[spec.name], texts) for spec in specs}
-    todo = [spec for spec in specs if found[spec.name].todo]
+    todo = encoder_groups([spec for spec in specs if found[spec.name].todo])
     if stats is not None:
         stats.update({name: len(f.todo) for name, f in found.items()})
     resources = cluster_resources() if todo else {}
 
-    def run(spec: EmbedderSpec, share: int) -> np.ndarray:
-        missing = found[spec.name].todo_texts
+    def run(group: list[EmbedderSpec], share: int) -> dict[str, np.ndarray]:
+        # The texts any member lacks, each once; every member takes its own rows back.
+        missing = list(dict.fromkeys(t for spec in group for t in found[spec.name].todo_texts))
         # Shortest texts first, so each batch pads little; ``order`` puts the rows back.
         order = np.array(sorted(range(len(missing)), key=lambda i: len(missing[i])), dtype=np.int64)
         table = pa.table({"text": pa.array([missing[i] for i in order], pa.string())})
-        # Each model's pool is ONE actor holding 1/share of the CPUs (threads to match); on
-        # GPUs the models share them (a fraction each) instead of queueing for a whole one.
+        # Each encoder's pool is ONE actor holding 1/share of the CPUs (threads to match); on
+        # GPUs the encoders share them (a fraction each) instead of queueing for a whole one.
         plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
+        poolings = [spec.pooling for spec in group] if len(group) > 1 else []
         out = map_with_actors(
             table,
             ContrastEmbedder,
-            dict(spec=spec.model_dump(), threads=plan.threads),
+            dict(spec=group[0].model_dump(), threads=plan.threads, poolings=poolings),
             dataclasses.replace(plan, pool_size=1),
             batch_size=batch_size,
         )
         vectors = column_to_numpy(out.column("embedding"))
         unsorted = np.empty_like(vectors)
         unsorted[order] = vectors
-        return unsorted
+        row = {t: i for i, t in enumerate(missing)}
+        parts = np.split(unsorted, len(group), axis=1)  # a multi-mode Pooling: side by side
+        return {
+            spec.name: part[[row[t] for t in found[spec.name].todo_texts]] for spec, part in zip(group, parts)
+        }
 
+    computed: dict[str, np.ndarray] = {}
     if not parallel or len(todo) <= 1:
-        computed = {spec.name: run(spec, 1) for spec in todo}
+        for group in todo:
+            computed.update(run(group, 1))
     else:
         with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-            futures = {spec.name: pool.submit(run, spec, len(todo)) for spec in todo}
-            computed = {name: f.result() for name, f in futures.items()}
+            for future in [pool.submit(run, group, len(todo)) for group in todo]:
+                computed.update(future.result())
     return {
         spec.name: fill_embeddings(cache, identities[spec.name], found[spec.name], computed.get(spec.name))
         for spec in specs

@@ -142,3 +142,46 @@ def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anc
     vectors = column_to_numpy(pq.read_table(stage / "emb-tiny.parquet").column("embedding"))
     by_text = dict(zip(pq.read_table(stage / "texts.parquet").column("text").to_pylist(), vectors))
     assert all(np.array_equal(anchors[t], by_text[t]) for t in benign)
+
+
+def test_pooling_variants_of_one_encoder_share_a_group():
+    from checkray.actors.costello.embedders import EmbedderSpec, encoder_groups
+
+    def spec(name, model="m", pooling="mean", **kw):
+        return EmbedderSpec(name=name, model=model, pooling=pooling, **kw)
+
+    specs = [
+        spec("m_mean"),
+        spec("other_cls", model="o", pooling="cls"),
+        spec("m_cls", pooling="cls"),
+        spec("m_model", pooling="model"),  # the model's own pooling: its own pass
+        spec("m_mean_short", max_length=32),  # other max length, other vectors
+        spec("m_mean_again"),  # a second mean of the same encoder: a second group
+        EmbedderSpec(name="vectors", kind="spacy", model="builtin:md"),
+    ]
+    groups = [[s.name for s in g] for g in encoder_groups(specs)]
+    assert groups == [["m_cls", "m_mean"], ["other_cls"], ["m_model"], ["m_mean_short"], ["m_mean_again"], ["vectors"]]
+
+
+@pytest.mark.timeout(600)
+def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs(ray_session, tmp_path, monkeypatch):
+    import checkray.actors.pool
+    from checkray.actors.costello.embedders import EmbedderSpec, embed_all
+
+    model = _tiny(tmp_path)
+    specs = [
+        EmbedderSpec(name="mean", model=str(model), pooling="mean"),
+        EmbedderSpec(name="cls", model=str(model), pooling="cls"),
+    ]
+    alone = {s.name: embed_all(WORDS, [s])[s.name] for s in specs}
+    assert not np.allclose(alone["mean"], alone["cls"])  # two poolings, two spaces
+    started = []
+    real = checkray.actors.pool.map_with_actors
+    monkeypatch.setattr(
+        checkray.actors.pool, "map_with_actors", lambda *a, **kw: started.append(a[2]["poolings"]) or real(*a, **kw)
+    )
+    together = embed_all(WORDS, specs)
+    assert started == [["cls", "mean"]]  # one actor, one forward pass for both
+    for name in ("mean", "cls"):
+        assert together[name].shape == (len(WORDS), 32)
+        assert np.allclose(together[name], alone[name], atol=1e-6)
