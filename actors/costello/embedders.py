@@ -232,9 +232,7 @@ def embed_all(
         unsorted[order] = vectors
         row = {t: i for i, t in enumerate(missing)}
         parts = np.split(unsorted, len(group), axis=1)  # a multi-mode Pooling: side by side
-        return {
-            spec.name: part[[row[t] for t in found[spec.name].todo_texts]] for spec, part in zip(group, parts)
-        }
+        return {spec.name: part[[row[t] for t in found[spec.name].todo_texts]] for spec, part in zip(group, parts)}
 
     computed: dict[str, np.ndarray] = {}
     if not parallel or len(todo) <= 1:

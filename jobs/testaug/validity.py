@@ -34,7 +34,9 @@ def train_command(
         help="finetune (default: the paper's fine-tuned encoder, minutes on CPU, the accurate one) "
         "or embedding_lr (seconds, less accurate): docs/testaug.md.",
     ),
-    encoder: Optional[str] = typer.Option(None, "--encoder", help="Encoder: builtin:mpnet (finetune's default), builtin:minilm (embedding_lr's), a path."),
+    encoder: Optional[str] = typer.Option(
+        None, "--encoder", help="Encoder: builtin:mpnet (finetune's default), builtin:minilm (embedding_lr's), a path."
+    ),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config with a 'validity' section."),
 ):
     """Train a validity classifier on annotated generated cases."""
