@@ -186,8 +186,8 @@ def bench_fanout(texts, specs) -> None:
         "costello_fanout",
         [
             ("texts x models", f"{len(texts)} x {len(specs)} ({', '.join(s.name for s in specs)})"),
-            ("parallel (one actor per model)", f"{par_seconds:.1f}s"),
-            ("sequential (one model after another)", f"{seq_seconds:.1f}s"),
+            ("parallel (transformer encoders side by side, then spaCy)", f"{par_seconds:.1f}s"),
+            ("sequential (one encoder after another)", f"{seq_seconds:.1f}s"),
             ("same embeddings", str(same)),
         ],
         ratio,

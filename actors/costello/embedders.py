@@ -11,8 +11,9 @@ An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
 * ``kind: spacy``: a spaCy pipeline's word vectors averaged (``builtin:md``).
 
 ``embed_all`` maps the texts through one ``checkray.actors.pool.map_with_actors`` pool of size 1 per
-encoder, the pools started concurrently from driver threads: the models embed at the same
-time, each actor holding a share of the CPUs (or of a GPU when Ray reports one). Pooling
+encoder, the transformer encoders' pools started concurrently from driver threads: they
+embed at the same time, each actor holding a share of the CPUs (or of a GPU when Ray
+reports one); spaCy's static vectors, a tokenizer pass, follow with the whole share. Pooling
 variants of one encoder (``mean`` and ``cls`` of the same model and max length) share one
 actor and one forward pass: a ``Pooling`` layer of both modes gives their vectors side by
 side, which ``embed_all`` splits (``encoder_groups``). With a
@@ -189,9 +190,10 @@ def embed_all(
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` with every model; returns name -> (len(texts), dim) float32.
 
-    Parallel: one actor per encoder (``encoder_groups``) at once, the CPUs left after Ray Data's reserve split
-    between them (torch threads set to match). Sequential (``parallel=False``, for the
-    bench): one model after another, each actor with the whole share. ``cache``: each
+    Parallel: one actor per transformer encoder (``encoder_groups``) at once, the CPUs left
+    after Ray Data's reserve split between them (torch threads set to match); spaCy vectors
+    after them. Sequential (``parallel=False``, for the bench): one encoder after another,
+    each actor with the whole share. ``cache``: each
     model embeds only the texts the cache lacks for it (each distinct text once) and stores
     them; the CPUs are shared among the models that have something to embed.
     ``stats``: filled with name -> texts embedded.
@@ -234,14 +236,18 @@ def embed_all(
         parts = np.split(unsorted, len(group), axis=1)  # a multi-mode Pooling: side by side
         return {spec.name: part[[row[t] for t in found[spec.name].todo_texts]] for spec, part in zip(group, parts)}
 
+    # Only transformer passes run side by side, sharing the CPUs: static word vectors cost a
+    # tokenizer pass, and an actor of theirs holding half the CPUs would leave that half idle
+    # while a transformer runs on the other (measured: bench_costello's fan-out).
+    encoders = [g for g in todo if g[0].kind != "spacy"] if parallel else []
     computed: dict[str, np.ndarray] = {}
-    if not parallel or len(todo) <= 1:
-        for group in todo:
-            computed.update(run(group, 1))
-    else:
-        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
-            for future in [pool.submit(run, group, len(todo)) for group in todo]:
+    if len(encoders) > 1:
+        with ThreadPoolExecutor(max_workers=len(encoders)) as pool:
+            for future in [pool.submit(run, group, len(encoders)) for group in encoders]:
                 computed.update(future.result())
+    for group in todo:
+        if group[0].name not in computed:
+            computed.update(run(group, 1))
     return {
         spec.name: fill_embeddings(cache, identities[spec.name], found[spec.name], computed.get(spec.name))
         for spec in specs

@@ -185,3 +185,30 @@ def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs
     for name in ("mean", "cls"):
         assert together[name].shape == (len(WORDS), 32)
         assert np.allclose(together[name], alone[name], atol=1e-6)
+
+
+@pytest.mark.timeout(600)
+def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(ray_session, tmp_path, monkeypatch):
+    import ray
+
+    import checkray.actors.pool
+    from checkray.actors.costello.embedders import EmbedderSpec, embed_all
+
+    model = _tiny(tmp_path)
+    specs = [
+        EmbedderSpec(name="vectors", kind="spacy", model="builtin:md"),
+        EmbedderSpec(name="mean", model=str(model), pooling="mean"),
+        EmbedderSpec(name="short", model=str(model), pooling="mean", max_length=16),
+    ]
+    started = []
+    real = checkray.actors.pool.map_with_actors
+    monkeypatch.setattr(
+        checkray.actors.pool,
+        "map_with_actors",
+        lambda *a, **kw: started.append((a[2]["spec"]["name"], a[2]["threads"])) or real(*a, **kw),
+    )
+    out = embed_all(WORDS, specs)
+    cpus = int(ray.cluster_resources()["CPU"])
+    assert sorted(started[:2]) == [("mean", max(1, cpus // 2)), ("short", max(1, cpus // 2))]
+    assert started[2] == ("vectors", cpus)  # after the transformers, every thread
+    assert out["vectors"].shape == (len(WORDS), 300) and out["mean"].shape == (len(WORDS), 32)
