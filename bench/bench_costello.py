@@ -170,17 +170,27 @@ def bench_scoring(triples, spec) -> None:
     )
 
 
+def _time_both(texts, specs, engine, baseline) -> tuple[tuple[float, float], bool]:
+    """Seconds of two ways to embed ``texts`` with ``specs`` (Ray Data warmed first; both
+    pay their model loads) and whether they gave the same vectors."""
+    from checkray.actors.costello.embedders import embed_all
+
+    embed_all(texts[:8], specs[:1])
+    seconds, vectors = [], []
+    for run in (engine, baseline):
+        start = time.perf_counter()
+        vectors.append(run())
+        seconds.append(time.perf_counter() - start)
+    same = all(np.allclose(vectors[0][s.name], vectors[1][s.name], atol=1e-4) for s in specs)
+    return (seconds[0], seconds[1]), same
+
+
 def bench_fanout(texts, specs) -> None:
     from checkray.actors.costello.embedders import embed_all
 
-    embed_all(texts[:8], specs[:1])  # warm Ray Data once; both sides pay their model loads
-    start = time.perf_counter()
-    par = embed_all(texts, specs, parallel=True)
-    par_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    seq = embed_all(texts, specs, parallel=False)
-    seq_seconds = time.perf_counter() - start
-    same = all(np.allclose(par[s.name], seq[s.name], atol=1e-4) for s in specs)
+    (par_seconds, seq_seconds), same = _time_both(
+        texts, specs, lambda: embed_all(texts, specs, parallel=True), lambda: embed_all(texts, specs, parallel=False)
+    )
     ratio = seq_seconds / par_seconds
     report(
         "costello_fanout",
@@ -200,14 +210,9 @@ def bench_fanout(texts, specs) -> None:
 def bench_shared_pass(texts, specs) -> None:
     from checkray.actors.costello.embedders import embed_all
 
-    embed_all(texts[:8], specs[:1])  # warm Ray Data once; both sides pay their model loads
-    start = time.perf_counter()
-    shared = embed_all(texts, specs)
-    shared_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    apart = {s.name: embed_all(texts, [s])[s.name] for s in specs}
-    apart_seconds = time.perf_counter() - start
-    same = all(np.allclose(shared[s.name], apart[s.name], atol=1e-4) for s in specs)
+    (shared_seconds, apart_seconds), same = _time_both(
+        texts, specs, lambda: embed_all(texts, specs), lambda: {s.name: embed_all(texts, [s])[s.name] for s in specs}
+    )
     ratio = apart_seconds / shared_seconds
     report(
         "costello_shared_pass",

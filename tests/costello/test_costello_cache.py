@@ -26,6 +26,18 @@ def _tiny(tmp_path: Path, extra: list[str] = ()) -> Path:
     return build_tiny_bert(tmp_path / "bert", WORDS + list(extra) + ["he is she great fine poor dull"])
 
 
+def _record_actor_starts(monkeypatch) -> list[dict]:
+    """The keyword arguments of each actor pool ``map_with_actors`` starts from now on."""
+    import checkray.actors.pool
+
+    started: list[dict] = []
+    real = checkray.actors.pool.map_with_actors
+    monkeypatch.setattr(
+        checkray.actors.pool, "map_with_actors", lambda *a, **kw: started.append(a[2]) or real(*a, **kw)
+    )
+    return started
+
+
 def _cache_rows(cache_dir: Path) -> int:
     cache = ContentCache(str(cache_dir))
     return sum(pq.read_metadata(s.path).num_rows for s in cache.shards() if s.kind == "embeddings")
@@ -165,7 +177,6 @@ def test_pooling_variants_of_one_encoder_share_a_group():
 
 @pytest.mark.timeout(600)
 def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs(ray_session, tmp_path, monkeypatch):
-    import checkray.actors.pool
     from checkray.actors.costello.embedders import EmbedderSpec, embed_all
 
     model = _tiny(tmp_path)
@@ -175,13 +186,9 @@ def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs
     ]
     alone = {s.name: embed_all(WORDS, [s])[s.name] for s in specs}
     assert not np.allclose(alone["mean"], alone["cls"])  # two poolings, two spaces
-    started = []
-    real = checkray.actors.pool.map_with_actors
-    monkeypatch.setattr(
-        checkray.actors.pool, "map_with_actors", lambda *a, **kw: started.append(a[2]["poolings"]) or real(*a, **kw)
-    )
+    started = _record_actor_starts(monkeypatch)
     together = embed_all(WORDS, specs)
-    assert started == [["cls", "mean"]]  # one actor, one forward pass for both
+    assert [s["poolings"] for s in started] == [["cls", "mean"]]  # one actor, one forward pass for both
     for name in ("mean", "cls"):
         assert together[name].shape == (len(WORDS), 32)
         assert np.allclose(together[name], alone[name], atol=1e-6)
@@ -191,7 +198,6 @@ def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs
 def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(ray_session, tmp_path, monkeypatch):
     import ray
 
-    import checkray.actors.pool
     from checkray.actors.costello.embedders import EmbedderSpec, embed_all
 
     model = _tiny(tmp_path)
@@ -200,14 +206,9 @@ def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(r
         EmbedderSpec(name="mean", model=str(model), pooling="mean"),
         EmbedderSpec(name="short", model=str(model), pooling="mean", max_length=16),
     ]
-    started = []
-    real = checkray.actors.pool.map_with_actors
-    monkeypatch.setattr(
-        checkray.actors.pool,
-        "map_with_actors",
-        lambda *a, **kw: started.append((a[2]["spec"]["name"], a[2]["threads"])) or real(*a, **kw),
-    )
+    starts = _record_actor_starts(monkeypatch)
     out = embed_all(WORDS, specs)
+    started = [(s["spec"]["name"], s["threads"]) for s in starts]
     cpus = int(ray.cluster_resources()["CPU"])
     assert sorted(started[:2]) == [("mean", max(1, cpus // 2)), ("short", max(1, cpus // 2))]
     assert started[2] == ("vectors", cpus)  # after the transformers, every thread
