@@ -13,6 +13,7 @@
    Tomatoes sentences, serial vs Ray tasks. Ratio: serial seconds / Ray seconds.
 
    Variants (``--variants``): BACKEND:ENCODER[:cal][:unweighted][:ensN], e.g. ``finetune:mpnet:cal``
+   (ENCODER: a ``builtin:`` alias, or a path with a ``/``: a local encoder directory)
    (mpnet fine-tuned end to end, threshold calibrated on 20 % of the training part),
    ``finetune:mpnet:ens3`` (three fine-tunes, seeds 42-44, P(valid) averaged),
    ``embedding_lr:minilm`` (frozen MiniLM embeddings + a class-balanced logistic head),
@@ -64,6 +65,9 @@ def main() -> None:
     parser.add_argument("--spec-labels", default="0=negative,1=neutral,2=positive", help="the spec's label names")
     parser.add_argument("--bleu-n", type=int, default=8530, help="Rotten Tomatoes sentences for throughput")
     parser.add_argument("--only", choices=("validity", "bleu"), default=None, help="run one of the two parts")
+    parser.add_argument(
+        "--save-probs", type=Path, default=None, help="write each variant's held-out P(valid) and gold here (JSON)"
+    )
     parser.add_argument("--quick", action="store_true", help="embedding_lr only, 2,000 sentences for Self-BLEU")
     args = parser.parse_args()
     setup_env()
@@ -80,7 +84,8 @@ def validity_part(args, rows) -> None:
     import numpy as np
     from sklearn.model_selection import train_test_split
 
-    from checkray.actors.testaug.validity import score_validity, train_validity
+    from checkray.actors.testaug.validity import annotation_inputs, score_validity, train_validity
+    from checkray.engine.testaug.validity import repeated_annotations
     from checkray.engine.training import FineTuneConfig
 
     gold = [r["validity"] for r in rows]
@@ -97,6 +102,7 @@ def validity_part(args, rows) -> None:
         ),
         ("majority class (held out)", f"{majority:.3f}"),
         ("paper (roberta-base, Table 11)", f"{PAPER_ACCURACY}"),
+        ("annotators' agreement", repeated_annotations(rows).describe()),
     ]
     best = 0.0
     results = {}
@@ -120,7 +126,7 @@ def validity_part(args, rows) -> None:
             clf = train_validity(
                 train,
                 backend,
-                f"builtin:{encoder}",
+                encoder if "/" in encoder else f"builtin:{encoder}",  # a path: a local encoder directory
                 seed=42,
                 finetune=ft,
                 class_weight="none" if "unweighted" in flags else "balanced",
@@ -128,6 +134,8 @@ def validity_part(args, rows) -> None:
                 ensemble=next((int(f[3:]) for f in flags if f.startswith("ens")), 1),
             )
             scores = {**score_validity(clf, test), "threshold": clf.threshold}
+            if args.save_probs:
+                save_probs(args.save_probs, variant, args.split_seed, clf.predict_proba(annotation_inputs(test)), test)
             low, high = scores["accuracy_ci95"]
             detail = f"95 % {low:.3f}-{high:.3f}, threshold {clf.threshold:.3f}"
         seconds = time.perf_counter() - start
@@ -152,6 +160,21 @@ def validity_part(args, rows) -> None:
         best >= PAPER_ACCURACY,
         {"results": results},
     )
+
+
+def save_probs(out: Path, variant: str, split_seed: int, probs, test: list[dict]) -> None:
+    """One JSON file per variant and split: held-out texts, gold and P(valid), so variants
+    can be combined (averaged) afterwards without training again."""
+    out.mkdir(parents=True, exist_ok=True)
+    name = variant.replace("/", "_").replace(":", "-")
+    record = {
+        "variant": variant,
+        "split_seed": split_seed,
+        "text": [r["text"] for r in test],
+        "gold": [int(r["validity"]) for r in test],
+        "p_valid": [round(float(p), 6) for p in probs],
+    }
+    (out / f"{name}.split{split_seed}.json").write_text(json.dumps(record))
 
 
 def description_examples(spec: Path, labels: str, n: int) -> dict[str, list[str]]:

@@ -108,6 +108,41 @@ def read_annotations(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
+@dataclass(frozen=True)
+class RepeatedAnnotations:
+    """Cases (text and pair, compared after folding case and spaces) annotated more than once."""
+
+    texts: int  # distinct cases annotated more than once
+    rows: int  # the rows they take up
+    conflicting: tuple[str, ...]  # those annotated both valid and invalid
+
+    def describe(self) -> str:
+        return (
+            f"{self.texts} text{'' if self.texts == 1 else 's'} annotated more than once ({self.rows} rows), "
+            f"{len(self.conflicting)} of them both valid and invalid"
+        )
+
+
+def repeated_annotations(rows: list[dict[str, Any]]) -> RepeatedAnnotations:
+    """Where annotators disagree with each other on the very same case: such cases bound the
+    accuracy any classifier can reach, and a user should know how many there are (TestAug's
+    sentiment file: 14 repeated texts, 11 of them labelled both ways; docs/testaug.md)."""
+    seen: dict[str, set[int]] = {}
+    count: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for r in rows:
+        key = " ".join(classifier_input(r["text"], r.get("text_pair")).split()).lower()
+        seen.setdefault(key, set()).add(int(r["validity"]))
+        count[key] = count.get(key, 0) + 1
+        first.setdefault(key, r["text"])
+    repeated = [k for k, n in count.items() if n > 1]
+    return RepeatedAnnotations(
+        texts=len(repeated),
+        rows=sum(count[k] for k in repeated),
+        conflicting=tuple(first[k] for k in repeated if len(seen[k]) > 1),
+    )
+
+
 def classifier_input(text: str, text_pair: str | None = None) -> str:
     """What a validity classifier reads: the text, and for pairs both texts."""
     return text if not text_pair else f"{text} [SEP] {text_pair}"

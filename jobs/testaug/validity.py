@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from checkray.engine.testaug.validity import read_annotations
+from checkray.engine.testaug.validity import read_annotations, repeated_annotations
 from checkray.jobs.config import load_config
 from checkray.jobs.console import console, step_progress
 from checkray.jobs.testaug.config import ValidityConfig
@@ -45,11 +45,22 @@ def train_command(
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
     v = cfg.section(ValidityConfig)
     rows = read_annotations(annotations)
+    repeated = repeated_annotations(rows)
+    if repeated.conflicting:  # kept as given: which annotator is right is not ours to decide
+        console.print(
+            f"note: {repeated.describe()}, kept as annotated (e.g. {repeated.conflicting[0]!r}); "
+            "no classifier can be right on both"
+        )
     with step_progress("validity fine-tune") as on_step:  # minutes on CPU; embedding_lr reports nothing
         clf = train_validity(
             rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate, v.ensemble, on_step
         )
     clf.meta["annotations"] = str(annotations)
+    clf.meta["repeated_annotations"] = {
+        "texts": repeated.texts,
+        "rows": repeated.rows,
+        "conflicting": len(repeated.conflicting),
+    }
     clf.meta["train_scores"] = score_validity(clf, rows)
     clf.save(out)
     s = clf.meta["train_scores"]

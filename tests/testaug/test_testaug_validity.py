@@ -9,7 +9,7 @@ import pytest
 
 from checkray.actors.testaug.validity import ValidityClassifier, score_validity, train_validity
 from checkray.engine.errors import InputError
-from checkray.engine.testaug.validity import read_annotations
+from checkray.engine.testaug.validity import read_annotations, repeated_annotations
 from checkray.engine.training import FineTuneConfig
 
 VALID = [
@@ -79,6 +79,37 @@ def test_validity_train_and_score_cli(tmp_path, annotations, capsys):
     assert f"accuracy {line['accuracy']:.4f} on 4 cases" in stdout
     low, high = line["accuracy_ci95"]
     assert f"95 % interval {low:.3f}-{high:.3f}" in stdout and low < 0.75  # 4 cases say little
+
+
+def test_repeated_annotations_count_cases_labelled_both_ways():
+    rows = [
+        {"text": "I don't love the crew.", "validity": 1},
+        {"text": "I  don't love the CREW.", "validity": 0},  # the same case: case and spaces folded
+        {"text": "I don't love the crew.", "validity": 1},
+        {"text": "No one likes it.", "validity": 1},
+        {"text": "No one likes it.", "validity": 1},  # repeated, agreeing
+        {"text": "No one likes it.", "text_pair": "Nobody does.", "validity": 0},  # a pair is another case
+        {"text": "What a plane!", "validity": 0},
+    ]
+    repeated = repeated_annotations(rows)
+    assert (repeated.texts, repeated.rows) == (2, 5)
+    assert repeated.conflicting == ("I don't love the crew.",)
+    assert repeated.describe() == "2 texts annotated more than once (5 rows), 1 of them both valid and invalid"
+
+
+@pytest.mark.timeout(180)
+def test_validity_train_names_cases_annotated_both_ways_and_keeps_them(tmp_path, capsys):
+    rows = [{"text": t, "validity": 1} for t in VALID] + [{"text": t, "validity": 0} for t in INVALID]
+    rows.append({"text": VALID[0], "validity": 0})  # a second annotator disagrees
+    ann = _write(tmp_path / "ann.jsonl", rows)
+    out = tmp_path / "clf"
+    args = ("validity", "train", "--annotations", str(ann), "--out", str(out), "--backend", "embedding_lr")
+    code, stdout, stderr = _cli(capsys, *args)
+    assert code == 0, stderr
+    assert "note: 1 text annotated more than once (2 rows), 1 of them both valid and invalid" in stderr
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["n_train"] == 15  # kept as annotated
+    assert meta["repeated_annotations"] == {"texts": 1, "rows": 2, "conflicting": 1}
 
 
 def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
