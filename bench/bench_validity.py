@@ -135,7 +135,13 @@ def validity_part(args, rows) -> None:
             )
             scores = {**score_validity(clf, test), "threshold": clf.threshold}
             if args.save_probs:
-                save_probs(args.save_probs, variant, args.split_seed, clf.predict_proba(annotation_inputs(test)), test)
+                save_probs(
+                    args.save_probs,
+                    variant,
+                    args.split_seed,
+                    clf.predict_proba(annotation_inputs(test, clf.reads_description)),
+                    test,
+                )
             low, high = scores["accuracy_ci95"]
             detail = f"95 % {low:.3f}-{high:.3f}, threshold {clf.threshold:.3f}"
         seconds = time.perf_counter() - start

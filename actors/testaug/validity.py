@@ -184,6 +184,11 @@ class ValidityClassifier:
         found = self.meta.get("descriptions")
         return list(found) if found else None
 
+    @property
+    def reads_description(self) -> bool:
+        """Whether its inputs lead with the case's description (trained on several)."""
+        return bool(self.meta.get("reads_description"))
+
     def covers(self, description: str) -> bool:
         """Whether it may judge cases of ``description``: validity is relative to a
         description (TestAug trains one classifier per description), so a classifier
@@ -291,8 +296,11 @@ def annotated_descriptions(rows: Sequence[dict]) -> list[str]:
     return sorted({" ".join(str(r["description"]).split()) for r in rows if r.get("description")})
 
 
-def annotation_inputs(rows: Sequence[dict]) -> list[str]:
-    return [classifier_input(r["text"], r.get("text_pair")) for r in rows]
+def annotation_inputs(rows: Sequence[dict], with_description: bool = False) -> list[str]:
+    return [
+        classifier_input(r["text"], r.get("text_pair"), r.get("description") if with_description else None)
+        for r in rows
+    ]
 
 
 def train_validity(
@@ -316,8 +324,19 @@ def train_validity(
         ensemble=ensemble,
         **({"finetune": finetune} if finetune else {}),
     )
-    clf.meta["descriptions"] = annotated_descriptions(rows)
-    return clf.fit(annotation_inputs(rows), [r["validity"] for r in rows], seed, on_step)
+    descriptions = annotated_descriptions(rows)
+    clf.meta["descriptions"] = descriptions
+    # One description (TestAug's case: a classifier per description) needs only the text;
+    # several are told apart by leading each input with its description.
+    clf.meta["reads_description"] = len(descriptions) > 1
+    if clf.reads_description:
+        unnamed = sum(1 for r in rows if not r.get("description"))
+        if unnamed:
+            raise InputError(
+                f"annotations name {len(descriptions)} descriptions but {unnamed} rows name none: "
+                "with several descriptions every row needs its 'description'"
+            )
+    return clf.fit(annotation_inputs(rows, clf.reads_description), [r["validity"] for r in rows], seed, on_step)
 
 
 def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, Any]:
@@ -327,7 +346,7 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, A
     from sklearn.metrics import accuracy_score, f1_score
 
     gold = np.array([r["validity"] for r in rows], dtype=int)
-    pred = clf.predict(annotation_inputs(rows)).astype(int)
+    pred = clf.predict(annotation_inputs(rows, clf.reads_description)).astype(int)
     interval = binomtest(int((pred == gold).sum()), len(gold)).proportion_ci(method="wilson")
     return {
         "n": len(gold),

@@ -143,9 +143,12 @@ def repeated_annotations(rows: list[dict[str, Any]]) -> RepeatedAnnotations:
     )
 
 
-def classifier_input(text: str, text_pair: str | None = None) -> str:
-    """What a validity classifier reads: the text, and for pairs both texts."""
-    return text if not text_pair else f"{text} [SEP] {text_pair}"
+def classifier_input(text: str, text_pair: str | None = None, description: str | None = None) -> str:
+    """What a validity classifier reads: the text, and for pairs both texts; led by the
+    description the case is judged against when one classifier judges several (validity is
+    relative to a description: the same sentence can be valid for one and not another)."""
+    case = text if not text_pair else f"{text} [SEP] {text_pair}"
+    return f"{' '.join(description.split())} [SEP] {case}" if description else case
 
 
 _VALID = re.compile(r"\b(invalid|not valid|valid|yes|no)\b", re.IGNORECASE)

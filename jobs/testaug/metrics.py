@@ -79,7 +79,13 @@ class CaseJudges:
         from checkray.actors.testaug.validity import case_text
 
         to_judge = [i for i, c in enumerate(cases) if c["key"] in self.judged]
-        inputs = [classifier_input(cases[i]["text"], cases[i]["text_pair"]) for i in to_judge]
+        reads = self.clf is not None and self.clf.reads_description
+        inputs = [
+            classifier_input(
+                cases[i]["text"], cases[i]["text_pair"], self.desc_of[cases[i]["key"]].description if reads else None
+            )
+            for i in to_judge
+        ]
         prob_of = dict(zip(to_judge, (float(p) for p in self.clf.predict_proba(inputs)))) if inputs else {}
         for i, c in enumerate(cases):
             d = self.desc_of[c["key"]]

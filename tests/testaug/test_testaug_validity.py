@@ -179,6 +179,65 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
     assert low < scores["accuracy"] <= high and high - low > 0.1  # 14 cases: a wide interval
 
 
+NEGATED = "A negative sentence with a negated positive word."
+PRAISE = "A positive sentence that praises something."
+
+
+@pytest.mark.timeout(180)
+def test_one_classifier_for_several_descriptions_reads_each_cases_description(tmp_path):
+    """The same sentences, valid for one description and invalid for the other: text alone
+    cannot tell (at most half right); led by the description, a fine-tune learns both."""
+    from tests.fakes.tiny_hf import build_tiny_bert
+
+    rows = [{"text": t, "validity": 1, "description": NEGATED} for t in VALID]
+    rows += [{"text": t, "validity": 0, "description": NEGATED} for t in INVALID]
+    rows += [{"text": t, "validity": 0, "description": PRAISE} for t in VALID]
+    rows += [{"text": t, "validity": 1, "description": PRAISE} for t in INVALID]
+    base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID + [NEGATED, PRAISE])
+    ft = FineTuneConfig(train_size=None, epochs=30, max_length=32, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
+    clf = train_validity(rows, "finetune", str(base), seed=0, finetune=ft, class_weight="none")
+    assert clf.reads_description and clf.descriptions == [NEGATED, PRAISE]
+    clf.save(str(tmp_path / "clf"))
+    again = ValidityClassifier.load(str(tmp_path / "clf"))
+    assert again.reads_description
+    assert score_validity(again, rows)["accuracy"] >= 0.8
+
+    unnamed = [*rows, {"text": "No one enjoys it.", "validity": 1, "description": None}]
+    with pytest.raises(InputError, match="annotations name 2 descriptions but 1 rows name none"):
+        train_validity(unnamed, "finetune", str(base), seed=0, finetune=ft)
+
+
+def test_the_job_leads_cases_with_their_description_for_such_a_classifier(monkeypatch):
+    from checkray.engine.testaug.prompt import Description
+    from checkray.jobs.testaug.config import TestAugConfig
+    from checkray.jobs.testaug.metrics import CaseJudges
+
+    seen = []
+
+    class Reader(ValidityClassifier):
+        def predict_proba(self, texts):
+            seen.extend(texts)
+            return [0.9] * len(texts)
+
+    for reads in (True, False):
+        meta = {"descriptions": [NEGATED, PRAISE], "reads_description": reads}
+        monkeypatch.setattr(ValidityClassifier, "load", classmethod(lambda cls, d, m=meta: Reader("finetune", meta=m)))
+        descs = [Description(k, "cap", d, "negative", False, []) for k, d in (("d01", NEGATED), ("d02", PRAISE))]
+        judges = CaseJudges(TestAugConfig(validity="clf"), descs)
+        seen.clear()
+        judges.annotate([{"key": "d02", "text": "What a crew!", "text_pair": None}])
+        assert seen == ([f"{PRAISE} [SEP] What a crew!"] if reads else ["What a crew!"])
+
+
+def test_a_classifier_of_one_description_reads_the_text_alone():
+    from checkray.engine.testaug.validity import classifier_input
+
+    assert classifier_input("I don't love it.") == "I don't love it."
+    assert classifier_input("a", "b") == "a [SEP] b"
+    assert classifier_input("a", "b", " A  pair\ndescription ") == "A pair description [SEP] a [SEP] b"
+    assert not ValidityClassifier("embedding_lr", meta={"descriptions": [NEGATED]}).reads_description
+
+
 def test_a_classifier_covers_the_descriptions_of_its_annotations():
     scoped = ValidityClassifier("embedding_lr", meta={"descriptions": ["A negative sentence with  negation."]})
     assert scoped.covers("a negative sentence with negation.")  # spacing and case do not matter
