@@ -329,14 +329,18 @@ def train_validity(
     # One description (TestAug's case: a classifier per description) needs only the text;
     # several are told apart by leading each input with its description.
     clf.meta["reads_description"] = len(descriptions) > 1
-    if clf.reads_description:
-        unnamed = sum(1 for r in rows if not r.get("description"))
-        if unnamed:
-            raise InputError(
-                f"annotations name {len(descriptions)} descriptions but {unnamed} rows name none: "
-                "with several descriptions every row needs its 'description'"
-            )
+    _need_descriptions(clf, rows)
     return clf.fit(annotation_inputs(rows, clf.reads_description), [r["validity"] for r in rows], seed, on_step)
+
+
+def _need_descriptions(clf: ValidityClassifier, rows: Sequence[dict]) -> None:
+    """A classifier of several descriptions reads each case's: every row must name it."""
+    unnamed = sum(1 for r in rows if not r.get("description"))
+    if clf.reads_description and unnamed:
+        raise InputError(
+            f"the classifier judges {len(clf.descriptions or [])} descriptions but {unnamed} rows name none: "
+            "with several descriptions every row needs its 'description'"
+        )
 
 
 def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, Any]:
@@ -345,6 +349,7 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, A
     from scipy.stats import binomtest
     from sklearn.metrics import accuracy_score, f1_score
 
+    _need_descriptions(clf, rows)
     gold = np.array([r["validity"] for r in rows], dtype=int)
     pred = clf.predict(annotation_inputs(rows, clf.reads_description)).astype(int)
     interval = binomtest(int((pred == gold).sum()), len(gold)).proportion_ci(method="wilson")

@@ -203,8 +203,10 @@ def test_one_classifier_for_several_descriptions_reads_each_cases_description(tm
     assert score_validity(again, rows)["accuracy"] >= 0.8
 
     unnamed = [*rows, {"text": "No one enjoys it.", "validity": 1, "description": None}]
-    with pytest.raises(InputError, match="annotations name 2 descriptions but 1 rows name none"):
+    with pytest.raises(InputError, match="judges 2 descriptions but 1 rows name none"):
         train_validity(unnamed, "finetune", str(base), seed=0, finetune=ft)
+    with pytest.raises(InputError, match="judges 2 descriptions but 1 rows name none"):
+        score_validity(again, unnamed)
 
 
 def test_the_job_leads_cases_with_their_description_for_such_a_classifier(monkeypatch):
