@@ -110,7 +110,8 @@ def read_annotations(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class RepeatedAnnotations:
-    """Cases (text and pair, compared after folding case and spaces) annotated more than once."""
+    """Cases (description, text and pair, compared after folding case and spaces) annotated
+    more than once."""
 
     texts: int  # distinct cases annotated more than once
     rows: int  # the rows they take up
@@ -131,7 +132,8 @@ def repeated_annotations(rows: list[dict[str, Any]]) -> RepeatedAnnotations:
     count: dict[str, int] = {}
     first: dict[str, str] = {}
     for r in rows:
-        key = " ".join(classifier_input(r["text"], r.get("text_pair")).split()).lower()
+        # the description too: a sentence may be valid for one description and not another
+        key = " ".join(classifier_input(r["text"], r.get("text_pair"), r.get("description")).split()).lower()
         seen.setdefault(key, set()).add(int(r["validity"]))
         count[key] = count.get(key, 0) + 1
         first.setdefault(key, r["text"])

@@ -90,6 +90,7 @@ def test_repeated_annotations_count_cases_labelled_both_ways():
         {"text": "No one likes it.", "validity": 1},  # repeated, agreeing
         {"text": "No one likes it.", "text_pair": "Nobody does.", "validity": 0},  # a pair is another case
         {"text": "What a plane!", "validity": 0},
+        {"text": "What a plane!", "validity": 1, "description": "Praise."},  # judged against another description
     ]
     repeated = repeated_annotations(rows)
     assert (repeated.texts, repeated.rows) == (2, 5)
