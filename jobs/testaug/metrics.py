@@ -58,12 +58,16 @@ class CaseJudges:
         from checkray.actors.testaug.validity import ValidityClassifier
 
         self.t, self.desc_of = t, {d.key: d for d in descs}
-        self.people = {}
+        # People's verdicts by (description, text, pair): a sentence can be valid for one
+        # description and not another. Rows that name no description of this spec (or none
+        # at all) hold for any description ("" in the key).
+        self.people: dict[tuple[str, str, str], int] = {}
         if t.annotations:
-            self.people = {
-                (normalize(r["text"]), normalize(r["text_pair"] or "")): r["validity"]
-                for r in read_annotations(t.annotations)
-            }
+            ours = {normalize(d.description) for d in descs}
+            for r in read_annotations(t.annotations):
+                described = normalize(str(r["description"] or ""))
+                key = (described if described in ours else "", normalize(r["text"]), normalize(r["text_pair"] or ""))
+                self.people[key] = r["validity"]
         self.clf = ValidityClassifier.load(t.validity) if t.validity else None
         self.judged = {d.key for d in descs if self.clf is not None and self.clf.covers(d.description)}
         if self.clf is not None and not self.judged:
@@ -89,7 +93,8 @@ class CaseJudges:
         prob_of = dict(zip(to_judge, (float(p) for p in self.clf.predict_proba(inputs)))) if inputs else {}
         for i, c in enumerate(cases):
             d = self.desc_of[c["key"]]
-            c["valid_people"] = self.people.get((normalize(c["text"]), normalize(c["text_pair"] or "")))
+            case = (normalize(c["text"]), normalize(c["text_pair"] or ""))
+            c["valid_people"] = self.people.get((normalize(d.description), *case), self.people.get(("", *case)))
             c["valid_p"] = prob_of.get(i)
             c["valid_clf"] = None if c["valid_p"] is None else int(c["valid_p"] >= self.clf.threshold)
             c["valid_llm"] = None

@@ -232,6 +232,36 @@ def test_the_job_leads_cases_with_their_description_for_such_a_classifier(monkey
         assert seen == ([f"{PRAISE} [SEP] What a crew!"] if reads else ["What a crew!"])
 
 
+def test_the_job_matches_peoples_verdicts_by_description_and_text(tmp_path):
+    from checkray.engine.testaug.prompt import Description
+    from checkray.jobs.testaug.config import TestAugConfig
+    from checkray.jobs.testaug.metrics import CaseJudges
+
+    ann = _write(
+        tmp_path / "people.jsonl",
+        [
+            {"text": "What a crew!", "validity": 0, "description": NEGATED},
+            {"text": "What a crew!", "validity": 1, "description": PRAISE},
+            {"text": "I never liked it.", "validity": 1},  # no description: holds for any
+            {"text": "Nobody cares.", "validity": 0, "description": "Some description not in this spec."},
+        ],
+    )
+    descs = [Description(k, "cap", d, "negative", False, []) for k, d in (("d01", NEGATED), ("d02", PRAISE))]
+    judges = CaseJudges(TestAugConfig(annotations=str(ann), llm_labeler=False), descs)
+    cases = [
+        {"key": key, "text": text, "text_pair": None}
+        for key, text in (
+            ("d01", "What a crew!"),
+            ("d02", "what a  CREW"),
+            ("d02", "I never liked it."),
+            ("d01", "Nobody cares."),
+            ("d01", "Unseen."),
+        )
+    ]
+    judges.annotate(cases)
+    assert [c["valid_people"] for c in cases] == [0, 1, 1, 0, None]
+
+
 def test_a_classifier_of_one_description_reads_the_text_alone():
     from checkray.engine.testaug.validity import classifier_input
 
