@@ -133,15 +133,10 @@ def validity_part(args, rows) -> None:
                 calibrate="cal" in flags,
                 ensemble=next((int(f[3:]) for f in flags if f.startswith("ens")), 1),
             )
-            scores = {**score_validity(clf, test), "threshold": clf.threshold}
+            probs = clf.predict_proba(annotation_inputs(test, clf.reads_description))
+            scores = {**score_validity(clf, test, probs), "threshold": clf.threshold}
             if args.save_probs:
-                save_probs(
-                    args.save_probs,
-                    variant,
-                    args.split_seed,
-                    clf.predict_proba(annotation_inputs(test, clf.reads_description)),
-                    test,
-                )
+                save_probs(args.save_probs, variant, args.split_seed, probs, test)
             low, high = scores["accuracy_ci95"]
             detail = f"95 % {low:.3f}-{high:.3f}, threshold {clf.threshold:.3f}"
         seconds = time.perf_counter() - start

@@ -343,15 +343,18 @@ def _need_descriptions(clf: ValidityClassifier, rows: Sequence[dict]) -> None:
         )
 
 
-def score_validity(clf: ValidityClassifier, rows: Sequence[dict]) -> dict[str, Any]:
+def score_validity(clf: ValidityClassifier, rows: Sequence[dict], probs: np.ndarray | None = None) -> dict[str, Any]:
     """Accuracy (with its Wilson 95 % interval: on a few hundred cases an accuracy moves by
-    several points from split to split), F1 of the valid class and the valid share."""
+    several points from split to split), F1 of the valid class and the valid share.
+    ``probs``: the classifier's P(valid) on ``rows`` when the caller already has them."""
     from scipy.stats import binomtest
     from sklearn.metrics import accuracy_score, f1_score
 
     _need_descriptions(clf, rows)
     gold = np.array([r["validity"] for r in rows], dtype=int)
-    pred = clf.predict(annotation_inputs(rows, clf.reads_description)).astype(int)
+    if probs is None:
+        probs = clf.predict_proba(annotation_inputs(rows, clf.reads_description))
+    pred = (np.asarray(probs) >= clf.threshold).astype(int)
     interval = binomtest(int((pred == gold).sum()), len(gold)).proportion_ci(method="wilson")
     return {
         "n": len(gold),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from checkray.engine.errors import InputError
+from checkray.engine.schema import normalize_text
 
 ValidityBackend = Literal["embedding_lr", "finetune"]  # embeddings + logistic regression, or a fine-tuned encoder
 
@@ -110,8 +111,8 @@ def read_annotations(path: str | Path) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class RepeatedAnnotations:
-    """Cases (description, text and pair, compared after folding case and spaces) annotated
-    more than once."""
+    """Cases (description, text and pair, compared by ``normalize_text``, the key of every
+    generated suite) annotated more than once."""
 
     texts: int  # distinct cases annotated more than once
     rows: int  # the rows they take up
@@ -128,20 +129,18 @@ def repeated_annotations(rows: list[dict[str, Any]]) -> RepeatedAnnotations:
     """Where annotators disagree with each other on the very same case: such cases bound the
     accuracy any classifier can reach, and a user should know how many there are (TestAug's
     sentiment file: 14 repeated texts, 11 of them labelled both ways; docs/testaug.md)."""
-    seen: dict[str, set[int]] = {}
-    count: dict[str, int] = {}
-    first: dict[str, str] = {}
+    labels: dict[tuple[str, ...], list[int]] = {}
+    first: dict[tuple[str, ...], str] = {}
     for r in rows:
         # the description too: a sentence may be valid for one description and not another
-        key = " ".join(classifier_input(r["text"], r.get("text_pair"), r.get("description")).split()).lower()
-        seen.setdefault(key, set()).add(int(r["validity"]))
-        count[key] = count.get(key, 0) + 1
+        key = tuple(normalize_text(str(r.get(k) or "")) for k in ("description", "text", "text_pair"))
+        labels.setdefault(key, []).append(int(r["validity"]))
         first.setdefault(key, r["text"])
-    repeated = [k for k, n in count.items() if n > 1]
+    repeated = [k for k, got in labels.items() if len(got) > 1]
     return RepeatedAnnotations(
         texts=len(repeated),
-        rows=sum(count[k] for k in repeated),
-        conflicting=tuple(first[k] for k in repeated if len(seen[k]) > 1),
+        rows=sum(len(labels[k]) for k in repeated),
+        conflicting=tuple(first[k] for k in repeated if len(set(labels[k])) > 1),
     )
 
 
