@@ -26,12 +26,13 @@ log = logging.getLogger(__name__)
 DATA_TASK_RESERVE = 1.0
 
 
-def init_ray(cfg: RuntimeConfig | None = None) -> None:
-    """Join ``RAY_ADDRESS``/``cfg.address`` if given, else start a quiet local Ray."""
+def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
+    """Join ``RAY_ADDRESS``/``cfg.address`` if given, else start a quiet local Ray; return
+    the local Ray's temp dir (None when joining or already connected)."""
     import ray
 
     if ray.is_initialized():
-        return
+        return None
     cfg = cfg or RuntimeConfig()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray starts workers 15 nice levels below the driver: on a busy machine every actor then
@@ -52,7 +53,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         ray.init(address=address, log_to_driver=True, runtime_env=worker_env() or None)
         if cfg.request_gpus:
             scale_up_gpus(cfg.request_gpus, cfg.gpu_wait_s)
-        return
+        return None
     # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
     # a shared temp dir would make this join a cluster that no longer exists.
     temp_dir = tempfile.mkdtemp(prefix="cr", dir="/tmp")
@@ -67,8 +68,33 @@ def init_ray(cfg: RuntimeConfig | None = None) -> None:
         configure_logging=False,
         runtime_env=worker_env(),
     )
+    remove_at_exit(temp_dir)
     if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         log.warning("RAY_AUTH_MODE=%s: the local Ray accepts unauthenticated calls", os.environ["RAY_AUTH_MODE"])
+    return temp_dir
+
+
+# Set to keep a local Ray's session directory (its logs) after the process exits.
+KEEP_TEMP_ENV = "CHECKRAY_KEEP_RAY_TEMP"
+
+
+def remove_at_exit(temp_dir: str) -> None:
+    """Every local run's session directory (logs, sockets: ~6.5 MB) would otherwise stay in
+    /tmp for good, one per command. Registered after ``ray.init``, so it runs before Ray's
+    own exit hook: shut Ray down, then remove the directory."""
+    import atexit
+    import shutil
+
+    def _remove() -> None:
+        import ray
+
+        if os.environ.get(KEEP_TEMP_ENV):
+            log.info("kept the local Ray's directory %s (%s is set)", temp_dir, KEEP_TEMP_ENV)
+            return
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+    atexit.register(_remove)
 
 
 # Ray reads this switch when its modules are imported; it is what keeps a local Ray on

@@ -4,6 +4,7 @@ two sessions in one process hang), with a fresh short temp dir, and carry timeou
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pyarrow as pa
@@ -21,7 +22,14 @@ os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
 # The content cache of embeddings and predictions (engine/cache.py): never the user's
 # ~/.cache/checkray. Session fixtures use this one; every test gets its own (below), so
 # no test reads what another computed.
-os.environ["CHECKRAY_CACHE_URI"] = tempfile.mkdtemp(prefix="checkray-test-cache-")
+SESSION_CACHE = tempfile.mkdtemp(prefix="checkray-test-cache-")
+os.environ["CHECKRAY_CACHE_URI"] = SESSION_CACHE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_session_cache():
+    yield
+    shutil.rmtree(SESSION_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
