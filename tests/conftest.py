@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -24,12 +25,17 @@ os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
 # no test reads what another computed.
 SESSION_CACHE = tempfile.mkdtemp(prefix="checkray-test-cache-")
 os.environ["CHECKRAY_CACHE_URI"] = SESSION_CACHE
+# A command that fails keeps its log in the temp dir (its error line names it): the tests of
+# bad input make hundreds. The session removes the ones it made.
+_LOGS_BEFORE = set(Path(tempfile.gettempdir()).glob("checkray-*.log"))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _remove_session_cache():
+def _remove_session_leftovers():
     yield
     shutil.rmtree(SESSION_CACHE, ignore_errors=True)
+    for log in set(Path(tempfile.gettempdir()).glob("checkray-*.log")) - _LOGS_BEFORE:
+        log.unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True)
