@@ -74,18 +74,20 @@ def _read_csv(data: bytes, delim: str) -> pa.Table:
     )
 
 
-def _read_file(uri: str) -> pa.Table:
+def read_table_file(uri: str, kind: str = "corpus") -> pa.Table:
+    """A Parquet, CSV/TSV, JSON or JSON Lines file (local or on an object store) as a table;
+    every failure is one ``InputError`` line naming the file as a ``kind`` file."""
     fs, path = open_filesystem(uri)
     info = fs.get_file_info(path)
     if info.type.name == "NotFound":
-        raise InputError(f"{uri}: corpus file not found")
+        raise InputError(f"{uri}: {kind} file not found")
     if info.type.name == "Directory":
-        raise InputError(f"{uri}: is a directory, expected a corpus file")
+        raise InputError(f"{uri}: is a directory, expected a {kind} file")
     if info.size == 0:
-        raise InputError(f"{uri}: corpus file is empty")
+        raise InputError(f"{uri}: {kind} file is empty")
     suffix = Path(path).suffix.lower()
     if suffix not in (".parquet", ".pq", ".csv", ".tsv", ".json", ".jsonl", ".ndjson"):
-        raise InputError(f"{uri}: unsupported corpus format '{suffix}' (use .parquet, .csv, .tsv, .json or .jsonl)")
+        raise InputError(f"{uri}: unsupported {kind} format '{suffix}' (use .parquet, .csv, .tsv, .json or .jsonl)")
     try:
         if suffix in (".parquet", ".pq"):
             return pq.read_table(path, filesystem=fs)
@@ -102,7 +104,7 @@ def _read_file(uri: str) -> pa.Table:
         raise
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{uri}: unreadable corpus file: {first}") from None
+        raise InputError(f"{uri}: unreadable {kind} file: {first}") from None
 
 
 def _check_names(table: pa.Table, uri: str) -> None:
@@ -265,7 +267,7 @@ def _read_corpus(cfg: CorpusConfig) -> pa.Table:
         table = _builtin(uri.split(":", 1)[1])
         text_col, label_col, id_col = "text", "label" if cfg.label_column else None, "id"
     else:
-        table = _read_file(uri)
+        table = read_table_file(uri)
         _check_names(table, uri)
         text_col, label_col = cfg.text_column, cfg.label_column
         id_col = cfg.id_column or ("id" if "id" in table.column_names else None)

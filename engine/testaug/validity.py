@@ -69,17 +69,37 @@ def _as_validity(value: Any, where: str) -> int:
     raise InputError(f"{where}: 'validity' must be 0/1, true/false or valid/invalid, got {value!r}")
 
 
+# Annotations kept as tables by other tools (a spreadsheet's CSV, a dataframe's Parquet):
+# read through the corpus reader; JSON Lines (TestAug's format) line by line below, so an
+# error names its line.
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".json")
+
+
 def read_annotations(path: str | Path) -> list[dict[str, Any]]:
-    """Annotated cases from JSON Lines: ``text`` and ``validity`` required; ``text_pair``
-    and ``description`` optional (the format of TestAug's released annotation files)."""
+    """Annotated cases: ``text`` and ``validity`` required; ``text_pair`` and ``description``
+    optional. JSON Lines (the format of TestAug's released annotation files), or a CSV, TSV,
+    Parquet or JSON table with those columns."""
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: annotation file not found")
+    if p.suffix.lower() in TABLE_SUFFIXES:
+        from checkray.engine.corpus import read_table_file
+
+        table = read_table_file(str(p), kind="annotation")
+        records = [(f"{p}: row {number}", raw) for number, raw in enumerate(table.to_pylist(), 1)]
+    else:
+        records = list(_json_lines(p))
+    rows = [_annotation(raw, where) for where, raw in records]
+    if not rows:
+        raise InputError(f"{p}: annotation file has no rows")
+    return rows
+
+
+def _json_lines(p: Path):
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError:
         raise InputError(f"{p}: annotation file is not UTF-8 text") from None
-    rows = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -88,25 +108,25 @@ def read_annotations(path: str | Path) -> list[dict[str, Any]]:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{where}: bad JSON line: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(raw, dict):
-            raise InputError(f"{where}: an annotation is a JSON object, got {type(raw).__name__}")
-        for column in ("text", "validity"):
-            if column not in raw:
-                raise InputError(f"{where}: missing '{column}' column (have: {', '.join(sorted(raw)) or 'nothing'})")
-        if not isinstance(raw["text"], str) or not raw["text"].strip():
-            raise InputError(f"{where}: 'text' must be a non-empty string")
-        pair = raw.get("text_pair")
-        rows.append(
-            {
-                "text": raw["text"],
-                "text_pair": pair if isinstance(pair, str) else None,
-                "description": raw.get("description"),
-                "validity": _as_validity(raw["validity"], where),
-            }
-        )
-    if not rows:
-        raise InputError(f"{p}: annotation file has no rows")
-    return rows
+        yield where, raw
+
+
+def _annotation(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: an annotation is a JSON object, got {type(raw).__name__}")
+    for column in ("text", "validity"):
+        if column not in raw:
+            raise InputError(f"{where}: missing '{column}' column (have: {', '.join(sorted(raw)) or 'nothing'})")
+    if not isinstance(raw["text"], str) or not raw["text"].strip():
+        raise InputError(f"{where}: 'text' must be a non-empty string")
+    pair = raw.get("text_pair")
+    description = raw.get("description")
+    return {
+        "text": raw["text"],
+        "text_pair": pair if isinstance(pair, str) and pair else None,
+        "description": description if description not in ("", None) else None,
+        "validity": _as_validity(raw["validity"], where),
+    }
 
 
 @dataclass(frozen=True)

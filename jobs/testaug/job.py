@@ -269,7 +269,9 @@ def testaug_command(
     spec: Optional[str] = typer.Option(None, "--spec", "-s", help="Capability spec (template JSONL/YAML)."),
     out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory."),
     validity: Optional[str] = typer.Option(None, "--validity", help="Validity classifier directory."),
-    annotations: Optional[str] = typer.Option(None, "--annotations", help="People's validity annotations (JSONL)."),
+    annotations: Optional[str] = typer.Option(
+        None, "--annotations", help="People's validity annotations (JSONL, CSV, TSV or Parquet)."
+    ),
     models: Optional[str] = typer.Option(None, "--models", help="Model registry or zoo recipe to test."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Generator backend: auto, local, http, vllm."),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (testaug: and llm: sections)."),

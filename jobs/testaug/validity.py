@@ -26,7 +26,9 @@ app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args
 
 @app.command("train")
 def train_command(
-    annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
+    annotations: Path = typer.Option(
+        ..., "--annotations", "-a", help="JSONL, CSV, TSV or Parquet with 'text' and 'validity' (0/1, valid/invalid)."
+    ),
     out: str = typer.Option(..., "--out", "-o", help="Directory for the classifier."),
     backend: Optional[str] = typer.Option(
         None,
@@ -74,7 +76,9 @@ def train_command(
 @app.command("score")
 def score_command(
     model: str = typer.Option(..., "--model", "-m", help="Directory written by `checkray validity train`."),
-    annotations: Path = typer.Option(..., "--annotations", "-a", help="JSONL with 'text' and 'validity' (0/1)."),
+    annotations: Path = typer.Option(
+        ..., "--annotations", "-a", help="JSONL, CSV, TSV or Parquet with 'text' and 'validity' (0/1, valid/invalid)."
+    ),
 ):
     """Accuracy of a validity classifier on annotated cases."""
     from checkray.actors.testaug.validity import ValidityClassifier, score_validity

@@ -126,6 +126,35 @@ def test_annotations_without_validity_column_is_one_line(tmp_path, capsys):
         ValidityClassifier.load(str(tmp_path))
 
 
+def test_annotations_as_csv_or_parquet_read_as_their_json_lines(tmp_path, annotations):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    expected = read_annotations(annotations)
+    table = pa.Table.from_pylist(
+        [
+            {
+                "text": r["text"],
+                "validity": "valid" if r["validity"] else "invalid",
+                "description": r["description"] or "",  # a spreadsheet's empty cell names nothing
+                "text_pair": "",
+            }
+            for r in expected
+        ]
+    )
+    csv_path = tmp_path / "ann.csv"
+    csv_path.write_text(table.to_pandas().to_csv(index=False), encoding="utf-8")
+    pq.write_table(table.set_column(1, "validity", pa.array([r["validity"] for r in expected])), tmp_path / "a.parquet")
+    assert read_annotations(csv_path) == expected
+    assert read_annotations(tmp_path / "a.parquet") == expected
+    (tmp_path / "bad.tsv").write_text("text\tlabel\nNo one enjoys that flight.\t0\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.tsv: row 1: missing 'validity' column \(have: label, text\)"):
+        read_annotations(tmp_path / "bad.tsv")
+    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match=r"empty.csv: annotation file is empty"):
+        read_annotations(tmp_path / "empty.csv")
+
+
 def test_each_backend_defaults_to_the_encoder_it_scores_best_with():
     from checkray.jobs.config import load_config
     from checkray.jobs.testaug.config import ValidityConfig
