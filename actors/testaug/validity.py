@@ -200,6 +200,9 @@ class ValidityClassifier:
     def save(self, out: str) -> RunDir:
         run = RunDir(out)
         run.claim("validity")  # never into a directory that is not a classifier's
+        # A classifier saved over an older one: until the new metadata is written last, the
+        # directory reads as a save in progress, never as the old metadata over new weights.
+        run.write_text(METADATA, json.dumps({"saving": True}))
         if self.backend == "embedding_lr":
             data, signature = pickle_bytes(self._head)  # signed: loading it needs no --trust-code
             run.write_bytes("head.joblib", data)
@@ -224,6 +227,8 @@ class ValidityClassifier:
                 f"{d}: not a validity classifier directory (no {METADATA}); make one with `checkray validity train`"
             )
         meta = json.loads((d / METADATA).read_text(encoding="utf-8"))
+        if meta.get("saving"):
+            raise InputError(f"{d}: the classifier's save did not finish; train it again")
         backend, encoder = meta.pop("backend", None), meta.pop("encoder", "builtin:minilm")
         meta.pop("labels", None)
         clf = cls(backend, encoder, meta=meta, threshold=float(meta.get("threshold", 0.5)))

@@ -209,6 +209,31 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
     assert low < scores["accuracy"] <= high and high - low > 0.1  # 14 cases: a wide interval
 
 
+def test_a_save_cut_off_over_an_older_classifier_is_refused_not_mixed(tmp_path, annotations, monkeypatch):
+    from checkray.engine.rundir import RunDir
+
+    rows = read_annotations(annotations)
+    out = str(tmp_path / "clf")
+    train_validity(rows, "embedding_lr", "builtin:minilm", seed=0).save(out)
+    newer = train_validity(rows[:-1], "embedding_lr", "builtin:minilm", seed=1)
+
+    write = RunDir.write_bytes
+
+    def cut_off(self, rel, data):
+        if rel != "metadata.json":
+            raise KeyboardInterrupt  # the process stops while the weights are written
+        return write(self, rel, data)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunDir, "write_bytes", cut_off)
+        with pytest.raises(KeyboardInterrupt):
+            newer.save(out)
+    with pytest.raises(InputError, match="the classifier's save did not finish; train it again"):
+        ValidityClassifier.load(out)
+    newer.save(out)
+    assert ValidityClassifier.load(out).meta["n_train"] == len(rows) - 1
+
+
 NEGATED = "A negative sentence with a negated positive word."
 PRAISE = "A positive sentence that praises something."
 
