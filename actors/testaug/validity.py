@@ -169,8 +169,8 @@ class ValidityClassifier:
                         max_length=max_length,
                         padding=True,
                         return_tensors="pt",
-                    )
-                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].numpy())
+                    ).to(model.device)  # a fine-tune on a GPU leaves its model there
+                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
                 per_member.append(np.concatenate(out))
         return np.mean(per_member, axis=0)
 
@@ -336,6 +336,14 @@ def train_validity(
     clf.meta["reads_description"] = len(descriptions) > 1
     _need_descriptions(clf, rows)
     return clf.fit(annotation_inputs(rows, clf.reads_description), [r["validity"] for r in rows], seed, on_step)
+
+
+def train_validity_on_worker(rows: Sequence[dict], *args, **kwargs) -> ValidityClassifier:
+    """``train_validity`` as a Ray task body (a cluster's GPU): the classifier comes back
+    with its models on the CPU, so a driver without a GPU can unpickle, score and save it."""
+    clf = train_validity(rows, *args, **kwargs)
+    clf._members = [(model.to("cpu"), tokenizer) for model, tokenizer in clf._members]
+    return clf
 
 
 def _need_descriptions(clf: ValidityClassifier, rows: Sequence[dict]) -> None:
