@@ -56,7 +56,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
         return None
     # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
     # a shared temp dir would make this join a cluster that no longer exists.
-    temp_dir = tempfile.mkdtemp(prefix="cr", dir="/tmp")
+    temp_dir = tempfile.mkdtemp(prefix="cr", dir=os.environ.get(TEMP_ROOT_ENV, "/tmp"))
     keep_on_loopback(ray)
     ray.init(
         num_cpus=cfg.num_cpus,
@@ -76,6 +76,10 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
 
 # Set to keep a local Ray's session directory (its logs) after the process exits.
 KEEP_TEMP_ENV = "CHECKRAY_KEEP_RAY_TEMP"
+# Where local Rays make their directories (default /tmp: Ray's socket paths must stay under
+# 108 bytes). The tests point it at a directory of their own, which also collects those of
+# commands they kill, whose exit hooks never run.
+TEMP_ROOT_ENV = "CHECKRAY_RAY_TEMP_ROOT"
 
 
 def remove_at_exit(temp_dir: str) -> None:

@@ -25,6 +25,10 @@ os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
 # no test reads what another computed.
 SESSION_CACHE = tempfile.mkdtemp(prefix="checkray-test-cache-")
 os.environ["CHECKRAY_CACHE_URI"] = SESSION_CACHE
+# Every local Ray the tests start (theirs, and those of commands they kill) under one short
+# directory of the session's (engine/runtime.py: TEMP_ROOT_ENV).
+RAY_TEMP_ROOT = tempfile.mkdtemp(prefix="crt", dir="/tmp")
+os.environ["CHECKRAY_RAY_TEMP_ROOT"] = RAY_TEMP_ROOT
 # A command that fails keeps its log in the temp dir (its error line names it): the tests of
 # bad input make hundreds. The session removes the ones it made.
 _LOGS_BEFORE = set(Path(tempfile.gettempdir()).glob("checkray-*.log"))
@@ -34,6 +38,7 @@ _LOGS_BEFORE = set(Path(tempfile.gettempdir()).glob("checkray-*.log"))
 def _remove_session_leftovers():
     yield
     shutil.rmtree(SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(RAY_TEMP_ROOT, ignore_errors=True)  # the session's Ray is shut down by now
     for log in set(Path(tempfile.gettempdir()).glob("checkray-*.log")) - _LOGS_BEFORE:
         log.unlink(missing_ok=True)
 

@@ -104,9 +104,9 @@ def test_gpu_branch_schedules_gpu_actors_when_ray_reports_a_gpu(tmp_path):
     """ray.init(num_gpus=1) on a CPU machine fakes a GPU: the plan must use it, the
     embedding actor must be scheduled with num_gpus and still run (torch picks CPU)."""
     script = textwrap.dedent("""
-        import ray, ray.data, tempfile
+        import os, ray, ray.data, tempfile
         ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, object_store_memory=128*1024*1024,
-                 _temp_dir=tempfile.mkdtemp(prefix="crg", dir="/tmp"))
+                 _temp_dir=tempfile.mkdtemp(prefix="crg", dir=os.environ.get("CHECKRAY_RAY_TEMP_ROOT", "/tmp")))
         from checkray.engine.runtime import plan_actor_pool, cluster_resources, choose_device
         from checkray.actors.embedder import EmbeddingActor
         plan = plan_actor_pool(cluster_resources())
