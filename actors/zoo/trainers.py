@@ -75,12 +75,15 @@ def fine_tune(
     seed: int,
     threads: int | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    on_epoch: Callable[[int, Any], None] | None = None,
 ):
     """Fine-tune a transformer encoder with a fresh classification head.
 
     Plain PyTorch loop (AdamW, linear warm-up/decay) over ``texts`` for ``cfg.epochs``;
     returns (model, tokenizer, details) with the model in eval mode. ``on_step(done, total)``
-    is called after every optimizer step (a fine-tune on CPU runs for minutes: progress).
+    is called after every optimizer step (a fine-tune on CPU runs for minutes: progress);
+    ``on_epoch(epoch, model)`` after every whole epoch (1, 2, ...), the model in eval mode
+    for the call (snapshots; ``bench/validity_snapshots.py``).
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -132,6 +135,11 @@ def fine_tune(
             step += 1
             if on_step is not None:
                 on_step(step, total)
+        else:  # a whole epoch (not cut short by ``total``)
+            if on_epoch is not None:
+                model.eval()
+                on_epoch(step // steps_per_epoch, model)
+                model.train()
     model.eval()
     tail = max(1, len(losses) // 10)
     details = {

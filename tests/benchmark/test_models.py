@@ -217,6 +217,28 @@ def test_fine_tune_learns_and_saves_an_hf_dir(tmp_path, tiny_bert):
     assert np.mean(np.array(loaded.labels)[probs.argmax(1)] == np.array(GOLD)) >= 0.9
 
 
+def test_fine_tune_calls_back_after_each_whole_epoch_without_changing_the_result(tiny_bert):
+    from checkray.actors.zoo.trainers import fine_tune
+    from checkray.engine.training import FineTuneConfig
+
+    cfg = FineTuneConfig(train_size=None, epochs=2.5, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
+    seen = []
+    model, tokenizer, _ = fine_tune(
+        str(tiny_bert),
+        TEXTS,
+        GOLD,
+        ["negative", "positive"],
+        cfg,
+        seed=0,
+        threads=1,
+        on_epoch=lambda epoch, m: seen.append((epoch, m.training)),
+    )
+    assert seen == [(1, False), (2, False)]  # the half epoch is no whole one; eval mode for the call
+    plain, _, _ = fine_tune(str(tiny_bert), TEXTS, GOLD, ["negative", "positive"], cfg, seed=0, threads=1)
+    for name, value in plain.state_dict().items():
+        assert (model.state_dict()[name] == value).all(), name
+
+
 def _split_zip(tmp_path: Path, pieces: int) -> list[Path]:
     zpath = tmp_path / "m.zip"
     with zipfile.ZipFile(zpath, "w") as zf:
