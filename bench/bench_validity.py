@@ -82,23 +82,18 @@ def main() -> None:
 
 def validity_part(args, rows) -> None:
     import numpy as np
-    from sklearn.model_selection import train_test_split
 
     from checkray.actors.testaug.validity import annotation_inputs, score_validity, train_validity
     from checkray.engine.testaug.validity import repeated_annotations
     from checkray.engine.training import FineTuneConfig
 
-    gold = [r["validity"] for r in rows]
-    train_idx, test_idx = train_test_split(
-        np.arange(len(rows)), test_size=args.held_out, stratify=gold, random_state=args.split_seed
-    )
-    train, test = [rows[i] for i in train_idx], [rows[i] for i in test_idx]
+    train, test = held_out_split(rows, args.held_out, args.split_seed)
     majority = max(np.mean([r["validity"] for r in test]), 1 - np.mean([r["validity"] for r in test]))
     variants = ["embedding_lr:minilm"] if args.quick else [v.strip() for v in args.variants.split(",") if v.strip()]
     lines = [
         (
             "annotations",
-            f"{len(rows)} ({sum(gold)} valid); train {len(train)}, held out {len(test)} (split seed {args.split_seed})",
+            f"{len(rows)} ({sum(r['validity'] for r in rows)} valid); train {len(train)}, held out {len(test)} (split seed {args.split_seed})",
         ),
         ("majority class (held out)", f"{majority:.3f}"),
         ("paper (roberta-base, Table 11)", f"{PAPER_ACCURACY}"),
@@ -161,6 +156,18 @@ def validity_part(args, rows) -> None:
         best >= PAPER_ACCURACY,
         {"results": results},
     )
+
+
+def held_out_split(rows: list[dict], held_out: float, split_seed: int) -> tuple[list[dict], list[dict]]:
+    """The bench's stratified (train, held-out) split of the annotations."""
+    import numpy as np
+    from sklearn.model_selection import train_test_split
+
+    gold = [r["validity"] for r in rows]
+    train_idx, test_idx = train_test_split(
+        np.arange(len(rows)), test_size=held_out, stratify=gold, random_state=split_seed
+    )
+    return [rows[i] for i in train_idx], [rows[i] for i in test_idx]
 
 
 def save_probs(out: Path, variant: str, split_seed: int, probs, test: list[dict]) -> None:

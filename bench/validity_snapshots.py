@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_validity import DATA, save_probs  # noqa: E402
+from bench_validity import DATA, held_out_split, save_probs  # noqa: E402
 from common import setup_env  # noqa: E402
 
 AVERAGED = ((2, 4), (3, 4))
@@ -42,56 +42,38 @@ def main() -> None:
     args = parser.parse_args()
     setup_env()
     import numpy as np
-    import torch
-    from sklearn.model_selection import train_test_split
+    from transformers import AutoTokenizer
 
     from checkray.actors.embedder import resolve_model
-    from checkray.actors.testaug.validity import LABELS, oversample
+    from checkray.actors.testaug.validity import LABELS, ValidityClassifier, oversample
     from checkray.actors.zoo.trainers import fine_tune
     from checkray.engine.testaug.validity import read_annotations
     from checkray.engine.training import FineTuneConfig
 
     rows = read_annotations(args.data)
-    gold = [r["validity"] for r in rows]
-    train_idx, test_idx = train_test_split(
-        np.arange(len(rows)), test_size=0.3, stratify=gold, random_state=args.split_seed
-    )
-    train, test = [rows[i] for i in train_idx], [rows[i] for i in test_idx]
+    train, test = held_out_split(rows, 0.3, args.split_seed)
     held_gold = np.array([r["validity"] for r in test])
     order = oversample([r["validity"] for r in train], 42)  # as the classifier's first member
     cfg = FineTuneConfig(train_size=None, epochs=args.epochs, max_length=64, batch_size=16, learning_rate=args.lr)
     probs: dict[str, np.ndarray] = {}
     weights: dict[int, dict] = {}
-    tokenizer_box = {}
+    base = resolve_model(args.encoder)
+    tokenizer = AutoTokenizer.from_pretrained(base)  # fine_tune returns its own only at the end
+    held_inputs = [r["text"] for r in test]
 
-    def p_valid(model) -> np.ndarray:
-        tok = tokenizer_box["tok"]
-        out = []
-        with torch.no_grad():
-            for i in range(0, len(test), 32):
-                enc = tok(
-                    [r["text"] for r in test[i : i + 32]],
-                    truncation=True,
-                    max_length=64,
-                    padding=True,
-                    return_tensors="pt",
-                )
-                out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].numpy())
-        return np.concatenate(out)
+    def p_valid(model) -> np.ndarray:  # the classifier's own prediction, on these weights
+        return ValidityClassifier("finetune", args.encoder, finetune=cfg, _members=[(model, tokenizer)]).predict_proba(
+            held_inputs
+        )
 
     def on_epoch(epoch: int, model) -> None:
         probs[f"epoch{epoch}"] = p_valid(model)
         weights[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        print(
-            f"epoch {epoch}: held-out accuracy {((probs[f'epoch{epoch}'] >= 0.5) == held_gold).mean():.3f}", flush=True
-        )
+        accuracy = ((probs[f"epoch{epoch}"] >= 0.5) == held_gold).mean()
+        print(f"epoch {epoch}: held-out accuracy {accuracy:.3f}", flush=True)
 
-    from transformers import AutoTokenizer
-
-    base = resolve_model(args.encoder)
-    tokenizer_box["tok"] = AutoTokenizer.from_pretrained(base)
     start = time.perf_counter()
-    model, _, details = fine_tune(
+    model, _, _ = fine_tune(
         base,
         [train[i]["text"] for i in order],
         [LABELS[train[i]["validity"]] for i in order],

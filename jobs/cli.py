@@ -205,7 +205,11 @@ def _run(argv: list[str], verbose: bool) -> None:
     except DryRun:
         sys.exit(0)
     except CheckrayError as exc:
-        _error(f"error: {exc}")
+        from checkray.engine.errors import user_error
+
+        # Ray's wrapper of a task's error subclasses the error's class but reads as the
+        # remote traceback: the line is the error inside it.
+        _error(f"error: {user_error(exc) or exc}")
         sys.exit(2)
     except usage_errors as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # `checkray` alone: the help page

@@ -20,7 +20,6 @@ from typing import Optional
 import typer
 
 from checkray.engine.config import RuntimeConfig
-from checkray.engine.errors import CheckrayError
 from checkray.engine.runtime import ActorPlan, cluster_resources, init_ray, plan_actor_pool, wait_for
 from checkray.engine.testaug.validity import read_annotations, repeated_annotations
 from checkray.jobs.config import load_config
@@ -108,12 +107,7 @@ def train_on_cluster(plan: ActorPlan, args: tuple, timeout_s: float):
 
     console.print(f"validity fine-tune: in a Ray task on a cluster GPU ({plan.num_gpus:g} GPU)")
     task = ray.remote(train_validity_on_worker).options(**plan.ray_options(), max_retries=0)
-    try:
-        return wait_for(task.remote(*args), timeout_s, "the validity fine-tune")
-    except ray.exceptions.RayTaskError as exc:
-        if isinstance(exc.cause, CheckrayError):  # an input error inside the task stays one line
-            raise exc.cause from None
-        raise
+    return wait_for(task.remote(*args), timeout_s, "the validity fine-tune")  # input errors: one line by the CLI
 
 
 @app.command("score")

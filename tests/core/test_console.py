@@ -75,6 +75,25 @@ def test_user_error_exits_2_in_one_line(tmp_path, capfd):
     assert code == 2 and err == [f"error: {tmp_path / 'missing.csv'}: corpus file not found"]
 
 
+def test_a_user_error_inside_a_ray_task_is_its_own_line(tmp_path, capfd, monkeypatch):
+    import checkray.jobs.topics.job as topics_job
+    from checkray.engine.errors import InputError
+
+    inner = InputError("model.gguf: model path does not exist")
+
+    class RayTaskErrorOfInputError(InputError):  # as Ray builds it: the cause's class, the remote traceback
+        def __init__(self):
+            super().__init__("ray::task()\n  File ..., line 3\nInputError: model.gguf: model path does not exist")
+            self.cause = inner
+
+    def fail(job, out=None):
+        raise RayTaskErrorOfInputError()
+
+    monkeypatch.setattr(topics_job, "run_job", fail)
+    code = run_cli("topics", "--corpus", "builtin:rotten_tomatoes", "--out", str(tmp_path / "r"))
+    assert code == 2 and capfd.readouterr().err.strip().splitlines() == [f"error: {inner}"]
+
+
 def test_long_lines_are_not_wrapped_without_a_terminal(capfd):
     """Rich wraps at 80 columns when stderr is a file or pipe: a stage line split in two
     would leave a fragment ("177s") that is nobody's line in a CI log."""
