@@ -31,7 +31,7 @@ $(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
 	touch $@
 
 # The tested set, exactly: every package pinned in $(LOCK), installed without resolving.
-$(BIN)/.installed: pyproject.toml $(LOCK)
+$(BIN)/.installed: pyproject.toml setup.py $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile --no-deps --ignore-requires-python -r $(LOCK)
@@ -93,10 +93,11 @@ browser:
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not ray and not slow and not integration"
 
+# Import layering: import-linter's contracts over the graph read from the source (tests/layering.py).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m tests.layering
 
 format: setup
 	$(BIN)/ruff check --fix .

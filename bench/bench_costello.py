@@ -53,7 +53,8 @@ from common import base_parser, report, resolve_n, setup_env  # noqa: E402
 
 THRESHOLD_NAMES = ("zero", "min", "mu-2sigma", "mu-sigma")
 setup_env()
-from checkray.engine.costello.metrics import DISTANCES, distance, violates  # noqa: E402
+from checkray.engine.costello.distances import DISTANCES, distance  # noqa: E402
+from checkray.engine.costello.metrics import violates  # noqa: E402
 
 
 def load_triples(source: str, n: int) -> list[tuple[str, str, str]]:
@@ -111,7 +112,8 @@ def best_of(fn, repeat: int = 5) -> float:
 
 
 def bench_scoring(triples, spec) -> None:
-    from checkray.actors.costello.embedders import embed_all, load_encoder
+    from checkray.actors.costello.embedders import embed_all
+    from checkray.actors.costello.st_embedder import load_encoder
 
     theta = {"zero": 0.0, "min": 0.1, "mu-2sigma": 0.2, "mu-sigma": 0.3}
     n = len(triples)
@@ -234,8 +236,8 @@ def bench_nn(spec, n_words: int) -> None:
     from sklearn.metrics import pairwise_distances
 
     from checkray.actors.costello.embedders import embed_all
+    from checkray.actors.costello.st_embedder import tokenizer_vocabulary
     from checkray.engine.costello.neighbours import nearest_neighbour_distances, usable_rows
-    from checkray.jobs.costello.inputs import tokenizer_vocabulary
 
     words = tokenizer_vocabulary(spec, "all")[:n_words]
     X = usable_rows(embed_all(words, [spec])[spec.name])
@@ -278,11 +280,12 @@ def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, ver
     """Remaining violations epoch by epoch for each learning rate (printed table)."""
     import pyarrow.compute as pc
 
-    from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
-    from checkray.actors.costello.repair import RepairSettings, train_repair
+    from checkray.actors.costello.repair import train_repair
+    from checkray.actors.costello.st_embedder import load_encoder
+    from checkray.engine.costello.config import EmbedderSpec, RepairConfig, RepairSettings
+    from checkray.engine.costello.repair import split_triples
     from checkray.engine.stages import RunDir
-    from checkray.jobs.costello.config import RepairConfig
-    from checkray.jobs.costello.repair import read_published, source_config, split_triples
+    from checkray.jobs.costello.repair import read_published, source_config
 
     metric, threshold = verdict.split("/")
     src = RunDir(run_dir)
@@ -351,8 +354,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=200, help="violated triples of the repair curve (seeded sample)")
     args = parser.parse_args()
     n = resolve_n(args)
-    from checkray.actors.costello.embedders import EmbedderSpec
     from checkray.engine.config import RuntimeConfig
+    from checkray.engine.costello.config import EmbedderSpec
     from checkray.engine.runtime import init_ray
 
     if args.repair_curve:

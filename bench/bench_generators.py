@@ -133,7 +133,9 @@ def child(model: str, engine: str, docs: int, labels_n: int, threads: int, max_t
         GenerationParams(temperature=0.9, max_tokens=160, seed=1),
     )
     t_fmt = [len(BRACED_LINE.findall(a.text)) >= 2 for a in t_answers]
-    t_cases = sum(len(parse_single_cases(a.text, ParseCount(), a.finish_reason == "length")) for a in t_answers)
+    t_cases = sum(
+        len(parse_single_cases(a.text, ParseCount(), truncated=a.finish_reason == "length")) for a in t_answers
+    )
     samples += [a.text[:300] for a in t_answers[:2]]
 
     # 3. Label check (Figure 9) on gold sentences

@@ -64,9 +64,9 @@ def child(args: argparse.Namespace) -> None:
     )
     start = time.perf_counter()
     with TreeRssSampler() as sampler:
-        run = run_topics(cfg, args.out)
+        result = run_topics(cfg, args.out)
     seconds = time.perf_counter() - start
-    rows = run.read_table("assignments.parquet", columns=["id"]).num_rows
+    rows = result.table("assignments.parquet", columns=["id"]).num_rows
     emit_child_result(
         {
             "peak_total": sampler.peak_total,

@@ -1,6 +1,6 @@
 """Parsing throughput: the S²LCT parser actors on Ray Data vs spaCy ``nlp.pipe`` in one process.
 
-Engine: ``jobs/s2lct.ray_map`` with ``actors/parser.ParserActor`` (spaCy ``builtin:sm`` +
+Engine: ``jobs/s2lct/stages.ray_map`` with ``actors/s2lct/parser.ParserActor`` (spaCy ``builtin:sm`` +
 the dependency -> constituency conversion), one actor per CPU, Ray initialised before
 timing; the wall time includes actor start-up and the pipeline load inside each actor,
 as a real run pays them. Baseline: a plain loop in this process on the same sentences:
@@ -31,7 +31,7 @@ def run_engine(texts: list[str]) -> tuple[float, dict]:
     from checkray.actors.s2lct.parser import ParserActor
     from checkray.engine.runtime import cluster_resources, init_ray, plan_actor_pool
     from checkray.jobs.config import load_config
-    from checkray.jobs.s2lct.job import ray_map
+    from checkray.jobs.s2lct.stages import ray_map
 
     cfg = load_config(None)
     s = cfg.section("s2lct")

@@ -84,6 +84,7 @@ def validity_part(args, rows) -> None:
     import numpy as np
 
     from checkray.actors.testaug.validity import annotation_inputs, score_validity, train_validity
+    from checkray.engine.testaug.config import ValidityConfig
     from checkray.engine.testaug.validity import repeated_annotations
     from checkray.engine.training import FineTuneConfig
 
@@ -118,17 +119,17 @@ def validity_part(args, rows) -> None:
             ft = FineTuneConfig(
                 train_size=None, epochs=args.epochs, max_length=args.max_length, batch_size=16, learning_rate=args.lr
             )
-            clf = train_validity(
-                train,
-                backend,
-                encoder if "/" in encoder else f"builtin:{encoder}",  # a path: a local encoder directory
+            config = ValidityConfig(
+                backend=backend,
+                encoder=encoder if "/" in encoder else f"builtin:{encoder}",  # a path: a local encoder directory
                 seed=42,
                 finetune=ft,
                 class_weight="none" if "unweighted" in flags else "balanced",
                 calibrate="cal" in flags,
                 ensemble=next((int(f[3:]) for f in flags if f.startswith("ens")), 1),
             )
-            probs = clf.predict_proba(annotation_inputs(test, clf.reads_description))
+            clf = train_validity(train, config)
+            probs = clf.predict_proba(annotation_inputs(test, with_description=clf.reads_description))
             scores = {**score_validity(clf, test, probs), "threshold": clf.threshold}
             if args.save_probs:
                 save_probs(args.save_probs, variant, args.split_seed, probs, test)
@@ -235,10 +236,10 @@ def llm_labeler_scores(model: str, rows: list[dict], threads: int, examples: dic
     from sklearn.metrics import accuracy_score, f1_score
 
     from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
-    from checkray.actors.testaug.validity import llm_label
     from checkray.engine.llm import GenerationParams
     from checkray.engine.schema import normalize_text
     from checkray.engine.testaug.prompt import ParseCount
+    from checkray.engine.testaug.validity import llm_label
 
     gen = XLlamaCppGenerator(model, n_ctx=2048, threads=threads)
     count = ParseCount()

@@ -45,7 +45,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from checkray.actors.embedder import resolve_model
-    from checkray.actors.testaug.validity import LABELS, ValidityClassifier, oversample
+    from checkray.actors.testaug.validity import LABELS, FineTunedEncoder, ValidityClassifier, oversample
     from checkray.actors.zoo.trainers import fine_tune
     from checkray.engine.testaug.validity import read_annotations
     from checkray.engine.training import FineTuneConfig
@@ -62,9 +62,8 @@ def main() -> None:
     held_inputs = [r["text"] for r in test]
 
     def p_valid(model) -> np.ndarray:  # the classifier's own prediction, on these weights
-        return ValidityClassifier("finetune", args.encoder, finetune=cfg, _members=[(model, tokenizer)]).predict_proba(
-            held_inputs
-        )
+        weights = FineTunedEncoder(args.encoder, cfg, members=[(model, tokenizer)])
+        return ValidityClassifier("finetune", args.encoder, finetune=cfg, model=weights).predict_proba(held_inputs)
 
     def on_epoch(epoch: int, model) -> None:
         probs[f"epoch{epoch}"] = p_valid(model)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
@@ -24,11 +24,62 @@ from pydantic import Field, field_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
 from checkray.engine.errors import CheckrayError
+from checkray.engine.lazy import LazyRegistry
 
 FinishReason = Literal["stop", "length", "empty", "error"]
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
-BackendName = Literal["vllm", "local", "http"]
-LocalEngine = Literal["llamacpp", "llama-cpp-python", "transformers"]
+BackendName = str  # a name in BACKENDS
+LocalEngine = str  # a name in LOCAL_ENGINES
+
+
+@dataclass(frozen=True)
+class LLMBackend:
+    """How generation is served. ``ref`` names ``build(cfg, threads) -> Generator`` (an
+    actor module, imported inside the generator actor). ``resources``: what each actor
+    holds, ``gpu`` (a GPU each), ``cpu`` (the CPUs, leaving one to Ray Data) or
+    ``network`` (a sliver of a CPU: it waits on a server). ``package``: the module that
+    must be importable, and ``install`` what to run when it is not."""
+
+    name: str
+    ref: str
+    resources: Literal["gpu", "cpu", "network"]
+    package: str | None = None
+    install: str = ""
+    auto: bool = True  # ``backend: auto`` may pick it (never a server someone must name)
+
+
+@dataclass(frozen=True)
+class LocalEngineRecord:
+    """A CPU engine of the ``local`` backend; ``auto`` takes the first installed one in
+    registration order. ``ref`` names ``build(cfg, threads) -> Generator``."""
+
+    name: str
+    ref: str
+    package: str | None = None  # None: always installed
+    install: str = ""
+
+
+# The backends, preferred first when ``backend: auto`` (a GPU backend only when Ray reports a GPU).
+BACKENDS: LazyRegistry[Callable[..., Generator]] = LazyRegistry("llm backend")
+for _backend in [
+    LLMBackend("vllm", "checkray.actors.llm.vllm_backend:build_vllm", "gpu", "vllm", "pip install 'checkray[gpu-llm]'"),
+    LLMBackend("local", "checkray.actors.llm.actor:build_local", "cpu"),
+    LLMBackend("http", "checkray.actors.llm.http_openai:build_http", "network", auto=False),
+]:
+    BACKENDS.register(_backend)
+
+# The local engines, preferred first: llama.cpp as a prebuilt wheel (loads in a second, no
+# conversion, grammars enforced), the opt-in source-built binding, then transformers
+# (always installed; dequantizes a GGUF once).
+LOCAL_ENGINES: LazyRegistry[Callable[..., Generator]] = LazyRegistry("llm local engine")
+for _engine in [
+    LocalEngineRecord("llamacpp", "checkray.actors.llm.local_xllamacpp:build_xllamacpp", "xllamacpp", "make setup"),
+    LocalEngineRecord(
+        "llama-cpp-python", "checkray.actors.llm.local_llamacpp:build_llamacpp", "llama_cpp", "make setup-llamacpp"
+    ),
+    LocalEngineRecord("transformers", "checkray.actors.llm.local_transformers:build_transformers"),
+]:
+    LOCAL_ENGINES.register(_engine)
 
 
 class LLMError(CheckrayError):
@@ -120,14 +171,14 @@ class LLMConfig(JobSection):
 
     key: ClassVar[str] = "llm"
 
-    backend: Literal["auto", "vllm", "local", "http"] = "auto"
+    backend: str = "auto"  # auto or a name in BACKENDS: vllm, local, http
     # builtin:<alias> (packaged GGUF), a .gguf file, a transformers directory, or for
     # http/vllm the model name the server/engine knows.
     model: str = "builtin:qwen2.5-0.5b-instruct"
     # llamacpp: llama.cpp through the prebuilt xllamacpp wheel (``make setup``);
     # llama-cpp-python: through llama-cpp-python, built from source (opt-in ``make setup-llamacpp``);
     # transformers: torch. auto: the first of these that is installed (``choose_local_engine``).
-    local_engine: Literal["auto", "llamacpp", "llama-cpp-python", "transformers"] = "auto"
+    local_engine: str = "auto"  # auto or a name in LOCAL_ENGINES
     n_ctx: int = Field(default=2048, ge=128)  # context window for the local engines
     threads: int | None = Field(
         default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED
@@ -173,6 +224,16 @@ class LLMConfig(JobSection):
     max_model_len: int | None = Field(default=None, ge=128)
     dtype: str = "auto"
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        return _registered(value, BACKENDS)
+
+    @field_validator("local_engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        return _registered(value, LOCAL_ENGINES)
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
@@ -181,41 +242,58 @@ class LLMConfig(JobSection):
         return value
 
 
+def _registered(value: str, registry: LazyRegistry) -> str:
+    if value != "auto" and value not in registry:
+        raise ValueError(f"Input should be one of: auto, {', '.join(registry.names())} (got {value!r})")
+    return value
+
+
+def importable(package: str | None) -> bool:
+    """Whether ``package`` is installed, without importing it (vLLM costs seconds and GPU
+    libraries; it is only imported inside a GPU actor). None: nothing to install."""
+    return package is None or importlib.util.find_spec(package) is not None
+
+
 def vllm_importable() -> bool:
-    """Whether vLLM is installed, without importing it (importing costs seconds and GPU
-    libraries; it is only imported inside a GPU actor)."""
-    return importlib.util.find_spec("vllm") is not None
+    return importable(BACKENDS.record("vllm").package)
 
 
 def llamacpp_importable() -> bool:
     """Whether llama-cpp-python (the opt-in, source-built binding) is installed."""
-    return importlib.util.find_spec("llama_cpp") is not None
+    return importable(LOCAL_ENGINES.record("llama-cpp-python").package)
 
 
 def xllamacpp_importable() -> bool:
     """Whether xllamacpp (llama.cpp as a prebuilt wheel, in the lock) is installed."""
-    return importlib.util.find_spec("xllamacpp") is not None
+    return importable(LOCAL_ENGINES.record("llamacpp").package)
 
 
 def choose_backend(cfg: LLMConfig, resources: Mapping[str, float], vllm_available: bool | None = None) -> BackendName:
     """The backend to run (pure given ``vllm_available``; tested with plain dicts).
 
-    ``auto`` picks vLLM only when Ray reports a GPU AND vLLM is installed, else the local
-    CPU engine; it never picks http (that needs a URL someone chose). An explicit
-    ``vllm`` without a GPU is an error here rather than an actor that waits forever for a
-    GPU that does not exist.
+    ``auto`` picks the first installed GPU backend (vLLM) only when Ray reports a GPU, else
+    the local CPU engine; it never picks http (that needs a URL someone chose). An explicit
+    GPU backend without a GPU is an error here rather than an actor that waits forever for
+    a GPU that does not exist.
     """
     has_gpu = float(resources.get("GPU", 0)) > 0
-    available = vllm_importable() if vllm_available is None else vllm_available
-    if cfg.backend == "vllm":
-        if not has_gpu:
-            raise LLMError("llm.backend 'vllm' needs a GPU but Ray reports none in the cluster")
-        if not available:
-            raise LLMError("llm.backend 'vllm' needs the vllm package (pip install 'checkray[gpu-llm]')")
-        return "vllm"
-    if cfg.backend in ("local", "http"):
-        return cfg.backend
-    return "vllm" if has_gpu and available else "local"
+
+    def installed(backend: LLMBackend) -> bool:
+        if backend.name == "vllm" and vllm_available is not None:
+            return vllm_available
+        return importable(backend.package)
+
+    if cfg.backend != "auto":
+        backend = BACKENDS.record(cfg.backend)
+        if backend.resources == "gpu" and not has_gpu:
+            raise LLMError(f"llm.backend '{backend.name}' needs a GPU but Ray reports none in the cluster")
+        if not installed(backend):
+            raise LLMError(f"llm.backend '{backend.name}' needs the {backend.package} package ({backend.install})")
+        return backend.name
+    for backend in BACKENDS.records():
+        if backend.auto and (has_gpu or backend.resources != "gpu") and installed(backend):
+            return backend.name
+    return "local"
 
 
 def choose_local_engine(
@@ -223,15 +301,15 @@ def choose_local_engine(
 ) -> LocalEngine:
     """The local engine (pure given the two flags; tested with every combination).
 
-    ``auto``: llama.cpp through xllamacpp (a prebuilt wheel: loads in a second, no
-    conversion, grammars enforced), else through llama-cpp-python when only that opt-in
-    binding is installed, else transformers (always installed; dequantizes a GGUF once).
-    An explicit engine is taken as is; its backend says what to install when it is missing.
+    ``auto``: the first registered engine that is installed (llama.cpp through xllamacpp,
+    else llama-cpp-python, else transformers). An explicit engine is taken as is; its
+    module says what to install when it is missing.
     """
     if cfg.local_engine != "auto":
         return cfg.local_engine
-    xllama = xllamacpp_importable() if xllamacpp_available is None else xllamacpp_available
-    if xllama:
-        return "llamacpp"
-    llama = llamacpp_importable() if llamacpp_available is None else llamacpp_available
-    return "llama-cpp-python" if llama else "transformers"
+    given = {"llamacpp": xllamacpp_available, "llama-cpp-python": llamacpp_available}
+    for engine in LOCAL_ENGINES.records():
+        flag = given.get(engine.name)
+        if importable(engine.package) if flag is None else flag:
+            return engine.name
+    return "transformers"

@@ -54,24 +54,61 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
         if cfg.request_gpus:
             scale_up_gpus(cfg.request_gpus, cfg.gpu_wait_s)
         return None
-    # A fresh short temp dir per process: a dead cluster's ``ray_current_cluster`` file in
-    # a shared temp dir would make this join a cluster that no longer exists.
-    temp_dir = tempfile.mkdtemp(prefix="cr", dir=os.environ.get(TEMP_ROOT_ENV, "/tmp"))
     keep_on_loopback(ray)
-    ray.init(
-        num_cpus=cfg.num_cpus,
-        num_gpus=cfg.num_gpus,
-        include_dashboard=False,
-        object_store_memory=cfg.object_store_mb * 1024 * 1024,
-        _temp_dir=temp_dir,
-        log_to_driver=True,
-        configure_logging=False,
-        runtime_env=worker_env(),
-    )
+    temp_dir = start_local_ray(cfg)
     remove_at_exit(temp_dir)
     if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         log.warning("RAY_AUTH_MODE=%s: the local Ray accepts unauthenticated calls", os.environ["RAY_AUTH_MODE"])
     return temp_dir
+
+
+# Starting a local Ray on a loaded machine can outlast Ray's own fixed 30 s wait for its
+# node to register (its agent process is slow to import): start again, in a fresh
+# directory, before giving up with one line.
+LOCAL_START_ATTEMPTS = 3
+# The raylet waits this long for its agent before it gives up (Ray's default is shorter
+# than the agent takes to start at a load of 15-20 on 2 cores).
+AGENT_REGISTER_TIMEOUT_MS = "120000"
+
+
+def start_local_ray(cfg: RuntimeConfig, attempts: int = LOCAL_START_ATTEMPTS) -> str:
+    """Start a quiet local Ray in a fresh short temp dir (a dead cluster's
+    ``ray_current_cluster`` file in a shared dir would make this join a cluster that no
+    longer exists); return the dir. A start that times out is retried in a new dir."""
+    import shutil
+
+    import ray
+
+    os.environ.setdefault("RAY_agent_register_timeout_ms", AGENT_REGISTER_TIMEOUT_MS)
+    for attempt in range(1, attempts + 1):
+        temp_dir = tempfile.mkdtemp(prefix="cr", dir=os.environ.get(TEMP_ROOT_ENV, "/tmp"))
+        try:
+            ray.init(
+                num_cpus=cfg.num_cpus,
+                num_gpus=cfg.num_gpus,
+                include_dashboard=False,
+                object_store_memory=cfg.object_store_mb * 1024 * 1024,
+                _temp_dir=temp_dir,
+                log_to_driver=True,
+                configure_logging=False,
+                runtime_env=worker_env(),
+            )
+            return temp_dir
+        except Exception as exc:  # Ray raises a bare Exception when its node does not come up
+            if "timed out during startup" not in str(exc):
+                raise
+            ray.shutdown()
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+            log.warning("local Ray did not start (attempt %d of %d, load average %.1f)", attempt, attempts, load)
+            if attempt == attempts:
+                raise ResourceError(
+                    f"a local Ray did not start in {attempts} attempts (its node timed out during startup; "
+                    f"load average {load:.1f}): retry when the machine is less busy, or join a running "
+                    "cluster with RAY_ADDRESS"
+                ) from None
+            time.sleep(2.0 * attempt)
+    raise AssertionError("unreachable")
 
 
 # Set to keep a local Ray's session directory (its logs) after the process exits.

@@ -297,6 +297,7 @@ class StageRecord:
     outputs: dict[str, int] = field(default_factory=dict)  # output -> rows
     incomplete: str | None = None  # why the next run must run this stage again
     code: str = ""  # digest of the stage's code and checkray's version (parts are kept per code)
+    computed_seconds: float | None = None  # what computing it took (a reused checkpoint: when it was made)
 
 
 class StageRunner:
@@ -345,7 +346,16 @@ class StageRunner:
             None,
         )
         if marker and marker.get("fingerprint") == fp and not marker.get("incomplete") and not upstream:
-            rec = StageRecord(stage.name, fp, True, 0.0, marker.get("outputs", {}), code=code)
+            took = marker.get("seconds")
+            rec = StageRecord(
+                stage.name,
+                fp,
+                True,
+                0.0,
+                marker.get("outputs", {}),
+                code=code,
+                computed_seconds=float(took) if isinstance(took, int | float) else None,
+            )
             self.on_stage(stage.name, "cached")
         else:
             self.run.delete_dir(f"stages/{stage.name}")  # debris or a stale result
@@ -364,7 +374,8 @@ class StageRunner:
             incomplete = ctx.incomplete or upstream
             if not incomplete and ctx.parts_used:
                 ctx.prune_parts()
-            rec = StageRecord(stage.name, fp, False, time.perf_counter() - start, outputs, incomplete, code)
+            took = time.perf_counter() - start
+            rec = StageRecord(stage.name, fp, False, took, outputs, incomplete, code, computed_seconds=took)
             self.run.write_text(
                 f"stages/{stage.name}/{SUCCESS}",
                 json.dumps({"fingerprint": fp, "outputs": outputs, "seconds": rec.seconds, "incomplete": incomplete}),

@@ -187,13 +187,12 @@ def topics(
     out: str | Path | None = None,
 ) -> Run:
     """Cluster ``corpus`` into topics (``checkray topics``); tables clusters, assignments, representatives."""
-    from checkray.jobs.base import run_job
-    from checkray.jobs.topics.job import TopicsJob
+    from checkray.jobs.topics.job import run_topics
 
     cfg = _config(
         config, {**_corpus_overrides(corpus, text, label, labels), "topics.clusterer.n_clusters": clusters}, settings
     )
-    return Run(run_job(TopicsJob(cfg), _out(out, "topics")).run.uri)
+    return Run(run_topics(cfg, _out(out, "topics")).run.uri)
 
 
 def zoo(

@@ -51,16 +51,43 @@ C = TypeVar("C", bound=JobSection)
 MANIFEST = "manifest.json"
 
 
+@dataclass(frozen=True)
+class QualityTable:
+    """A published table saying how far a job's suite can be trusted (its gates, validity
+    decisions, label consistency). ``run_job`` lists it in ``manifest.json`` and the run
+    index (``checkray report-index``) shows it: no per-job list to keep elsewhere."""
+
+    file: str  # a file the job publishes
+    title: str
+    columns: tuple[str, ...] | None = None  # shown in the index; None: all
+
+
 @dataclass
 class JobResult:
-    """What a finished job hands back: its run directory, report sections, stage records
-    and the job object itself (for job-specific results, e.g. ``job.specs``)."""
+    """What every finished job hands back: its run directory, report sections, stage
+    records and wall time. Other code reads the run's results through what it published
+    (``path``, ``table``), never through the job object's attributes."""
 
     job: Job
     run: RunDir
     sections: list[ReportSection]
     stages: dict[str, StageRecord] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def path(self, name: str) -> str:
+        """The path of a file this run published (a one-line error when it did not)."""
+        return published_path(self.run, self.job.name, name)
+
+    def table(self, name: str, columns: Sequence[str] | None = None) -> Any:
+        """A Parquet table this run published."""
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.path(name), columns=list(columns) if columns else None, filesystem=self.run.fs)
+
+    def text(self, name: str) -> str:
+        """A text file this run published."""
+        self.path(name)  # published, or a one-line error
+        return self.run.read_text(name)
 
 
 class Job(ABC, Generic[C]):
@@ -70,6 +97,7 @@ class Job(ABC, Generic[C]):
     title: ClassVar[str]
     section: ClassVar[type[JobSection] | None] = None  # its config section, if any
     published: ClassVar[tuple[str, ...]] = ()  # files written at the top of the run dir
+    quality: ClassVar[tuple[QualityTable, ...]] = ()  # published tables the run index shows
     report_file: ClassVar[str | None] = "report.html"
     uses_ray: ClassVar[bool] = True
 
@@ -146,8 +174,14 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
                     "published": published,
                     "config": job.cfg.model_dump(mode="json"),
                     "stages": {name: rec.fingerprint for name, rec in runner.done.items()},
+                    # what the run index shows of each stage, so it reads no private stages/ file
+                    "stage_records": {
+                        name: {"seconds": rec.computed_seconds, "outputs": rec.outputs}
+                        for name, rec in runner.done.items()
+                    },
                     "incomplete": {name: rec.incomplete for name, rec in runner.done.items() if rec.incomplete},
                     "seconds": round(time.perf_counter() - start, 1),  # this run's wall time (report-index)
+                    "quality": quality_entries(job, run, published),
                     **job.manifest_extra(),
                 },
                 indent=1,
@@ -160,6 +194,15 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         if first and outer is not None:  # a run inside a stage: that stage is not done either
             outer.mark_incomplete(f"its '{job.name}' run in {run.uri} is incomplete ({first})")
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def quality_entries(job: Job, run: RunDir, published: Sequence[str]) -> list[dict[str, Any]]:
+    """The job's quality tables that this run published (``manifest.json``'s ``quality``)."""
+    return [
+        {"file": q.file, "title": q.title, "columns": list(q.columns) if q.columns else None}
+        for q in job.quality
+        if q.file in published and run.exists(q.file)
+    ]
 
 
 def print_plan(job: Job, out: str) -> None:

@@ -21,7 +21,8 @@ import typer.main
 
 from checkray.engine.errors import CheckrayError
 from checkray.jobs.console import console
-from checkray.jobs.registry import COMMANDS, JOBS
+from checkray.jobs.registry import JOBS
+from checkray.jobs.registry import command as command_record
 from checkray.jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 
@@ -41,21 +42,21 @@ class JobCommands(typer.core.TyperGroup):
     """A group whose subcommands are the job table's entries, imported on first use."""
 
     def list_commands(self, ctx) -> list[str]:
-        return list(COMMANDS)
+        return list(JOBS)
 
     _listing = False  # True while the help page lists the commands
 
     def get_command(self, ctx, name: str):
-        if name not in COMMANDS:
+        if name not in JOBS:
             return None
         if self._listing:  # the help page needs a name and a line, not the job's import
-            return typer.core.TyperCommand(name, help=COMMANDS[name].help, short_help=COMMANDS[name].help)
+            return typer.core.TyperCommand(name, help=command_record(name).help, short_help=command_record(name).help)
         target = JOBS.get(name)
         if isinstance(target, typer.Typer):
             command = typer.main.get_group(target)
         else:
             single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-            single.command(name, help=COMMANDS[name].help)(target)
+            single.command(name, help=command_record(name).help)(target)
             command = typer.main.get_command(single)
         command.name = name
         return command
@@ -70,10 +71,10 @@ class JobCommands(typer.core.TyperGroup):
     def resolve_command(self, ctx, args):
         # click's "No such command" with a "did you mean" from the job table.
         name = args[0] if args else None
-        if name is not None and name not in COMMANDS and not name.startswith("-"):
+        if name is not None and name not in JOBS and not name.startswith("-"):
             from difflib import get_close_matches
 
-            hint = get_close_matches(name, list(COMMANDS), n=1)
+            hint = get_close_matches(name, list(JOBS), n=1)
             more = f" Did you mean '{hint[0]}'?" if hint else ""
             ctx.fail(f"No such command '{name}'.{more}")
         return super().resolve_command(ctx, args)

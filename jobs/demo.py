@@ -26,7 +26,6 @@ import typer
 
 from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec, read_registry
-from checkray.engine.errors import InputError
 from checkray.engine.report import Section, render, table_html
 from checkray.engine.stages import RunDir
 from checkray.jobs.base import Job, JobResult, run_job
@@ -59,7 +58,7 @@ class Step:
 
 
 def _templates_done(state: DemoState, result: JobResult) -> list[Section]:
-    state.suites.append(result.job.expansion.cases)
+    state.suites.append(read_suite(result.path("suite.parquet")))
     return result.sections
 
 
@@ -69,39 +68,27 @@ def _zoo_done(state: DemoState, result: JobResult) -> list[Section]:
 
 
 def _mft_done(state: DemoState, result: JobResult) -> list[Section]:
-    state.suites.append(read_suite(result.run.path("suite.parquet")))
+    state.suites.append(read_suite(result.path("suite.parquet")))
     return result.sections
 
 
 def _costello_done(state: DemoState, result: JobResult) -> list[Section]:
     """COSTELLO's repair step follows on the most violated model (``repair.model``)."""
-    from checkray.jobs.costello.config import RepairConfig
-    from checkray.jobs.costello.repair import RepairJob, most_violated
+    from checkray.jobs.costello.repair import repair_after
 
-    rc = state.cfg.section(RepairConfig)
-    if not rc.model:
-        return result.sections
-    try:
-        model = rc.model if rc.model != "most-violated" else most_violated(result.run, rc)
-        repaired = run_job(RepairJob(state.cfg, violations_dir=result.run.uri, model=model), result.run.path("repair"))
-        return result.sections + repaired.sections
-    except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
-        return result.sections + [Section("COSTELLO repair", [], f"repair skipped: {exc}")]
+    return result.sections + repair_after(state.cfg, result.run)
 
 
 def _benchmark_done(state: DemoState, result: JobResult) -> list[Section]:
-    from checkray.jobs.mft.evaluate import table7, table8
+    from checkray.engine.mft.tables import mft_table7, mft_table8
+    from checkray.jobs.mft.report import TABLE7_TITLE, TABLE8_TITLE
 
     sections = list(result.sections)
-    results = result.job.results
+    results = result.table("results.parquet")
     mft = results.filter(pc.starts_with(results.column("suite"), "mft-"))
     if mft.num_rows:
-        sections.append(
-            Section(
-                "MFT evaluation: Table 7 layout (accuracy; ± std over versions)", [table_html(table7(mft, state.specs))]
-            )
-        )
-        sections.append(Section("MFT evaluation: Table 8 layout (accuracy per MFT topic)", [table_html(table8(mft))]))
+        sections.append(Section(TABLE7_TITLE, [table_html(mft_table7(mft, state.specs))]))
+        sections.append(Section(TABLE8_TITLE, [table_html(mft_table8(mft))]))
     return sections
 
 

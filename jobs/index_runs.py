@@ -1,10 +1,12 @@
 """What ``checkray report-index`` reads of a run directory (``jobs/index.py`` renders it).
 
 Every directory at or below the indexed one that holds a ``manifest.json`` is a finished
-job run: its published pages, the seconds of each stage (from the stage's commit marker,
-``stages/<name>/_SUCCESS.json``), its incomplete stages, and the suite-quality gates the
-job recorded in its stage outputs (read-only: the index is a view of the runs, never an
-input of a job) or published as ``junit.xml`` (a ``--gate`` file's checks).
+job run: its published pages, the seconds and rows of each stage and its incomplete
+stages (the manifest's ``stage_records``), and the suite-quality tables the job published
+and listed in its manifest (``Job.quality``: MFT gates, TestAug validity decisions, S²LCT
+label consistency ...) or published as ``junit.xml`` (a ``--gate`` file's checks). The
+index is a view of the runs, never an input of a job, and reads only what a run published:
+never its private ``stages/`` directory.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import pyarrow.parquet as pq
 
 from checkray.engine.errors import InputError
 from checkray.engine.rundir import MARKER, STAGES, RunDir
-from checkray.engine.stages import SUCCESS
 
 INDEX = "index.html"
 MANIFEST = "manifest.json"  # jobs.base.MANIFEST (not imported: base pulls in Ray's runtime)
@@ -28,26 +29,6 @@ DEMO_TIMINGS = "timings.json"  # written by the demo: the wall time of each step
 SKIP_DIRS = {STAGES, "logs"}
 MAX_DEPTH = 4  # a demo nests runs two deep (costello/repair, testaug/benchmark)
 
-# (stage, output, title, columns shown; None: all) per job: the gates each job records.
-QUALITY_TABLES: dict[str, list[tuple[str, str, str, tuple[str, ...] | None]]] = {
-    "mft": [
-        (
-            "generate",
-            "gates",
-            "MFT gates (Li et al.): cases kept and dropped at each gate",
-            ("split", "version", "gate", "kept", "dropped", "note"),
-        )
-    ],
-    "testaug": [
-        (
-            "validity",
-            "decisions",
-            "TestAug validity filter (§4.2) per description",
-            ("key", "generated", "annotated_by", "valid_share", "threshold", "filter", "kept", "dropped"),
-        )
-    ],
-    "s2lct": [("consistency", "summary", "S²LCT label consistency per capability", None)],
-}
 MAX_QUALITY_ROWS = 60
 
 
@@ -176,8 +157,9 @@ def _run_info(tree: RunTree, rel: str, manifest: dict[str, Any], marker: dict[st
             continue
         (info.pages if name.endswith(".html") else info.files).append(join_rel(rel, name))
     incomplete = manifest.get("incomplete") or {}
+    records = manifest.get("stage_records") or {}
     for stage in manifest.get("stages") or {}:
-        done = tree.json(rel, STAGES, stage, SUCCESS) or {}
+        done = records.get(stage) if isinstance(records.get(stage), dict) else {}
         seconds = done.get("seconds")
         info.stages.append(
             {
@@ -188,24 +170,28 @@ def _run_info(tree: RunTree, rel: str, manifest: dict[str, Any], marker: dict[st
             }
         )
     info.incomplete = {str(k): str(v) for k, v in incomplete.items()}
-    info.quality = _quality(tree, rel, info.job, published)
+    info.quality = _quality(tree, rel, manifest, published)
     return info
 
 
-def _quality(tree: RunTree, rel: str, job: str, published: list[str]) -> list[Quality]:
+def _quality(tree: RunTree, rel: str, manifest: dict[str, Any], published: list[str]) -> list[Quality]:
+    """The quality tables the run's manifest lists (``Job.quality``), then its gate checks."""
     out = []
-    for stage, output, title, columns in QUALITY_TABLES.get(job, []):
-        path = tree.path(rel, STAGES, stage, f"{output}.parquet")
-        if tree.kind(rel, STAGES, stage, f"{output}.parquet") != pafs.FileType.File:
+    for entry in manifest.get("quality") or []:
+        if not isinstance(entry, dict) or entry.get("file") not in published:
+            continue
+        name = str(entry["file"])
+        if tree.kind(rel, name) != pafs.FileType.File:
             continue
         try:
-            table = pq.read_table(path, filesystem=tree.fs)
+            table = pq.read_table(tree.path(rel, name), filesystem=tree.fs)
         except OSError:
             continue
-        keep = [c for c in (columns or table.column_names) if c in table.column_names]
+        columns = entry.get("columns") or table.column_names
+        keep = [c for c in columns if c in table.column_names]
         rows = table.select(keep).to_pylist()
         more = f" (first {MAX_QUALITY_ROWS} of {len(rows)} rows)" if len(rows) > MAX_QUALITY_ROWS else ""
-        out.append(Quality(title, rows[:MAX_QUALITY_ROWS], f"stages/{stage}/{output}.parquet{more}"))
+        out.append(Quality(str(entry.get("title") or name), rows[:MAX_QUALITY_ROWS], f"{name}{more}"))
     if "junit.xml" in published:
         gate = _junit(tree.text(rel, "junit.xml"))
         if gate is not None:

@@ -14,6 +14,10 @@ from typing import Any
 from checkray.engine.config import JobSection
 from checkray.engine.lazy import LazyRegistry
 
+# The papers' method packages. A layer's packages of these names import each other not at
+# all (what they share lives at the top of the layer); tests/layering.py checks it.
+METHODS = ("topics", "mft", "s2lct", "costello", "testaug")
+
 
 def _check_section(name: str, cls: Any) -> None:
     if not (isinstance(cls, type) and issubclass(cls, JobSection)) or cls.key != name:
@@ -22,18 +26,18 @@ def _check_section(name: str, cls: Any) -> None:
 
 SECTIONS: LazyRegistry[type[JobSection]] = LazyRegistry("config section", check=_check_section)
 for _name, _ref in [
-    ("topics", "checkray.jobs.topics.config:TopicsConfig"),
-    ("templates", "checkray.jobs.templates.config:TemplatesConfig"),
+    ("topics", "checkray.engine.topics.config:TopicsConfig"),
+    ("templates", "checkray.engine.templates.config:TemplatesConfig"),
     ("zoo", "checkray.engine.training:ZooConfig"),  # actors build zoo models from it
     ("benchmark", "checkray.jobs.benchmark.config:BenchmarkConfig"),
     ("compare", "checkray.jobs.compare.config:CompareConfig"),
     ("llm", "checkray.engine.llm:LLMConfig"),  # shared by mft, testaug and llm_zero_shot models
-    ("mft", "checkray.jobs.mft.config:MFTConfig"),
-    ("s2lct", "checkray.jobs.s2lct.config:S2lctConfig"),
-    ("costello", "checkray.jobs.costello.config:CostelloConfig"),
-    ("repair", "checkray.jobs.costello.config:RepairConfig"),
-    ("testaug", "checkray.jobs.testaug.config:TestAugConfig"),
-    ("validity", "checkray.jobs.testaug.config:ValidityConfig"),
+    ("mft", "checkray.engine.mft.config:MFTConfig"),
+    ("s2lct", "checkray.engine.s2lct.config:S2lctConfig"),
+    ("costello", "checkray.engine.costello.config:CostelloConfig"),
+    ("repair", "checkray.engine.costello.config:RepairConfig"),
+    ("testaug", "checkray.engine.testaug.config:TestAugConfig"),
+    ("validity", "checkray.engine.testaug.config:ValidityConfig"),
     ("cache", "checkray.engine.cache:CacheConfig"),  # the content cache of embeddings and predictions
 ]:
     SECTIONS.add(_name, _ref)
@@ -48,7 +52,6 @@ class Command:
     help: str  # shown by ``checkray --help`` without importing the job
 
 
-COMMANDS: dict[str, Command] = {}
 JOBS: LazyRegistry[Any] = LazyRegistry("command")
 for _cmd in [
     Command("demo", "checkray.jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
@@ -102,5 +105,9 @@ for _cmd in [
     ),
     Command("cache", "checkray.jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
 ]:
-    JOBS.add(_cmd.name, _cmd.ref)
-    COMMANDS[_cmd.name] = _cmd
+    JOBS.register(_cmd)
+
+
+def command(name: str) -> Command:
+    """The record of CLI command ``name`` (its help text, without importing the job)."""
+    return JOBS.record(name)

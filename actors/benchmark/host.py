@@ -52,7 +52,9 @@ class ModelHost:
     ``SharedEncoder``, so only the heads are loaded.
     """
 
-    def __init__(self, specs: list[dict], threads: int = 1, import_paths: Sequence[str] = (), head_only: bool = False):
+    def __init__(
+        self, specs: list[dict], threads: int = 1, import_paths: Sequence[str] = (), *, head_only: bool = False
+    ):
         # A local Ray does not give workers the driver's sys.path; "callable" models named
         # as module:function from a script's folder must still import.
         for path in import_paths:
@@ -64,7 +66,7 @@ class ModelHost:
             spec = ModelSpec.model_validate(raw)
             start = time.perf_counter()
             try:
-                model = self._load(spec, head_only)
+                model = self._load(spec, head_only=head_only)
                 self.models[spec.name] = model
                 self.state[spec.name] = (list(model.labels), None, time.perf_counter() - start)
             except Exception as exc:  # any adapter failure becomes this model's error
@@ -73,7 +75,7 @@ class ModelHost:
             sys.modules["torch"].set_num_threads(threads)  # share the node's cores with the other hosts
 
     @staticmethod
-    def _load(spec: ModelSpec, head_only: bool):
+    def _load(spec: ModelSpec, *, head_only: bool):
         if head_only:
             from checkray.actors.models.sklearn_models import EncoderHeadModel, load_estimator
 

@@ -16,18 +16,23 @@ from functools import partial
 
 import numpy as np
 
+from checkray.engine.benchmark.families import has_trait
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import ContentCache, text_digests
 from checkray.engine.runtime import ActorPlan
-
-SHARED_FAMILY = "st_head"
 
 
 class SharedEncoder:
     """A sentence-transformers encoder computing embeddings for a group of heads."""
 
     def __init__(
-        self, encoder: str, normalize: bool, encode_batch_size: int, threads: int, import_paths: Sequence[str] = ()
+        self,
+        encoder: str,
+        *,
+        normalize: bool,
+        encode_batch_size: int,
+        threads: int,
+        import_paths: Sequence[str] = (),
     ):
         for path in import_paths:
             if path not in sys.path and os.path.isdir(path):
@@ -68,11 +73,11 @@ def encoder_key(spec: ModelSpec) -> tuple[str, bool, int]:
 def encoder_groups(
     specs: Sequence[ModelSpec], rows_of: dict[str, list[int]], pairs: Sequence[str | None] | None, least: int = 2
 ) -> dict[tuple, list[str]]:
-    """Groups of ``least`` or more ``st_head`` models with one encoder and the same single-text inputs."""
+    """Groups of ``least`` or more heads (families fed by a shared encoder) with one encoder and the same single-text inputs."""
     groups: dict[tuple, list[str]] = {}
     for spec in specs:
         rows = rows_of[spec.name]
-        if spec.family != SHARED_FAMILY or not rows:
+        if not has_trait(spec, "shared_encoder") or not rows:
             continue
         if pairs is not None and any(pairs[i] is not None for i in rows):
             continue  # pair inputs go through the adapter's own pair policy
@@ -83,6 +88,16 @@ def encoder_groups(
 def _gather(picks: list[tuple[int, int]], *batches: np.ndarray) -> np.ndarray:
     """A batch of embeddings picked from an encoder's batches: ``(batch, row)`` pairs."""
     return np.stack([batches[b][r] for b, r in picks]).astype(np.float32, copy=False)
+
+
+def union_rows(row_sets: Sequence[list[int]]) -> list[int]:
+    """The union of an encoder's heads' inputs, the largest row set first (its batches are the union's)."""
+    union: list[int] = []
+    seen: set[int] = set()
+    for rows in sorted(row_sets, key=lambda rows: -len(rows)):
+        union += [i for i in rows if i not in seen]
+        seen.update(rows)
+    return union
 
 
 def start_shared_encoders(
@@ -125,13 +140,15 @@ def start_shared_encoders(
     encoder_cls = ray.remote(max_restarts=0)(SharedEncoder).options(**plan.ray_options())
     gather = ray.remote(num_cpus=0)(_gather)
     for ((name, normalize, encode_batch_size), _), members in by_encoder.items():
-        start = partial(encoder_cls.remote, name, normalize, encode_batch_size, threads, list(import_paths))
-        # The union of the members' inputs, the largest row set first (its batches are the union's).
-        union: list[int] = []
-        seen: set[int] = set()
-        for _, rows in sorted(members, key=lambda m: -len(m[1])):
-            union += [i for i in rows if i not in seen]
-            seen.update(rows)
+        start = partial(
+            encoder_cls.remote,
+            name,
+            normalize=normalize,
+            encode_batch_size=encode_batch_size,
+            threads=threads,
+            import_paths=list(import_paths),
+        )
+        union = union_rows([rows for _, rows in members])
         refs, actor, flush = _encode_union(union, texts, batch_size, cache, (name, normalize), start)
         flushes.append(flush)
         where = {row: (k // batch_size, k % batch_size) for k, row in enumerate(union)}

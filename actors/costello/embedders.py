@@ -1,19 +1,17 @@
 """Embedding models under COSTELLO test: one Ray Data actor per model, all in parallel.
 
-An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``):
-
-* ``kind: sentence-transformers``: a local directory, a hub id or ``builtin:minilm`` /
-  ``builtin:mpnet``. ``pooling: model`` keeps the model's own pooling; ``mean`` or
-  ``cls`` rebuilds it as a transformers module + a ``Pooling`` layer, which is how the
-  pooling variants of one encoder are tested (the paper wraps encoders to give [CLS]).
-  Any plain transformers encoder directory (the zoo's fine-tuned ``minilm_ft``, whose
-  classification head is dropped) loads the same way with ``mean`` or ``cls``.
-* ``kind: spacy``: a spaCy pipeline's word vectors averaged (``builtin:md``).
+An embedder is an ``EmbedderSpec`` (``configs/costello/embedders.yaml``) whose ``kind``
+names a record of ``checkray.engine.costello.embedder_kinds.EMBEDDER_KINDS``; the class the
+record names runs it: ``sentence-transformers`` (``st_embedder.py``: a local directory, a
+hub id or ``builtin:minilm`` / ``builtin:mpnet``, its own pooling or rebuilt as ``mean`` /
+``cls``) and ``spacy`` (``spacy_embedder.py``: a pipeline's word vectors averaged,
+``builtin:md``).
 
 ``embed_all`` maps the texts through one ``checkray.actors.pool.map_with_actors`` pool of size 1 per
-encoder, the transformer encoders' pools started concurrently from driver threads: they
-embed at the same time, each actor holding a share of the CPUs (or of a GPU when Ray
-reports one); spaCy's static vectors, a tokenizer pass, follow with the whole share. Pooling
+encoder, the pools of kinds that share the CPUs (transformer encoders) started
+concurrently from driver threads: they embed at the same time, each actor holding a share
+of the CPUs (or of a GPU when Ray reports one); the others (spaCy's static vectors, a
+tokenizer pass) follow with the whole share. Pooling
 variants of one encoder (``mean`` and ``cls`` of the same model and max length) share one
 actor and one forward pass: a ``Pooling`` layer of both modes gives their vectors side by
 side, which ``embed_all`` splits (``encoder_groups``). With a
@@ -25,58 +23,42 @@ a model the cache holds everything of starts no actor.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field
 
 from checkray.engine.cache import ContentCache
-from checkray.engine.config import Section
-from checkray.engine.errors import InputError
+from checkray.engine.costello.config import EmbedderSpec
+from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS, POOLINGS, Embedder, embedder_kind
 
 
-class EmbedderSpec(Section):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["sentence-transformers", "spacy"] = "sentence-transformers"
-    model: str  # builtin:minilm, a local path, a hub id, zoo:<name>, or a spaCy pipeline
-    pooling: Literal["model", "mean", "cls"] = "model"
-    max_length: int = Field(default=128, ge=8)
-    encode_batch_size: int = Field(default=64, ge=1)
+def embedder_class(spec: EmbedderSpec) -> type[Embedder]:
+    """The class that runs ``spec``'s kind (``EMBEDDER_KINDS``; imported on first use)."""
+    return EMBEDDER_KINDS.get(spec.kind)
 
 
 def check_spec(spec: EmbedderSpec) -> None:
     """Fail on the driver, in one line, before any actor starts."""
-    if spec.kind == "spacy":
-        from checkray.actors.spacy_nlp import resolve_pipeline
-
-        resolve_pipeline(spec.model)
-    else:
-        from checkray.actors.embedder import resolve_model
-
-        try:
-            resolve_model(spec.model)
-        except InputError as exc:
-            raise InputError(f"embedder '{spec.name}': {exc}") from None
+    embedder_class(spec).check(spec)
 
 
-# Pooling modes one forward pass can serve together, in the order a multi-mode ``Pooling``
-# concatenates them (every sentence-transformers version puts cls before mean).
-POOLINGS = ("cls", "mean")
+def vocabulary(spec: EmbedderSpec, tokens: str) -> list[str]:
+    """The model's own threshold dictionary (``costello.dictionary: tokenizer``)."""
+    return embedder_class(spec).vocabulary(spec, tokens)
 
 
 def encoder_groups(specs: Sequence[EmbedderSpec]) -> list[list[EmbedderSpec]]:
     """The specs by the encoder pass that serves them: pooling variants (``POOLINGS``) of
-    one sentence-transformers model and max length together, in ``POOLINGS`` order; any
-    other spec alone. The groups keep the order of their first spec."""
+    one model and max length of a kind with ``pooling_variants`` together, in ``POOLINGS``
+    order; any other spec alone. The groups keep the order of their first spec."""
     groups: list[list[EmbedderSpec]] = []
     open_groups: dict[tuple[str, int], list[EmbedderSpec]] = {}
     for spec in specs:
         key = (spec.model, spec.max_length)
-        if spec.kind != "sentence-transformers" or spec.pooling not in POOLINGS:
+        if not embedder_kind(spec.kind).pooling_variants or spec.pooling not in POOLINGS:
             groups.append([spec])
             continue
         group = open_groups.get(key)
@@ -87,96 +69,28 @@ def encoder_groups(specs: Sequence[EmbedderSpec]) -> list[list[EmbedderSpec]]:
     return [sorted(g, key=lambda s: POOLINGS.index(s.pooling)) if len(g) > 1 else g for g in groups]
 
 
-def load_encoder(
-    spec: EmbedderSpec, device: str | None = None, threads: int | None = None, poolings: Sequence[str] = ()
-):
-    """A SentenceTransformer for a sentence-transformers spec (pooling rebuilt if asked).
-    ``poolings``: several of ``POOLINGS`` at once, in that order: the vectors of each side
-    by side, from one forward pass."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    from checkray.actors.embedder import load_sentence_transformer, resolve_model, torch_device
-
-    if threads:
-        torch.set_num_threads(threads)
-    if spec.pooling == "model":
-        model = load_sentence_transformer(spec.model, device=device, threads=threads)
-        model.max_seq_length = min(model.max_seq_length or spec.max_length, spec.max_length)
-        return model
-    try:
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    except ImportError:  # sentence-transformers < 5.4
-        from sentence_transformers.models import Pooling, Transformer
-    path = resolve_model(spec.model)
-    try:
-        encoder = Transformer(path, max_seq_length=spec.max_length)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"embedder '{spec.name}': cannot load {spec.model}: {str(exc).splitlines()[0]}") from None
-    dim = (
-        encoder.get_embedding_dimension()
-        if hasattr(encoder, "get_embedding_dimension")
-        else encoder.get_word_embedding_dimension()
-    )
-    modes = tuple(poolings) or (spec.pooling,)
-    if len(modes) == 1:
-        pooling = Pooling(dim, pooling_mode=modes[0])
-    elif "pooling_mode_cls_token" in inspect.signature(Pooling).parameters:
-        # sentence-transformers < 5.4: one flag per mode, concatenated cls before mean
-        pooling = Pooling(dim, pooling_mode_cls_token="cls" in modes, pooling_mode_mean_tokens="mean" in modes)
-    else:
-        pooling = Pooling(dim, pooling_mode=modes)  # concatenated in the order given
-    return SentenceTransformer(modules=[encoder, pooling], device=device or torch_device())
-
-
 class ContrastEmbedder:
     """Callable class for ``map_with_actors``: a ``text`` batch in, its ``embedding`` out.
     ``poolings``: the pooling variants of an ``encoder_groups`` group, whose vectors come
     side by side in one ``embedding``."""
 
-    def __init__(self, spec: dict, threads: int | None = None, poolings: Sequence[str] = ()):
-        self.spec = EmbedderSpec.model_validate(spec)
-        if self.spec.kind == "spacy":
-            from checkray.actors.spacy_nlp import load_spacy
-
-            self.nlp = load_spacy(self.spec.model)
-            self.model = None
-        else:
-            self.model = load_encoder(self.spec, threads=threads, poolings=poolings)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if self.model is None:  # static vectors: the tokenizer alone gives them
-            docs = self.nlp.pipe(texts, disable=list(self.nlp.pipe_names))
-            return np.stack([doc.vector for doc in docs]).astype(np.float32)
-        return self.model.encode(
-            list(texts),
-            batch_size=self.spec.encode_batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=False,
-            show_progress_bar=False,
-        ).astype(np.float32)
+    def __init__(self, spec: EmbedderSpec, threads: int | None = None, poolings: Sequence[str] = ()):
+        self.encoder = embedder_class(spec)(spec, threads=threads, poolings=poolings)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         from checkray.engine.arrays import embeddings_column
 
-        vectors = self.encode(batch.column("text").to_pylist())
+        vectors = self.encoder.encode(batch.column("text").to_pylist())
         return pa.table({"embedding": embeddings_column(vectors)})
 
 
 def contrast_identity(spec: EmbedderSpec) -> dict[str, Any]:
     """The content-cache identity of an embedder as ``ContrastEmbedder`` runs it: the
     model by content (``checkray.actors.embed_cache.pin_model``: a local directory such as a zoo
-    model by ``path_digest``, a ``builtin:`` asset by its pinned package), its kind,
-    pooling and max length (what changes its vectors; not its name, which is a label,
-    nor its batch size), and the versions of the libraries that run it."""
-    from checkray.actors.embed_cache import embedding_identity, library_versions
-
-    if spec.kind == "spacy":  # the pipeline's static word vectors, averaged
-        package = spec.model if "/" not in spec.model and not spec.model.startswith("builtin:") else "spacy"
-        return embedding_identity(spec.model, encoder="costello/spacy", spacy=library_versions("spacy", package))
-    return embedding_identity(
-        spec.model, encoder="costello/sentence-transformers", pooling=spec.pooling, max_length=spec.max_length
-    )
+    model by ``path_digest``, a ``builtin:`` asset by its pinned package), its kind and
+    what changes its vectors (pooling, max length; not its name, which is a label, nor its
+    batch size), and the versions of the libraries that run it."""
+    return embedder_class(spec).identity(spec)
 
 
 def embed_all(
@@ -184,16 +98,17 @@ def embed_all(
     specs: Sequence[EmbedderSpec],
     backend: str = "auto",
     batch_size: int = 128,
+    *,
     parallel: bool = True,
     cache: ContentCache | None = None,
     stats: dict[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` with every model; returns name -> (len(texts), dim) float32.
 
-    Parallel: one actor per transformer encoder (``encoder_groups``) at once, the CPUs left
-    after Ray Data's reserve split between them (torch threads set to match); spaCy vectors
-    after them. Sequential (``parallel=False``, for the bench): one encoder after another,
-    each actor with the whole share. ``cache``: each
+    Parallel: one actor per encoder (``encoder_groups``) of a kind that ``shares_cpus`` at
+    once, the CPUs left after Ray Data's reserve split between them (torch threads set to
+    match); the other kinds (spaCy vectors) after them. Sequential (``parallel=False``, for
+    the bench): one encoder after another, each actor with the whole share. ``cache``: each
     model embeds only the texts the cache lacks for it (each distinct text once) and stores
     them; the CPUs are shared among the models that have something to embed.
     ``stats``: filled with name -> texts embedded.
@@ -225,7 +140,7 @@ def embed_all(
         out = map_with_actors(
             table,
             ContrastEmbedder,
-            dict(spec=group[0].model_dump(), threads=plan.threads, poolings=poolings),
+            dict(spec=group[0], threads=plan.threads, poolings=poolings),
             dataclasses.replace(plan, pool_size=1),
             batch_size=batch_size,
         )
@@ -236,10 +151,10 @@ def embed_all(
         parts = np.split(unsorted, len(group), axis=1)  # a multi-mode Pooling: side by side
         return {spec.name: part[[row[t] for t in found[spec.name].todo_texts]] for spec, part in zip(group, parts)}
 
-    # Only transformer passes run side by side, sharing the CPUs: static word vectors cost a
-    # tokenizer pass, and an actor of theirs holding half the CPUs would leave that half idle
-    # while a transformer runs on the other (measured: bench_costello's fan-out).
-    encoders = [g for g in todo if g[0].kind != "spacy"] if parallel else []
+    # Only kinds that share the CPUs run side by side (transformer passes): static word
+    # vectors cost a tokenizer pass, and an actor of theirs holding half the CPUs would leave
+    # that half idle while a transformer runs on the other (measured: bench_costello's fan-out).
+    encoders = [g for g in todo if embedder_kind(g[0].kind).shares_cpus] if parallel else []
     computed: dict[str, np.ndarray] = {}
     if len(encoders) > 1:
         with ThreadPoolExecutor(max_workers=len(encoders)) as pool:

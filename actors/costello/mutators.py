@@ -15,6 +15,7 @@ from dataclasses import asdict
 import pyarrow as pa
 
 from checkray.actors.pool import ROW
+from checkray.engine.costello.config import MutationSettings
 from checkray.engine.costello.mutations import (
     Variant,
     dense_synonyms,
@@ -44,28 +45,23 @@ PAIR_WORDS = 8  # shared words tried per matching pair (CR4 needs one with a syn
 
 
 def mutate_one(
-    doc,
-    pair_doc,
-    text: str,
-    inversions: dict[str, str] | None,
-    guard: bool,
-    per_word: int,
-    gender_pairs: str | None = None,
-    dense_seed: int | None = None,
+    doc, pair_doc, text: str, inversions: dict[str, str] | None, settings: MutationSettings
 ) -> list[Variant]:
-    """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given).
-    ``dense_seed``: also the authors' dense synonym substitution (CR3's positive), only
-    for seeds that the inversion table covers (no other CR uses it)."""
+    """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given);
+    ``inversions``: the table ``settings.inversions`` names, read. ``settings.dense_seed``:
+    also the authors' dense synonym substitution (CR3's positive), only for seeds that the
+    inversion table covers (no other CR uses it)."""
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
         return shared_substitutions(a, b, "synonym", PAIR_WORDS) + shared_substitutions(a, b, "antonym", PAIR_WORDS)
     tokens = tokens_from_doc(doc)
-    variants = substitutions(tokens, "synonym", guard, per_word) + substitutions(tokens, "antonym", guard, per_word)
-    variants += gender_swap(tokens, gender_pairs)
+    words = dict(guard=settings.polarity_guard, per_word=settings.per_word)
+    variants = substitutions(tokens, "synonym", **words) + substitutions(tokens, "antonym", **words)
+    variants += gender_swap(tokens, settings.gender_pairs)
     if inversions:
         inverted = inversion(text, inversions)
-        if inverted and dense_seed is not None:
-            variants += dense_synonyms(tokens, dense_seed)
+        if inverted and settings.dense_seed is not None:
+            variants += dense_synonyms(tokens, settings.dense_seed)
         variants += inverted
     return variants
 
@@ -73,25 +69,14 @@ def mutate_one(
 class MutationActor:
     """Callable class for ``map_with_actors``: seeds in, variants out (ACTOR_SCHEMA)."""
 
-    def __init__(
-        self,
-        pipeline: str = "builtin:sm",
-        inversions: str | None = None,
-        guard: bool = True,
-        per_word: int = 1,
-        gender_pairs: str | None = None,
-        dense_seed: int | None = None,
-    ):
+    def __init__(self, settings: MutationSettings):
         from checkray.actors.spacy_nlp import load_spacy
         from checkray.engine.lang.wordnet import wordnet
 
-        self.nlp = load_spacy(pipeline, disable=("parser", "ner"))
+        self.nlp = load_spacy(settings.pipeline, disable=("parser", "ner"))
         wordnet()  # build/load once per actor, not on the first sentence
-        self.inversions = read_inversions(inversions) if inversions else None
-        self.guard = guard
-        self.per_word = per_word
-        self.gender_pairs = gender_pairs
-        self.dense_seed = dense_seed
+        self.inversions = read_inversions(settings.inversions) if settings.inversions else None
+        self.settings = settings
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         ids = batch.column("id").to_pylist()
@@ -103,31 +88,13 @@ class MutationActor:
         }
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
-            variants = mutate_one(
-                doc,
-                pair_docs.get(i),
-                text,
-                self.inversions,
-                self.guard,
-                self.per_word,
-                self.gender_pairs,
-                self.dense_seed,
-            )
-            for v in variants:
+            for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.settings):
                 rows.append({"seed_id": seed_id, **asdict(v), ROW: i})
         return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 
 
 def mutate_corpus(
-    seeds: pa.Table,
-    pipeline: str,
-    inversions: str | None,
-    guard: bool,
-    per_word: int,
-    backend: str = "cpu",
-    batch_size: int = 64,
-    gender_pairs: str | None = None,
-    dense_seed: int | None = None,
+    seeds: pa.Table, settings: MutationSettings, *, backend: str = "cpu", batch_size: int = 64
 ) -> pa.Table:
     """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
     variants in seed order (VARIANT_SCHEMA)."""
@@ -138,14 +105,7 @@ def mutate_corpus(
     return map_with_actors(
         seeds,
         MutationActor,
-        dict(
-            pipeline=pipeline,
-            inversions=inversions,
-            guard=guard,
-            per_word=per_word,
-            gender_pairs=gender_pairs,
-            dense_seed=dense_seed,
-        ),
+        dict(settings=settings),
         plan,
         batch_size=batch_size,
         schema=VARIANT_SCHEMA,

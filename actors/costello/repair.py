@@ -21,21 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
 
-from checkray.engine.config import TASK_TIMEOUT_S, Section
-
-Triple = tuple[str, str, str]
-
-
-class RepairSettings(Section):
-    alpha: float = Field(default=0.5, ge=0.0, le=1.0)
-    learning_rate: float = Field(default=1e-4, gt=0)
-    epochs: int = Field(default=8, ge=1)
-    batch_size: int = Field(default=16, ge=2)  # triples per batch: half violated, half benign
-    margin: float = Field(default=1.0, gt=0)  # TripletMarginLoss margin (torch default)
-    max_triples: int | None = Field(default=None, ge=1)  # cap on triples of each kind per epoch
-    seed: int = 0
+from checkray.engine.config import TASK_TIMEOUT_S
+from checkray.engine.costello.config import EmbedderSpec, RepairSettings
+from checkray.engine.costello.repair import Triple
 
 
 def epoch_plan(
@@ -95,7 +84,7 @@ def mean_triplet_loss(model, triples: Sequence[Triple], margin: float = 1.0, bat
     return total / len(triples)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RepairResult:
     history: list[dict]
     loss_before: float
@@ -164,26 +153,26 @@ def train_repair(
 class RepairActor:
     """Holds the model being repaired; ``repair`` trains it and saves it to ``out_dir``."""
 
-    def __init__(self, spec: dict, threads: int | None = None):
-        from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
+    def __init__(self, spec: EmbedderSpec, threads: int | None = None):
+        from checkray.actors.costello.st_embedder import load_encoder
 
-        self.model = load_encoder(EmbedderSpec.model_validate(spec), threads=threads)
+        self.model = load_encoder(spec, threads=threads)
 
     def repair(
         self,
         violated: list[Triple],
         benign: list[Triple],
-        settings: dict,
+        settings: RepairSettings,
         out_dir: str,
         old_embeddings: dict[str, np.ndarray] | None = None,
-    ) -> dict:
-        result = train_repair(self.model, violated, benign, RepairSettings.model_validate(settings), old_embeddings)
+    ) -> RepairResult:
+        result = train_repair(self.model, violated, benign, settings, old_embeddings)
         self.model.save(out_dir)
-        return result.__dict__
+        return result
 
 
 def repair_in_actor(
-    spec: dict,
+    spec: EmbedderSpec,
     violated: list[Triple],
     benign: list[Triple],
     settings: RepairSettings,
@@ -191,7 +180,7 @@ def repair_in_actor(
     backend: str = "auto",
     timeout_s: float = TASK_TIMEOUT_S,
     old_embeddings: dict[str, np.ndarray] | None = None,
-) -> dict:
+) -> RepairResult:
     """Train in an actor; ``old_embeddings``: the original model's embeddings of benign
     texts already known (the content cache), so the actor encodes only the others."""
     import ray
@@ -202,7 +191,7 @@ def repair_in_actor(
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)
     try:
         return wait_for(
-            actor.repair.remote(violated, benign, settings.model_dump(), out_dir, old_embeddings),
+            actor.repair.remote(violated, benign, settings, out_dir, old_embeddings),
             timeout_s,
             "the repair",
         )

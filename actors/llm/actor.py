@@ -24,6 +24,8 @@ from typing import Any
 from checkray.actors.pool import MAX_RESTARTS, MAX_TASK_RETRIES
 from checkray.engine.errors import CheckrayError, user_error
 from checkray.engine.llm import (
+    BACKENDS,
+    LOCAL_ENGINES,
     BackendName,
     Generation,
     GenerationParams,
@@ -41,27 +43,12 @@ HTTP_ACTOR_CPUS = 0.1  # an http actor mostly waits on sockets
 
 def build_generator(cfg: LLMConfig, backend: BackendName, threads: int | None = None) -> Generator:
     """The backend object itself, in this process (actors call this in their own)."""
-    threads = cfg.threads or threads
-    if backend == "http":
-        from checkray.actors.llm.http_openai import HTTPGenerator
+    return BACKENDS.get(backend)(cfg, cfg.threads or threads)
 
-        return HTTPGenerator.from_config(cfg)
-    if backend == "vllm":
-        from checkray.actors.llm.vllm_backend import VLLMGenerator
 
-        return VLLMGenerator(cfg.model, max_model_len=cfg.max_model_len, dtype=cfg.dtype)
-    engine = choose_local_engine(cfg)
-    if engine == "llamacpp":
-        from checkray.actors.llm.local_xllamacpp import XLlamaCppGenerator
-
-        return XLlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)
-    if engine == "llama-cpp-python":
-        from checkray.actors.llm.local_llamacpp import LlamaCppGenerator
-
-        return LlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)
-    from checkray.actors.llm.local_transformers import TransformersGenerator
-
-    return TransformersGenerator(cfg.model, threads=threads)
+def build_local(cfg: LLMConfig, threads: int | None = None) -> Generator:
+    """The ``local`` backend: the engine ``llm.local_engine`` names, or the first installed."""
+    return LOCAL_ENGINES.get(choose_local_engine(cfg))(cfg, threads)
 
 
 class GeneratorActor:
@@ -90,10 +77,11 @@ class GeneratorActor:
 
 
 def plan_generators(cfg: LLMConfig, backend: BackendName, resources: Mapping[str, float]) -> ActorPlan:
-    """Actor resources for ``backend`` (pure: tested with plain dicts)."""
-    if backend == "vllm":
+    """Actor resources for ``backend`` by what its actors hold (pure: tested with plain dicts)."""
+    held = BACKENDS.record(backend).resources
+    if held == "gpu":
         return plan_actor_pool(resources, "gpu", cfg.pool_size, cfg.gpu_fraction)
-    if backend == "http":
+    if held == "network":
         return ActorPlan("cpu", cfg.pool_size or 1, num_cpus=HTTP_ACTOR_CPUS, num_gpus=0.0, threads=1)
     return plan_actor_pool(resources, "cpu", cfg.pool_size)
 

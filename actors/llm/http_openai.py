@@ -392,3 +392,8 @@ class HTTPGenerator:
         return self._run(
             "/chat/completions", [{**base, "messages": [dict(m) for m in ms]} for ms in messages_list], chat=True
         )
+
+
+def build_http(cfg: LLMConfig, threads: int | None = None) -> HTTPGenerator:
+    """The ``http`` backend (``engine.llm.BACKENDS``): an OpenAI-compatible server."""
+    return HTTPGenerator.from_config(cfg)

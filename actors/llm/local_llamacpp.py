@@ -20,7 +20,15 @@ from typing import Any
 
 from checkray.actors.llm.packaged import resolve_llm
 from checkray.engine.errors import InputError
-from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.engine.llm import (
+    Generation,
+    GenerationParams,
+    LLMConfig,
+    LLMError,
+    Message,
+    failed_generation,
+    make_generation,
+)
 
 
 def _sampling(params: GenerationParams, grammar: Any = None) -> dict[str, Any]:
@@ -118,3 +126,8 @@ class LlamaCppGenerator:
             except (ValueError, RuntimeError, KeyError, TypeError) as exc:  # bad roles, too long, ...
                 out.append(failed_generation(exc))
         return out
+
+
+def build_llamacpp(cfg: LLMConfig, threads: int | None = None) -> LlamaCppGenerator:
+    """The ``llama-cpp-python`` local engine (``engine.llm.LOCAL_ENGINES``)."""
+    return LlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)

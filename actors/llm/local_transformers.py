@@ -24,7 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from checkray.actors.llm.packaged import resolve_llm
-from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.engine.llm import (
+    Generation,
+    GenerationParams,
+    LLMConfig,
+    LLMError,
+    Message,
+    failed_generation,
+    make_generation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +174,8 @@ class TransformersGenerator:
             except Exception as exc:  # a malformed conversation fails alone  # noqa: BLE001
                 encoded.append(exc)
         return self._run(encoded, params)
+
+
+def build_transformers(cfg: LLMConfig, threads: int | None = None) -> TransformersGenerator:
+    """The ``transformers`` local engine (``engine.llm.LOCAL_ENGINES``): always installed."""
+    return TransformersGenerator(cfg.model, threads=threads)

@@ -28,7 +28,15 @@ from typing import Any
 
 from checkray.actors.llm.packaged import resolve_llm
 from checkray.engine.errors import InputError
-from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.engine.llm import (
+    Generation,
+    GenerationParams,
+    LLMConfig,
+    LLMError,
+    Message,
+    failed_generation,
+    make_generation,
+)
 
 
 def start_server(
@@ -175,3 +183,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def build_xllamacpp(cfg: LLMConfig, threads: int | None = None) -> XLlamaCppGenerator:
+    """The ``llamacpp`` local engine (``engine.llm.LOCAL_ENGINES``): llama.cpp as a prebuilt wheel."""
+    return XLlamaCppGenerator(cfg.model, n_ctx=cfg.n_ctx, threads=threads)

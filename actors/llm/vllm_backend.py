@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from checkray.actors.llm.packaged import resolve_llm
-from checkray.engine.llm import Generation, GenerationParams, LLMError, Message, failed_generation, make_generation
+from checkray.engine.llm import (
+    Generation,
+    GenerationParams,
+    LLMConfig,
+    LLMError,
+    Message,
+    failed_generation,
+    make_generation,
+)
 
 
 class VLLMGenerator:
@@ -77,3 +85,8 @@ class VLLMGenerator:
     def chat(self, messages_list: Sequence[Sequence[Message]], params: GenerationParams) -> list[Generation]:
         conversations = [[dict(m) for m in ms] for ms in messages_list]
         return self._convert(self.llm.chat(conversations, self._sampling(params), use_tqdm=False))
+
+
+def build_vllm(cfg: LLMConfig, threads: int | None = None) -> VLLMGenerator:
+    """The ``vllm`` backend (``engine.llm.BACKENDS``): the engine on this actor's GPU."""
+    return VLLMGenerator(cfg.model, max_model_len=cfg.max_model_len, dtype=cfg.dtype)

@@ -1,19 +1,20 @@
 """Expansion actor for Ray Data ``map_batches``: seed sentences in; their parse, the
 masked sentences Algorithm 1 finds (k sampled per seed) and the validated fills out.
 Ranking maths and validation live in ``engine/s2lct/mask_fill.py``, Algorithm 1 in
-``engine/s2lct/grammar.py``; this class holds the models (spaCy parser, spaCy vectors +
+``engine/s2lct/grammar.py``; this module holds the models (spaCy parser, spaCy vectors +
 tagger, or an HF fill-mask model).
 
-Filling backends:
+Filling backends (``engine/s2lct/fillers.FILLERS`` names them and their classes here):
 
-* ``offline`` (default): candidates are corpus words with the mask's Penn tag, ranked by a
-  bigram language-model score of the filled sentence (counted on the reference texts)
-  plus the cosine of the word's ``builtin:md`` vector to its context. Chosen over scoring
-  with the packaged Qwen 0.5B because it costs a dictionary lookup and one matrix product
-  per mask: a llama.cpp forward pass per candidate sentence on 2 shared cores would take
-  minutes for the demo's thousands of candidates instead of seconds.
-* ``hf``: a Hugging Face fill-mask model (an MLM head: BERT, RoBERTa ...) suggests words
-  with probabilities, as in the paper. None ships offline; it is used when configured.
+* ``offline`` (``OfflineFiller``, default): candidates are corpus words with the mask's
+  Penn tag, ranked by a bigram language-model score of the filled sentence (counted on
+  the reference texts) plus the cosine of the word's ``builtin:md`` vector to its context.
+  Chosen over scoring with the packaged Qwen 0.5B because it costs a dictionary lookup and
+  one matrix product per mask: a llama.cpp forward pass per candidate sentence on 2 shared
+  cores would take minutes for the demo's thousands of candidates instead of seconds.
+* ``hf`` (``HFFiller``): a Hugging Face fill-mask model (an MLM head: BERT, RoBERTa ...)
+  suggests words with probabilities, as in the paper. None ships offline; it is used when
+  configured.
 
 Both validate with the same spaCy pipeline: tag, lexicon polarity, rule re-check.
 """
@@ -21,14 +22,18 @@ Both validate with the same spaCy pipeline: tag, lexicon polarity, rule re-check
 from __future__ import annotations
 
 import json
-import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from checkray.engine.errors import InputError
 from checkray.engine.lang.polarity import polarity_class
-from checkray.engine.s2lct.grammar import FILLABLE_TAGS, expansion_candidates, sample_masked
+from checkray.engine.s2lct.config import FillerConfig, filler_backend
+from checkray.engine.s2lct.fillers import FILLERS
+from checkray.engine.s2lct.grammar import MaskSampling
 from checkray.engine.s2lct.mask_fill import (
     BigramLM,
     context_words,
@@ -39,67 +44,39 @@ from checkray.engine.s2lct.mask_fill import (
     pick_fills,
     validate_fill,
 )
+from checkray.engine.s2lct.reference import ReferenceGrammar
 from checkray.engine.s2lct.spec import SearchRule
 
 # spaCy's CNN tok2vec sees 4 tokens on each side (depth 4, window 1), so a tag depends on
 # no more than that: validating a window of 8 tokens around the fill gives the same tag
 # as the whole sentence at a fraction of the cost for long seeds.
 TAG_WINDOW = 8
+RECORD_KEYS = ("masked", "tags", "production", "reference", "reference_count")
+
+Ranked = list[tuple[float, list[str]]]  # (score, one word per mask), best first
 
 
-class ExpansionActor:
-    def __init__(
-        self,
-        reference: dict,
-        vocabulary: dict,
-        unigrams: dict | None = None,
-        bigrams: list | None = None,
-        parser_pipeline: str = "builtin:sm",
-        parser: str = "auto",
-        backend: str = "offline",
-        pipeline: str = "builtin:md",
-        hf_model: str | None = None,
-        k: int = 4,
-        max_masks: int = 1,
-        candidates: int = 12,
-        keep: int = 2,
-        window: int = 3,
-        vector_weight: float = 1.0,
-        min_score: float | None = None,
-        fillable: tuple[str, ...] | None = None,
-        seed: int = 0,
-        threads: int = 1,
-        keep_columns: tuple[str, ...] = (),
-    ):
-        import spacy
+class OfflineFiller:
+    """Corpus words with the mask's tag, ranked by bigram LM + vector cosine."""
 
-        from checkray.actors.s2lct.parser import ParserActor
-        from checkray.actors.spacy_nlp import resolve_pipeline
+    def __init__(self, filler: FillerConfig, grammar: ReferenceGrammar, nlp, threads: int = 1):
+        if not nlp.vocab.vectors.shape[0]:
+            raise InputError(f"mask filler: spaCy pipeline {filler.pipeline} has no word vectors (use builtin:md)")
+        self.nlp = nlp
+        self.candidates, self.window, self.vector_weight = filler.candidates, filler.window, filler.vector_weight
+        self.words = {tag: [w for w, _ in entries] for tag, entries in grammar.vocabulary.items() if entries}
+        self.vectors = {tag: np.stack([self.vector(w) for w in ws]) for tag, ws in self.words.items()}
+        self.lm = BigramLM(grammar.unigrams, grammar.bigrams)
 
-        self.parser = ParserActor(pipeline=parser_pipeline, parser=parser)
-        self.nlp = spacy.load(resolve_pipeline(pipeline), disable=["parser", "ner"])
-        self.reference = {lhs: [(tuple(rhs), n) for rhs, n in entries] for lhs, entries in reference.items()}
-        self.backend, self.k, self.max_masks, self.seed = backend, k, max_masks, seed
-        self.candidates, self.keep, self.window, self.vector_weight = candidates, keep, window, vector_weight
-        self.keep_columns = keep_columns
-        self.min_score = min_score if backend == "offline" else None
-        self.fillable = set(fillable) if fillable else FILLABLE_TAGS
-        if backend == "offline":
-            if not self.nlp.vocab.vectors.shape[0]:
-                raise InputError(f"mask filler: spaCy pipeline {pipeline} has no word vectors (use builtin:md)")
-            self.words = {tag: [w for w, _ in entries] for tag, entries in vocabulary.items() if entries}
-            self.vectors = {tag: np.stack([self.vector(w) for w in ws]) for tag, ws in self.words.items()}
-            self.lm = BigramLM(unigrams or {}, {(a, b): n for a, b, n in bigrams or []})
-        elif backend == "hf":
-            self.fill_mask = load_fill_mask(hf_model, threads)
-        else:
-            raise InputError(f"mask filler: unknown backend '{backend}' (have: offline, hf)")
+    @classmethod
+    def preflight(cls, filler: FillerConfig) -> None:
+        """Nothing beyond the spaCy pipeline, which the job resolves for every backend."""
 
     def vector(self, word: str) -> np.ndarray:
         lex = self.nlp.vocab[word]
         return lex.vector if lex.has_vector else self.nlp.vocab[word.lower()].vector
 
-    def rank_offline(self, items: list[dict], tags: list[str]) -> list[tuple[float, list[str]]]:
+    def rank(self, items: list[dict], tags: list[str]) -> Ranked:
         """Word combinations, best first: the i-th best word for every mask."""
         per_mask = []
         for j, tag in enumerate(tags):
@@ -116,10 +93,25 @@ class ExpansionActor:
             scores[[w.lower() in same for w in self.words[tag]]] = -np.inf
             order = np.argsort(-scores, kind="stable")[: self.candidates]
             per_mask.append([(float(scores[i]), self.words[tag][i]) for i in order])
-        depth = min(len(c) for c in per_mask)
-        return [(float(np.mean([c[i][0] for c in per_mask])), [c[i][1] for c in per_mask]) for i in range(depth)]
+        return _combine(per_mask)
 
-    def rank_hf(self, items: list[dict], tags: list[str]) -> list[tuple[float, list[str]]]:
+
+class HFFiller:
+    """A transformers fill-mask model's suggestions, ranked by its probability."""
+
+    def __init__(self, filler: FillerConfig, grammar: ReferenceGrammar, nlp, threads: int = 1):
+        self.fill_mask = load_fill_mask(filler.hf_model, threads)
+        self.candidates = filler.candidates
+
+    @classmethod
+    def preflight(cls, filler: FillerConfig) -> None:
+        from checkray.actors.embedder import resolve_model
+
+        if not filler.hf_model:
+            raise InputError("mask filler 'hf': no model configured (s2lct.filler.hf_model)")
+        resolve_model(filler.hf_model)
+
+    def rank(self, items: list[dict], tags: list[str]) -> Ranked:
         token = self.fill_mask.tokenizer.mask_token
         text = "".join((token if "mask" in it else it["t"]) + it["ws"] for it in items).strip()
         out = self.fill_mask(text, top_k=self.candidates)
@@ -128,64 +120,122 @@ class ExpansionActor:
             [(float(c["score"]), c["token_str"].strip()) for c in cands if c["token_str"].strip().isalpha()]
             for cands in per_mask
         ]
-        depth = min((len(c) for c in per_mask), default=0)
-        return [(float(np.mean([c[i][0] for c in per_mask])), [c[i][1] for c in per_mask]) for i in range(depth)]
+        return _combine(per_mask)
 
-    def trials(
-        self, items: list[dict], tags: list[str], whole: bool
-    ) -> list[tuple[float, list[str], str, list[int], str, list[int]]]:
-        """(score, words, full text, offsets, text to tag, offsets in it) per ranked candidate."""
-        ranked = self.rank_offline(items, tags) if self.backend == "offline" else self.rank_hf(items, tags)
+
+def _combine(per_mask: list[list[tuple[float, str]]]) -> Ranked:
+    """The i-th best word of every mask together, scored by their mean."""
+    depth = min((len(c) for c in per_mask), default=0)
+    return [(float(np.mean([c[i][0] for c in per_mask])), [c[i][1] for c in per_mask]) for i in range(depth)]
+
+
+class Trial(NamedTuple):
+    """One ranked fill of a masked sentence, ready to tag."""
+
+    score: float
+    words: list[str]
+    text: str  # the filled sentence
+    tag_text: str  # what is tagged: the sentence, or a window around the fills
+    tag_offsets: list[int]  # character offsets of the filled words in ``tag_text``
+
+
+@dataclass
+class Masked:
+    """One masked sentence of a seed (``found``: Algorithm 1's record) and its fills."""
+
+    found: dict
+    rule: SearchRule | None  # re-checked on every fill (LC1, LC2)
+    fills: list[tuple[float, str, dict]] = field(default_factory=list)  # (score, words, fill record)
+    rejected: Counter = field(default_factory=Counter)  # reason -> fills rejected
+
+    def record(self, keep: int) -> dict:
+        """Its entry in the row's ``expansions`` JSON: the ``keep`` best valid fills."""
+        fills = [f for _, _, f in pick_fills(self.fills, keep)]
+        return {k: self.found[k] for k in RECORD_KEYS} | {"rejected": dict(self.rejected), "fills": fills}
+
+
+class ExpansionActor:
+    """Callable class for ``Dataset.map_batches``: ``case_id``, ``text`` and ``rule`` (JSON,
+    or null) of seeds in; ``tokens``, ``tree``, ``parser``, ``masked_candidates`` and
+    ``expansions`` (JSON: the sampled masked sentences with their kept fills) out."""
+
+    def __init__(
+        self,
+        filler: FillerConfig,
+        grammar: ReferenceGrammar,
+        sampling: MaskSampling,
+        *,
+        parser_pipeline: str = "builtin:sm",
+        parser: str = "auto",
+        threads: int = 1,
+        keep_columns: tuple[str, ...] = (),
+    ):
+        import spacy
+
+        from checkray.actors.s2lct.parser import ParserActor
+        from checkray.actors.spacy_nlp import resolve_pipeline
+
+        self.parser = ParserActor(pipeline=parser_pipeline, parser=parser)
+        self.nlp = spacy.load(resolve_pipeline(filler.pipeline), disable=["parser", "ner"])
+        backend = FILLERS.record(filler_backend(filler))
+        self.filler = FILLERS.get(backend.name)(filler, grammar, self.nlp, threads)
+        self.min_score = filler.min_score if backend.lm_scored else None
+        self.keep = filler.keep
+        self.reference = grammar.productions
+        self.sampling = sampling
+        self.keep_columns = keep_columns
+
+    def trials(self, items: list[dict], tags: list[str], *, whole: bool) -> list[Trial]:
+        """The ranked fills of one masked sentence; ``whole``: tag the whole filled sentence
+        (its rule is re-checked), else a window around the fills."""
         masks = [i for i, it in enumerate(items) if "mask" in it]
         window = items if whole else items[max(0, masks[0] - TAG_WINDOW) : masks[-1] + TAG_WINDOW + 1]
         out = []
-        for score, words in ranked:
+        for score, words in self.filler.rank(items, tags):
             if not np.isfinite(score):
                 continue
             text, offsets = fill(items, words)
             tag_text, tag_offsets = (text, offsets) if whole else fill(window, words)
-            out.append((score, words, text, offsets, tag_text, tag_offsets))
+            out.append(Trial(score, words, text, tag_text, tag_offsets))
         return out
+
+    def screen(self, masked: Masked) -> list[Trial]:
+        """The fills of a masked sentence worth tagging: polar words, negators and (offline)
+        implausible scores are rejected before any tagging."""
+        kept = []
+        for trial in self.trials(masked.found["items"], masked.found["tags"], whole=masked.rule is not None):
+            reason = word_rejection(trial.words)
+            if reason is None and self.min_score is not None and trial.score < self.min_score:
+                reason = "score"  # the paper keeps the suggestions its recommender is confident about
+            if reason:
+                masked.rejected[reason] += 1
+            else:
+                kept.append(trial)
+        return kept
+
+    def validate(self, screened: list[tuple[Masked, Trial]]) -> None:
+        """Tag every screened fill in one spaCy pass; keep those that pass the paper's checks."""
+        docs = self.nlp.pipe([trial.tag_text for _, trial in screened], batch_size=256)
+        for (masked, trial), doc in zip(screened, docs):
+            toks = [{"t": t.text, "tag": t.tag_, "pos": t.pos_, "lemma": t.lemma_, "idx": t.idx} for t in doc]
+            check = validate_fill(toks, trial.tag_offsets, trial.words, masked.found["tags"], masked.rule)
+            if check.ok:
+                record = {"text": trial.text, "words": trial.words, "score": trial.score}
+                masked.fills.append((trial.score, " ".join(trial.words), record))
+            else:
+                masked.rejected[check.reason] += 1
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = batch.to_pylist()
         tokens, trees = self.parser.parse([r["text"] for r in rows])
-        jobs = []  # (row, masked record, trial)
-        found = []
-        masked_by_row: dict[int, list[dict]] = {}
-        for r, (row, toks, tree) in enumerate(zip(rows, tokens, trees)):
-            cands = expansion_candidates(tree, toks, self.reference, self.fillable, self.max_masks) if toks else []
-            found.append(len(cands))
+        found, per_row = [], []
+        for row, toks, tree in zip(rows, tokens, trees):
+            count, sampled = self.sampling.masked_sentences(tree, toks, self.reference, row["case_id"])
             rule = SearchRule.model_validate(json.loads(row["rule"])) if row.get("rule") else None
-            for m in sample_masked(cands, self.k, random.Random(f"{self.seed}:{row['case_id']}")):
-                m = {**m, "fills": [], "rejected": {}, "rule": rule}
-                masked_by_row.setdefault(r, []).append(m)
-                for trial in self.trials(m["items"], m["tags"], whole=rule is not None):
-                    reason = word_rejection(trial[1])
-                    if reason is None and self.min_score is not None and trial[0] < self.min_score:
-                        reason = "score"  # the paper keeps the suggestions its recommender is confident about
-                    if reason:
-                        m["rejected"][reason] = m["rejected"].get(reason, 0) + 1
-                        continue
-                    jobs.append((r, m, trial))
-        docs = self.nlp.pipe([t[4] for _, _, t in jobs], batch_size=256)
-        for (_row, m, (score, words, text, _, _, tag_offsets)), doc in zip(jobs, docs):
-            toks = [{"t": t.text, "tag": t.tag_, "pos": t.pos_, "lemma": t.lemma_, "idx": t.idx} for t in doc]
-            check = validate_fill(toks, tag_offsets, words, m["tags"], m["rule"])
-            if check.ok:
-                m["fills"].append((score, " ".join(words), {"text": text, "words": words, "score": score}))
-            else:
-                m["rejected"][check.reason] = m["rejected"].get(check.reason, 0) + 1
-        expansions = []
-        for r in range(len(rows)):
-            records = []
-            for m in masked_by_row.get(r, []):
-                fills = [f for _, _, f in pick_fills(m["fills"], self.keep)]
-                records.append(
-                    {k: m[k] for k in ("masked", "tags", "production", "reference", "reference_count", "rejected")}
-                    | {"fills": fills}
-                )
-            expansions.append(json.dumps(records, ensure_ascii=False))
+            found.append(count)
+            per_row.append([Masked(m, rule) for m in sampled])
+        self.validate([(m, trial) for masked in per_row for m in masked for trial in self.screen(m)])
+        expansions = [json.dumps([m.record(self.keep) for m in masked], ensure_ascii=False) for masked in per_row]
         cols = {name: batch.column(name) for name in self.keep_columns}
         cols.update(
             tokens=pa.array([json.dumps(t, ensure_ascii=False) for t in tokens], pa.string()),

@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from checkray.engine.errors import InputError
+from checkray.engine.s2lct.search import CorpusSearch
 
 DEP2CONST = "spacy-dep2const"
 BENEPAR = "benepar"
@@ -270,24 +271,22 @@ def benepar_tree(doc) -> str:
 
 class ParserActor:
     """Callable class for ``Dataset.map_batches``: a ``text`` column in; ``tokens`` (JSON),
-    ``tree`` (PTB brackets) and ``parser`` out, with the ``keep`` columns. Given S²LCT
-    capability ``specs`` (dicts) it also runs their search rules on each sentence (with
-    its ``label``) and adds ``matches``: JSON ``{capability id: [rule names]}``."""
+    ``tree`` (PTB brackets) and ``parser`` out, with the ``keep`` columns. Given a
+    ``search`` (S²LCT's capability rules) it also runs the rules on each sentence of role
+    ``search`` (with its ``label``) and adds ``matches``: JSON ``{capability id: [rule names]}``."""
 
     def __init__(
         self,
         pipeline: str = "builtin:sm",
         parser: str = "auto",
+        *,
         batch_size: int = 128,
         keep: tuple[str, ...] = (),
-        specs: list[dict] | None = None,
-        neutral_proxy: bool = False,
-        neutral_label: str = "neutral",
+        search: CorpusSearch | None = None,
     ):
         import spacy
 
         from checkray.actors.spacy_nlp import resolve_pipeline
-        from checkray.engine.s2lct.spec import CapabilitySpec
 
         # A pipeline of its own (not the per-process cache): benepar may be added to it.
         self.nlp = spacy.load(resolve_pipeline(pipeline), disable=["ner"])
@@ -296,8 +295,7 @@ class ParserActor:
             raise InputError("parser 'benepar' was requested but benepar or its model benepar_en3 is not installed")
         self.batch_size = batch_size
         self.keep = keep
-        self.specs = [CapabilitySpec.model_validate(s) for s in specs or []]
-        self.neutral_proxy, self.neutral_label = neutral_proxy, neutral_label
+        self.search = search
 
     def parse(self, texts: list[str]) -> tuple[list[list[dict]], list[str]]:
         tokens_out, trees = [], []
@@ -312,27 +310,21 @@ class ParserActor:
                 trees.append(dep_to_const(toks, [(s.start, s.end) for s in doc.sents]))
         return tokens_out, trees
 
-    def matches(self, tokens: list[dict], label: str | None) -> str:
-        from checkray.engine.s2lct.search import matching_rules
-
-        found = {}
-        for spec in self.specs:
-            rules = matching_rules(spec, tokens, label, self.neutral_proxy, self.neutral_label)
-            if rules:
-                found[spec.id] = rules
-        return json.dumps(found)
-
     def __call__(self, batch: pa.Table) -> pa.Table:
         tokens, trees = self.parse([str(t) for t in batch.column("text").to_pylist()])
         cols = {name: batch.column(name) for name in self.keep}
         cols["tokens"] = pa.array([json.dumps(t, ensure_ascii=False) for t in tokens], pa.string())
         cols["tree"] = pa.array(trees, pa.string())
         cols["parser"] = pa.array([self.parser] * len(trees), pa.string())
-        if self.specs:  # rows with a ``role`` other than "search" (reference texts) are not searched
+        if self.search is not None and self.search.specs:
+            # rows with a ``role`` other than "search" (reference texts) are not searched
             labels = batch.column("label").to_pylist()
             roles = batch.column("role").to_pylist() if "role" in batch.column_names else ["search"] * len(labels)
             cols["matches"] = pa.array(
-                [self.matches(t, lab) if role == "search" else "{}" for t, lab, role in zip(tokens, labels, roles)],
+                [
+                    json.dumps(self.search.matches(t, lab)) if role == "search" else "{}"
+                    for t, lab, role in zip(tokens, labels, roles)
+                ],
                 pa.string(),
             )
         return pa.table(cols)

@@ -1,15 +1,19 @@
-"""Validity classifiers for TestAug (§4.2) and the LLM labeler.
+"""Validity classifiers for TestAug (§4.2).
 
-Two backends, one directory format (``metadata.json`` + the weights):
+Two backends (``engine/testaug/validity.py`` ``VALIDITY_BACKENDS``), one directory format
+(``metadata.json`` + the weights):
 
-* ``embedding_lr``: sentence embeddings (MiniLM by default, ``actors/embedder.py``) and a
-  class-balanced logistic regression (``head.joblib``); trains in seconds on CPU.
-* ``finetune``: the encoder's transformer fine-tuned with a classification head (the zoo's
-  PyTorch loop, ``actors/zoo_trainers.fine_tune``), saved under ``model/``; the paper
-  fine-tuned roberta-base the same way.
+* ``embedding_lr`` (``EmbeddingHead``): sentence embeddings (MiniLM by default,
+  ``actors/embedder.py``) and a class-balanced logistic regression (``head.joblib``);
+  trains in seconds on CPU.
+* ``finetune`` (``FineTunedEncoder``): the encoder's transformer fine-tuned with a
+  classification head (the zoo's PyTorch loop, ``actors/zoo/trainers.fine_tune``), saved
+  under ``model/``; the paper fine-tuned roberta-base the same way.
 
-``predict_proba`` returns P(valid) per input. When nobody annotated anything, the LLM
-labeler (``llm_label``) can judge cases with the ``testaug_validity`` prompt.
+``ValidityClassifier.predict_proba`` returns P(valid) per input; the classifier holds what
+every backend shares (encoder, decision threshold, calibration, metadata, storage) and
+hands the weights to its backend's model. The LLM labeler, which judges cases when nobody
+annotated them, is ``checkray.engine.testaug.validity.llm_label``.
 """
 
 from __future__ import annotations
@@ -20,28 +24,200 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from checkray.engine.errors import InputError
-from checkray.engine.llm import GenerationParams
-from checkray.engine.prompts import load_prompt
 from checkray.engine.schema import normalize_text
 from checkray.engine.stages import RunDir
-from checkray.engine.testaug.prompt import ParseCount
-from checkray.engine.testaug.validity import classifier_input, parse_validity_answer
+from checkray.engine.testaug.config import ValidityConfig
+from checkray.engine.testaug.validity import VALIDITY_BACKENDS, classifier_input
 from checkray.engine.training import FineTuneConfig
 from checkray.engine.trust import SIGNATURE_SUFFIX, load_pickle, pickle_bytes
 
-BACKENDS: tuple[str, ...] = ("embedding_lr", "finetune")
 METADATA = "metadata.json"
 LABELS = ["invalid", "valid"]
+OnStep = Callable[[int, int], None]  # (done, total) optimizer steps: a fine-tune's progress
+
+
+class ValidityModel(Protocol):
+    """The weights of one backend (the class a ``VALIDITY_BACKENDS`` record names)."""
+
+    @classmethod
+    def untrained(cls, clf: ValidityClassifier) -> ValidityModel:
+        """A model to fit, with the classifier's settings (encoder, class weight ...)."""
+
+    @classmethod
+    def load(cls, directory: Path, clf: ValidityClassifier) -> ValidityModel:
+        """The weights saved in ``directory`` by ``save``."""
+
+    def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:
+        """Fit on the inputs (refitting replaces the weights); returns what to add to the
+        classifier's metadata."""
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """P(valid) per (non-empty list of) inputs."""
+
+    def save(self, run: RunDir) -> None:
+        """Write the weights into the classifier's directory."""
+
+    def to_cpu(self) -> None:
+        """Weights on the CPU: trained on a worker's GPU, used by a driver without one."""
+
+
+class EmbeddingHead:
+    """``embedding_lr``: a logistic regression on normalized sentence embeddings."""
+
+    def __init__(self, encoder: str, class_weight: str, head: Any = None):
+        self.encoder_name, self.class_weight, self.head = encoder, class_weight, head
+        self._encoder: Any = None  # the sentence transformer, loaded on first use
+
+    @classmethod
+    def untrained(cls, clf: ValidityClassifier) -> EmbeddingHead:
+        return cls(clf.encoder, clf.class_weight)
+
+    @classmethod
+    def load(cls, directory: Path, clf: ValidityClassifier) -> EmbeddingHead:
+        return cls(
+            clf.encoder, clf.class_weight, load_pickle(directory / "head.joblib", f"validity classifier {directory}")
+        )
+
+    def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:
+        from sklearn.linear_model import LogisticRegression
+
+        weight = "balanced" if self.class_weight == "balanced" else None
+        self.head = LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed).fit(
+            self._embed(texts), valid
+        )
+        return {}
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        probs = self.head.predict_proba(self._embed(texts))
+        return probs[:, list(self.head.classes_).index(1)]
+
+    def save(self, run: RunDir) -> None:
+        data, signature = pickle_bytes(self.head)  # signed: loading it needs no --trust-code
+        run.write_bytes("head.joblib", data)
+        run.write_text("head.joblib" + SIGNATURE_SUFFIX, signature)
+
+    def to_cpu(self) -> None:
+        """A scikit-learn head is on the CPU already."""
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self._encoder is None:
+            from checkray.actors.embedder import load_sentence_transformer
+
+            self._encoder = load_sentence_transformer(self.encoder_name)
+        return self._encoder.encode(
+            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+
+class FineTunedEncoder:
+    """``finetune``: the encoder fine-tuned with a classification head; an ensemble of
+    members fine-tuned with seeds seed, seed+1, ... averages their P(valid) (the runs
+    differ in initialisation, oversampling and batch order)."""
+
+    def __init__(
+        self,
+        encoder: str,
+        finetune: FineTuneConfig,
+        class_weight: str = "balanced",
+        ensemble: int = 1,
+        members: list[tuple[Any, Any]] | None = None,
+        max_length: int | None = None,
+    ):
+        self.encoder, self.finetune, self.class_weight, self.ensemble = encoder, finetune, class_weight, ensemble
+        self.members: list[tuple[Any, Any]] = list(members or [])  # (model, tokenizer)
+        self.max_length = max_length or finetune.max_length  # what the members were trained to read
+
+    @classmethod
+    def untrained(cls, clf: ValidityClassifier) -> FineTunedEncoder:
+        return cls(clf.encoder, clf.finetune, clf.class_weight, clf.ensemble)
+
+    @classmethod
+    def load(cls, directory: Path, clf: ValidityClassifier) -> FineTunedEncoder:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        members = []
+        for i in range(clf.ensemble):
+            folder = directory / _member_dir(i)
+            if not folder.is_dir():
+                raise InputError(
+                    f"{directory}: ensemble member {i} is missing ({folder.name}/); train the classifier again"
+                )
+            members.append(
+                (
+                    AutoModelForSequenceClassification.from_pretrained(folder).eval(),
+                    AutoTokenizer.from_pretrained(folder),
+                )
+            )
+        trained = clf.meta.get("finetune", {})
+        return cls(
+            clf.encoder,
+            clf.finetune,
+            clf.class_weight,
+            clf.ensemble,
+            members,
+            int(trained.get("max_length", clf.finetune.max_length)),
+        )
+
+    def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:
+        from checkray.actors.embedder import resolve_model
+        from checkray.actors.zoo.trainers import fine_tune
+
+        self.members, details = [], {}
+        for k, member_seed in enumerate(range(seed, seed + self.ensemble)):
+            order = oversample(valid, member_seed) if self.class_weight == "balanced" else list(range(len(valid)))
+            model, tokenizer, details = fine_tune(
+                resolve_model(self.encoder),
+                [texts[i] for i in order],
+                [LABELS[valid[i]] for i in order],
+                LABELS,
+                self.finetune,
+                member_seed,
+                on_step=_member_steps(on_step, k, self.ensemble),
+            )
+            self.members.append((model, tokenizer))
+        self.max_length = self.finetune.max_length
+        return {"finetune": {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}}
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        per_member = []
+        with torch.no_grad():
+            for model, tokenizer in self.members:
+                out = []
+                for i in range(0, len(texts), 32):
+                    enc = tokenizer(
+                        list(texts[i : i + 32]),
+                        truncation=True,
+                        max_length=self.max_length,
+                        padding=True,
+                        return_tensors="pt",
+                    ).to(model.device)  # a fine-tune on a GPU leaves its model there
+                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
+                per_member.append(np.concatenate(out))
+        return np.mean(per_member, axis=0)
+
+    def save(self, run: RunDir) -> None:
+        for i, (model, tokenizer) in enumerate(self.members):
+            with tempfile.TemporaryDirectory(prefix="validity-ft-") as tmp:
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
+                for f in sorted(Path(tmp).rglob("*")):
+                    if f.is_file():
+                        run.write_bytes(f"{_member_dir(i)}/{f.relative_to(tmp).as_posix()}", f.read_bytes())
+
+    def to_cpu(self) -> None:
+        self.members = [(model.to("cpu"), tokenizer) for model, tokenizer in self.members]
 
 
 @dataclass
 class ValidityClassifier:
-    backend: str
+    backend: str  # a name in VALIDITY_BACKENDS
     encoder: str = "builtin:minilm"
     finetune: FineTuneConfig = field(
         default_factory=lambda: FineTuneConfig(
@@ -56,20 +232,34 @@ class ValidityClassifier:
     # threshold of best accuracy there) instead of P(valid) >= 0.5.
     calibrate: bool = False
     threshold: float = 0.5
-    # finetune: members fine-tuned with seeds seed, seed+1, ...; P(valid) is their mean
-    # (the runs differ in initialisation, oversampling and batch order).
+    # finetune: members fine-tuned with seeds seed, seed+1, ...; P(valid) is their mean.
     ensemble: int = 1
-    _head: Any = None
-    _encoder: Any = None
-    _members: list[tuple[Any, Any]] = field(default_factory=list)  # finetune: (model, tokenizer)
+    model: ValidityModel | None = None  # the backend's weights, once fitted or loaded
 
     def __post_init__(self):
-        if self.backend not in BACKENDS:
-            raise InputError(f"unknown validity backend '{self.backend}' (have: {', '.join(BACKENDS)})")
+        if self.backend not in VALIDITY_BACKENDS:
+            raise InputError(
+                f"unknown validity backend '{self.backend}' (have: {', '.join(VALIDITY_BACKENDS.names())})"
+            )
         if self.class_weight not in ("balanced", "none"):
             raise InputError(f"unknown class_weight '{self.class_weight}' (have: balanced, none)")
         if self.ensemble < 1:
             raise InputError(f"validity ensemble must be at least 1, got {self.ensemble}")
+
+    @classmethod
+    def from_config(cls, config: ValidityConfig) -> ValidityClassifier:
+        """An untrained classifier of the ``validity:`` section's backend and settings."""
+        return cls(
+            config.backend,
+            config.encoder or VALIDITY_BACKENDS.record(config.backend).default_encoder,
+            finetune=config.finetune,
+            class_weight=config.class_weight,
+            calibrate=config.calibrate,
+            ensemble=config.ensemble,
+        )
+
+    def _backend_model(self) -> type[ValidityModel]:
+        return VALIDITY_BACKENDS.get(self.backend)
 
     # ------------------------------------------------------------------ training
     def fit(
@@ -77,7 +267,7 @@ class ValidityClassifier:
         texts: Sequence[str],
         valid: Sequence[int],
         seed: int = 0,
-        on_step: Callable[[int, int], None] | None = None,
+        on_step: OnStep | None = None,
     ) -> ValidityClassifier:
         """``on_step(done, total)``: the fine-tune's optimizer steps over all members (progress)."""
         valid = [int(v) for v in valid]
@@ -88,20 +278,11 @@ class ValidityClassifier:
             )
         start = time.perf_counter()
         texts = list(texts)
+        self.model = self._backend_model().untrained(self)
         if self.calibrate:
-            from sklearn.model_selection import train_test_split
-
-            fit_idx, cal_idx = train_test_split(
-                np.arange(len(valid)), test_size=CALIBRATION_SHARE, stratify=valid, random_state=seed
-            )
-            self._fit([texts[i] for i in fit_idx], [valid[i] for i in fit_idx], seed, on_step)
-            probs = self.predict_proba([texts[i] for i in cal_idx])
-            self.threshold = best_threshold(probs, np.array([valid[i] for i in cal_idx]))
-            self.meta["calibration"] = {"cases": len(cal_idx), "threshold": self.threshold}
-            if self.backend == "embedding_lr":  # cheap: refit the head on every case, keep the threshold
-                self._fit(texts, valid, seed)
+            self._fit_calibrated(texts, valid, seed, on_step)
         else:
-            self._fit(texts, valid, seed, on_step)
+            self.meta.update(self.model.fit(texts, valid, seed, on_step))
         self.meta.update(
             n_train=len(valid),
             n_valid=sum(valid),
@@ -112,67 +293,29 @@ class ValidityClassifier:
         )
         return self
 
-    def _fit(self, texts: list[str], valid: list[int], seed: int, on_step=None) -> None:
-        if self.backend == "embedding_lr":
-            from sklearn.linear_model import LogisticRegression
+    def _fit_calibrated(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None) -> None:
+        """Fit on 80 % of the cases and choose the threshold of best accuracy on the rest;
+        a quick backend is then refitted on every case, keeping that threshold."""
+        from sklearn.model_selection import train_test_split
 
-            X = self._embed(texts)
-            weight = "balanced" if self.class_weight == "balanced" else None
-            self._head = LogisticRegression(max_iter=2000, class_weight=weight, random_state=seed).fit(X, valid)
-            return
-        from checkray.actors.embedder import resolve_model
-        from checkray.actors.zoo.trainers import fine_tune
-
-        self._members = []
-        for k, member_seed in enumerate(range(seed, seed + self.ensemble)):
-            order = oversample(valid, member_seed) if self.class_weight == "balanced" else list(range(len(valid)))
-            model, tokenizer, details = fine_tune(
-                resolve_model(self.encoder),
-                [texts[i] for i in order],
-                [LABELS[valid[i]] for i in order],
-                LABELS,
-                self.finetune,
-                member_seed,
-                on_step=_member_steps(on_step, k, self.ensemble),
-            )
-            self._members.append((model, tokenizer))
-        self.meta["finetune"] = {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self._encoder is None:
-            from checkray.actors.embedder import load_sentence_transformer
-
-            self._encoder = load_sentence_transformer(self.encoder)
-        return self._encoder.encode(
-            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        fit_idx, cal_idx = train_test_split(
+            np.arange(len(valid)), test_size=CALIBRATION_SHARE, stratify=valid, random_state=seed
         )
+        self.meta.update(self.model.fit([texts[i] for i in fit_idx], [valid[i] for i in fit_idx], seed, on_step))
+        probs = self.predict_proba([texts[i] for i in cal_idx])
+        self.threshold = best_threshold(probs, np.array([valid[i] for i in cal_idx]))
+        self.meta["calibration"] = {"cases": len(cal_idx), "threshold": self.threshold}
+        if VALIDITY_BACKENDS.record(self.backend).quick:
+            self.meta.update(self.model.fit(texts, valid, seed))
 
     # ------------------------------------------------------------------ inference
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """P(valid) for each input (``checkray.engine.testaug.validity.classifier_input`` strings)."""
         if not texts:
             return np.zeros(0)
-        if self.backend == "embedding_lr":
-            probs = self._head.predict_proba(self._embed(texts))
-            return probs[:, list(self._head.classes_).index(1)]
-        import torch
-
-        max_length = int(self.meta.get("finetune", {}).get("max_length", self.finetune.max_length))
-        per_member = []
-        with torch.no_grad():
-            for model, tokenizer in self._members:
-                out = []
-                for i in range(0, len(texts), 32):
-                    enc = tokenizer(
-                        list(texts[i : i + 32]),
-                        truncation=True,
-                        max_length=max_length,
-                        padding=True,
-                        return_tensors="pt",
-                    ).to(model.device)  # a fine-tune on a GPU leaves its model there
-                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
-                per_member.append(np.concatenate(out))
-        return np.mean(per_member, axis=0)
+        if self.model is None:
+            raise RuntimeError("the validity classifier is not trained: fit or load it first")
+        return self.model.predict_proba(texts)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts) >= self.threshold
@@ -198,23 +341,14 @@ class ValidityClassifier:
 
     # ------------------------------------------------------------------ storage
     def save(self, out: str) -> RunDir:
+        if self.model is None:
+            raise RuntimeError("the validity classifier is not trained: nothing to save")
         run = RunDir(out)
         run.claim("validity")  # never into a directory that is not a classifier's
         # A classifier saved over an older one: until the new metadata is written last, the
         # directory reads as a save in progress, never as the old metadata over new weights.
         run.write_text(METADATA, json.dumps({"saving": True}))
-        if self.backend == "embedding_lr":
-            data, signature = pickle_bytes(self._head)  # signed: loading it needs no --trust-code
-            run.write_bytes("head.joblib", data)
-            run.write_text("head.joblib" + SIGNATURE_SUFFIX, signature)
-        else:
-            for i, (model, tokenizer) in enumerate(self._members):
-                with tempfile.TemporaryDirectory(prefix="validity-ft-") as tmp:
-                    model.save_pretrained(tmp)
-                    tokenizer.save_pretrained(tmp)
-                    for f in sorted(Path(tmp).rglob("*")):
-                        if f.is_file():
-                            run.write_bytes(f"{_member_dir(i)}/{f.relative_to(tmp).as_posix()}", f.read_bytes())
+        self.model.save(run)
         meta = {"backend": self.backend, "encoder": self.encoder, "labels": LABELS, **self.meta}
         run.write_text(METADATA, json.dumps(meta, indent=2, sort_keys=True))  # last: marks a complete save
         return run
@@ -231,26 +365,14 @@ class ValidityClassifier:
             raise InputError(f"{d}: the classifier's save did not finish; train it again")
         backend, encoder = meta.pop("backend", None), meta.pop("encoder", "builtin:minilm")
         meta.pop("labels", None)
-        clf = cls(backend, encoder, meta=meta, threshold=float(meta.get("threshold", 0.5)))
-        if backend == "embedding_lr":
-            clf._head = load_pickle(d / "head.joblib", f"validity classifier {d}")
-        else:
-            from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-            members = int(meta.get("finetune", {}).get("ensemble", 1))
-            clf.ensemble = members
-            for i in range(members):
-                folder = d / _member_dir(i)
-                if not folder.is_dir():
-                    raise InputError(
-                        f"{d}: ensemble member {i} is missing ({folder.name}/); train the classifier again"
-                    )
-                clf._members.append(
-                    (
-                        AutoModelForSequenceClassification.from_pretrained(folder).eval(),
-                        AutoTokenizer.from_pretrained(folder),
-                    )
-                )
+        clf = cls(
+            backend,
+            encoder,
+            meta=meta,
+            threshold=float(meta.get("threshold", 0.5)),
+            ensemble=int(meta.get("finetune", {}).get("ensemble", 1)),
+        )
+        clf.model = clf._backend_model().load(d, clf)
         return clf
 
 
@@ -301,48 +423,33 @@ def annotated_descriptions(rows: Sequence[dict]) -> list[str]:
     return sorted({" ".join(str(r["description"]).split()) for r in rows if r.get("description")})
 
 
-def annotation_inputs(rows: Sequence[dict], with_description: bool = False) -> list[str]:
+def annotation_inputs(rows: Sequence[dict], *, with_description: bool = False) -> list[str]:
     return [
         classifier_input(r["text"], r.get("text_pair"), r.get("description") if with_description else None)
         for r in rows
     ]
 
 
-def train_validity(
-    rows: Sequence[dict],
-    backend: str,
-    encoder: str,
-    seed: int = 0,
-    finetune: FineTuneConfig | None = None,
-    class_weight: str = "balanced",
-    calibrate: bool = False,
-    ensemble: int = 1,
-    on_step: Callable[[int, int], None] | None = None,
-) -> ValidityClassifier:
-    """Fit a classifier on annotated rows (``checkray.engine.testaug.validity.read_annotations``);
-    ``on_step(done, total)``: the fine-tune's progress."""
-    clf = ValidityClassifier(
-        backend,
-        encoder,
-        class_weight=class_weight,
-        calibrate=calibrate,
-        ensemble=ensemble,
-        **({"finetune": finetune} if finetune else {}),
-    )
+def train_validity(rows: Sequence[dict], config: ValidityConfig, on_step: OnStep | None = None) -> ValidityClassifier:
+    """Fit a classifier of the ``validity:`` section's backend and settings on annotated
+    rows (``checkray.engine.testaug.validity.read_annotations``), seeded with
+    ``config.seed``; ``on_step(done, total)``: the fine-tune's progress."""
+    clf = ValidityClassifier.from_config(config)
     descriptions = annotated_descriptions(rows)
     clf.meta["descriptions"] = descriptions
     # One description (TestAug's case: a classifier per description) needs only the text;
     # several are told apart by leading each input with its description.
     clf.meta["reads_description"] = len(descriptions) > 1
     _need_descriptions(clf, rows)
-    return clf.fit(annotation_inputs(rows, clf.reads_description), [r["validity"] for r in rows], seed, on_step)
+    inputs = annotation_inputs(rows, with_description=clf.reads_description)
+    return clf.fit(inputs, [r["validity"] for r in rows], config.seed, on_step)
 
 
-def train_validity_on_worker(rows: Sequence[dict], *args, **kwargs) -> ValidityClassifier:
+def train_validity_on_worker(rows: Sequence[dict], config: ValidityConfig) -> ValidityClassifier:
     """``train_validity`` as a Ray task body (a cluster's GPU): the classifier comes back
     with its models on the CPU, so a driver without a GPU can unpickle, score and save it."""
-    clf = train_validity(rows, *args, **kwargs)
-    clf._members = [(model.to("cpu"), tokenizer) for model, tokenizer in clf._members]
+    clf = train_validity(rows, config)
+    clf.model.to_cpu()
     return clf
 
 
@@ -366,7 +473,7 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict], probs: np.ndar
     _need_descriptions(clf, rows)
     gold = np.array([r["validity"] for r in rows], dtype=int)
     if probs is None:
-        probs = clf.predict_proba(annotation_inputs(rows, clf.reads_description))
+        probs = clf.predict_proba(annotation_inputs(rows, with_description=clf.reads_description))
     pred = (np.asarray(probs) >= clf.threshold).astype(int)
     interval = binomtest(int((pred == gold).sum()), len(gold)).proportion_ci(method="wilson")
     return {
@@ -376,38 +483,3 @@ def score_validity(clf: ValidityClassifier, rows: Sequence[dict], probs: np.ndar
         "f1_valid": float(f1_score(gold, pred, zero_division=0)),
         "valid_share": float(gold.mean()),
     }
-
-
-def case_text(text: str, text_pair: str | None) -> str:
-    """A case as the labeler reads it: the text, or the pair as ``a / b``."""
-    return text if not text_pair else f"{text} / {text_pair}"
-
-
-def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: ParseCount) -> list[bool | None]:
-    """The LLM labeler's verdict per case (``description``, ``text``, ``text_pair`` keys;
-    optional ``examples``: valid cases of the description, e.g. its seed cases, shown to
-    the labeler with the ``testaug_validity_examples`` prompt); None where its answer
-    names no verdict (counted in ``count``)."""
-    if not cases:
-        return []
-    plain, shown = load_prompt("testaug_validity"), load_prompt("testaug_validity_examples")
-    messages = [
-        shown.render(
-            description=c["description"],
-            examples="\n".join(f"- {e}" for e in c["examples"]),
-            case=case_text(c["text"], c.get("text_pair")),
-        )
-        if c.get("examples")
-        else plain.render(description=c["description"], case=case_text(c["text"], c.get("text_pair")))
-        for c in cases
-    ]
-    verdicts = []
-    for out in chat(messages, params):
-        count.outputs += 1
-        verdict = parse_validity_answer(out.text)
-        if verdict is None:
-            count.miss(out.text or f"({out.finish_reason})")
-        else:
-            count.items += 1
-        verdicts.append(verdict)
-    return verdicts

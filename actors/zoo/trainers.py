@@ -12,6 +12,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,51 +101,18 @@ def fine_tune(
         label2id={n: i for i, n in enumerate(label_names)},
     ).to(device)
     target = torch.tensor([label_names.index(lab) for lab in labels], dtype=torch.long)
-    n = len(texts)
-    steps_per_epoch = math.ceil(n / cfg.batch_size)
+    steps_per_epoch = math.ceil(len(texts) / cfg.batch_size)
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
-    groups = [
-        {
-            "params": [p for k, p in model.named_parameters() if not k.endswith(no_decay)],
-            "weight_decay": cfg.weight_decay,
-        },
-        {"params": [p for k, p in model.named_parameters() if k.endswith(no_decay)], "weight_decay": 0.0},
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
+    optimizer = torch.optim.AdamW(_weight_decay_groups(model, cfg.weight_decay), lr=cfg.learning_rate)
     schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
-    rng = np.random.default_rng(seed)
-    losses: list[float] = []
-    model.train()
+    trainer = _Trainer(model, tokenizer, texts, target, cfg.max_length, optimizer, schedule, device)
     start = time.perf_counter()
-    step = 0
-    while step < total:
-        for batch in np.array_split(rng.permutation(n), steps_per_epoch):
-            if step >= total:
-                break
-            enc = tokenizer(
-                [texts[i] for i in batch], truncation=True, max_length=cfg.max_length, padding=True, return_tensors="pt"
-            ).to(device)
-            loss = model(**enc, labels=target[batch].to(device)).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            losses.append(float(loss.detach()))
-            step += 1
-            if on_step is not None:
-                on_step(step, total)
-        else:  # a whole epoch (not cut short by ``total``)
-            if on_epoch is not None:
-                model.eval()
-                on_epoch(step // steps_per_epoch, model)
-                model.train()
+    losses = trainer.train(np.random.default_rng(seed), steps_per_epoch, total, on_step, on_epoch)
     model.eval()
     tail = max(1, len(losses) // 10)
     details = {
-        "steps": step,
-        "train_sentences": n,
+        "steps": len(losses),
+        "train_sentences": len(texts),
         "device": device,
         "loss_first": round(float(np.mean(losses[:tail])), 4),
         "loss_last": round(float(np.mean(losses[-tail:])), 4),
@@ -153,95 +121,224 @@ def fine_tune(
     return model, tokenizer, details
 
 
+def _weight_decay_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups: no weight decay on biases and layer norms."""
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight")
+    return [
+        {"params": [p for k, p in model.named_parameters() if not k.endswith(no_decay)], "weight_decay": weight_decay},
+        {"params": [p for k, p in model.named_parameters() if k.endswith(no_decay)], "weight_decay": 0.0},
+    ]
+
+
+@dataclass
+class _Trainer:
+    """The pieces of one fine-tune's optimisation loop."""
+
+    model: Any
+    tokenizer: Any
+    texts: Sequence[str]
+    target: Any  # label index per text (a torch tensor)
+    max_length: int
+    optimizer: Any
+    schedule: Any
+    device: str
+
+    def train(
+        self,
+        rng: np.random.Generator,
+        steps_per_epoch: int,
+        total: int,
+        on_step: Callable[[int, int], None] | None,
+        on_epoch: Callable[[int, Any], None] | None,
+    ) -> list[float]:
+        """``total`` steps over shuffled epochs; the loss of each step."""
+        losses: list[float] = []
+        self.model.train()
+        while len(losses) < total:
+            for batch in np.array_split(rng.permutation(len(self.texts)), steps_per_epoch):
+                if len(losses) >= total:
+                    break
+                losses.append(self.step(batch))
+                if on_step is not None:
+                    on_step(len(losses), total)
+            else:  # a whole epoch (not cut short by ``total``)
+                if on_epoch is not None:
+                    self.model.eval()
+                    on_epoch(len(losses) // steps_per_epoch, self.model)
+                    self.model.train()
+        return losses
+
+    def step(self, batch: np.ndarray) -> float:
+        """One optimizer step on the texts at ``batch``; its loss."""
+        import torch
+
+        enc = self.tokenizer(
+            [self.texts[i] for i in batch],
+            truncation=True,
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        ).to(self.device)
+        loss = self.model(**enc, labels=self.target[batch].to(self.device)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.schedule.step()
+        self.optimizer.zero_grad()
+        return float(loss.detach())
+
+
+@dataclass
+class _Split:
+    """The zoo's corpus split: training texts and gold labels, and the held-out ones."""
+
+    held: np.ndarray  # held-out mask over the split table's rows
+    train_texts: list[str]
+    train_gold: list[str]
+    test_texts: list[str]
+    test_gold: list[str]
+
+    @classmethod
+    def read(cls, run: RunDir) -> _Split:
+        texts, gold, held = _read_split(run)
+        return cls(held, list(texts[~held]), list(gold[~held]), list(texts[held]), list(gold[held]))
+
+
+@dataclass
+class _Build:
+    """What building one zoo model needs."""
+
+    run: RunDir
+    model: ZooModel
+    zoo: ZooConfig
+    labels: list[str]
+    split: _Split
+    seed: int
+    threads: int
+    embed_stage: str | None
+
+    @property
+    def folder(self) -> str:
+        return model_dir(self.model.name)
+
+
+@dataclass
+class _Built:
+    """A built model: its registry fields, its probabilities on the held-out texts it was
+    evaluated on (``test_gold``), and details of its kind for ``meta``."""
+
+    family: str
+    path: str | None
+    options: dict[str, Any]
+    probs: np.ndarray
+    test_gold: list[str]
+    details: dict[str, Any]
+
+
 def build_zoo_model(
     run_uri: str, model: ZooModel, zoo: ZooConfig, labels: list[str], embed_stage: str | None, threads: int = 1
 ) -> dict[str, Any]:
     """Fit, save and evaluate one model; returns its registry entry (path relative to the run)."""
-    from checkray.actors.models import load_model
-    from checkray.actors.models.hf_model import HFSequenceClassifier
-    from checkray.actors.models.sklearn_models import EncoderHeadModel, SklearnTextModel
-
     start = time.perf_counter()
     run = RunDir(run_uri)
-    texts, gold, held = _read_split(run)
+    split = _Split.read(run)
     seed = zoo.seed if model.seed is None else model.seed
-    train_texts, train_gold = list(texts[~held]), list(gold[~held])
-    test_texts, test_gold = list(texts[held]), list(gold[held])
-    rel = model_dir(model.name)
+    builders = {"tfidf": _build_tfidf, "embedding": _build_embedding_head, "finetune": _build_finetuned}
+    build = builders.get(model.kind, _build_untrained)  # lexicon models and the zero-shot LLM: nothing to fit
+    built = build(_Build(run, model, zoo, labels, split, seed, threads, embed_stage))
     meta: dict[str, Any] = {
         "kind": model.kind,
         "seed": seed,
-        "n_train": len(train_texts),
-        "n_held_out": len(test_texts),
+        "n_train": len(split.train_texts),
+        "n_held_out": len(built.test_gold),
+        **built.details,
+        "build_seconds": round(time.perf_counter() - start, 1),
     }
-    options: dict[str, Any] = {}
-
-    if model.kind == "tfidf":
-        family, path = "sklearn", f"{rel}/model.joblib"
-        pipeline = make_text_pipeline(model.head, model.params, zoo.tfidf, seed, threads)
-        pipeline.fit(train_texts, train_gold)
-        _dump_joblib(run, path, pipeline)
-        spec = ModelSpec(name=model.name, family=family, path=path, labels=labels)
-        probs = SklearnTextModel(spec, pipeline).predict_proba(test_texts)
-        meta.update(
-            head=model.head,
-            params=model.params,
-            tfidf=zoo.tfidf.model_dump(),
-            vocabulary=len(pipeline.named_steps["tfidf"].vocabulary_),
-        )
-    elif model.kind == "embedding":
-        family, path = "st_head", f"{rel}/head.joblib"
-        X = read_embeddings(run, embed_stage)
-        head = make_head(model.head, model.params, seed, threads).fit(X[~held], train_gold)
-        _dump_joblib(run, path, head)
-        options = {"encoder": model.encoder, "normalize": True}
-        spec = ModelSpec(name=model.name, family=family, path=path, labels=labels, options=options)
-        # Same head and label mapping as the adapter, on the embeddings already computed.
-        probs = EncoderHeadModel(spec, head, encoder=None).predict_embeddings(X[held])
-        meta.update(head=model.head, params=model.params, encoder=model.encoder, dim=int(X.shape[1]))
-    elif model.kind == "finetune":
-        from checkray.actors.embedder import resolve_model
-
-        family, path = "hf", f"{rel}/model"
-        cfg = model.finetune
-        rng = np.random.default_rng(seed)
-        take = np.arange(len(train_texts))
-        if cfg.train_size and cfg.train_size < len(take):
-            take = np.sort(rng.choice(take, size=cfg.train_size, replace=False))
-        hf_model, tokenizer, details = fine_tune(
-            resolve_model(model.encoder),
-            [train_texts[i] for i in take],
-            [train_gold[i] for i in take],
-            labels,
-            cfg,
-            seed,
-            threads,
-        )
-        with tempfile.TemporaryDirectory(prefix="zoo-ft-") as tmp:
-            hf_model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            _upload_dir(run, Path(tmp), path)
-        options = {"max_length": cfg.max_length}
-        spec = ModelSpec(name=model.name, family=family, path=path, labels=labels, options=options)
-        probs = HFSequenceClassifier(spec, hf_model, tokenizer).predict_proba(test_texts)
-        meta.update(encoder=model.encoder, finetune=cfg.model_dump(), **details)
-    else:  # lexicon models and the zero-shot LLM: nothing to fit
-        family, path = model.kind, None
-        spec = ModelSpec(name=model.name, family=family, labels=labels)
-        if model.eval_sample and model.eval_sample < len(test_texts):
-            keep = np.sort(np.random.default_rng(seed).choice(len(test_texts), size=model.eval_sample, replace=False))
-            test_texts, test_gold = [test_texts[i] for i in keep], [test_gold[i] for i in keep]
-            meta["n_held_out"] = len(test_texts)
-        probs = load_model(spec).predict_proba(test_texts)
-
-    meta["build_seconds"] = round(time.perf_counter() - start, 1)
     return {
         "name": model.name,
-        "family": family,
-        "path": path,
+        "family": built.family,
+        "path": built.path,
         "labels": labels,
-        "options": options,
-        "accuracy": round(accuracy(probs, labels, test_gold), 4),
+        "options": built.options,
+        "accuracy": round(accuracy(built.probs, labels, built.test_gold), 4),
         "max_cases": model.max_cases,
         "meta": meta,
     }
+
+
+def _build_tfidf(b: _Build) -> _Built:
+    from checkray.actors.models.sklearn_models import SklearnTextModel
+
+    model, split = b.model, b.split
+    path = f"{b.folder}/model.joblib"
+    pipeline = make_text_pipeline(model.head, model.params, b.zoo.tfidf, b.seed, b.threads)
+    pipeline.fit(split.train_texts, split.train_gold)
+    _dump_joblib(b.run, path, pipeline)
+    spec = ModelSpec(name=model.name, family="sklearn", path=path, labels=b.labels)
+    probs = SklearnTextModel(spec, pipeline).predict_proba(split.test_texts)
+    details = {
+        "head": model.head,
+        "params": model.params,
+        "tfidf": b.zoo.tfidf.model_dump(),
+        "vocabulary": len(pipeline.named_steps["tfidf"].vocabulary_),
+    }
+    return _Built("sklearn", path, {}, probs, split.test_gold, details)
+
+
+def _build_embedding_head(b: _Build) -> _Built:
+    from checkray.actors.models.sklearn_models import EncoderHeadModel
+
+    model, held = b.model, b.split.held
+    path = f"{b.folder}/head.joblib"
+    X = read_embeddings(b.run, b.embed_stage)
+    head = make_head(model.head, model.params, b.seed, b.threads).fit(X[~held], b.split.train_gold)
+    _dump_joblib(b.run, path, head)
+    options = {"encoder": model.encoder, "normalize": True}
+    spec = ModelSpec(name=model.name, family="st_head", path=path, labels=b.labels, options=options)
+    # Same head and label mapping as the adapter, on the embeddings already computed.
+    probs = EncoderHeadModel(spec, head, encoder=None).predict_embeddings(X[held])
+    details = {"head": model.head, "params": model.params, "encoder": model.encoder, "dim": int(X.shape[1])}
+    return _Built("st_head", path, options, probs, b.split.test_gold, details)
+
+
+def _build_finetuned(b: _Build) -> _Built:
+    from checkray.actors.embedder import resolve_model
+    from checkray.actors.models.hf_model import HFSequenceClassifier
+
+    model, split, cfg = b.model, b.split, b.model.finetune
+    path = f"{b.folder}/model"
+    take = np.arange(len(split.train_texts))
+    if cfg.train_size and cfg.train_size < len(take):
+        take = np.sort(np.random.default_rng(b.seed).choice(take, size=cfg.train_size, replace=False))
+    hf_model, tokenizer, details = fine_tune(
+        resolve_model(model.encoder),
+        [split.train_texts[i] for i in take],
+        [split.train_gold[i] for i in take],
+        b.labels,
+        cfg,
+        b.seed,
+        b.threads,
+    )
+    with tempfile.TemporaryDirectory(prefix="zoo-ft-") as tmp:
+        hf_model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        _upload_dir(b.run, Path(tmp), path)
+    options = {"max_length": cfg.max_length}
+    spec = ModelSpec(name=model.name, family="hf", path=path, labels=b.labels, options=options)
+    probs = HFSequenceClassifier(spec, hf_model, tokenizer).predict_proba(split.test_texts)
+    details = {"encoder": model.encoder, "finetune": cfg.model_dump(), **details}
+    return _Built("hf", path, options, probs, split.test_gold, details)
+
+
+def _build_untrained(b: _Build) -> _Built:
+    """A model with nothing to fit, evaluated on ``eval_sample`` held-out texts when it sets one."""
+    from checkray.actors.models import load_model
+
+    model = b.model
+    test_texts, test_gold = b.split.test_texts, b.split.test_gold
+    if model.eval_sample and model.eval_sample < len(test_texts):
+        keep = np.sort(np.random.default_rng(b.seed).choice(len(test_texts), size=model.eval_sample, replace=False))
+        test_texts, test_gold = [test_texts[i] for i in keep], [test_gold[i] for i in keep]
+    spec = ModelSpec(name=model.name, family=model.kind, labels=b.labels)
+    probs = load_model(spec).predict_proba(test_texts)
+    return _Built(model.kind, None, {}, probs, test_gold, {})

@@ -83,7 +83,9 @@ def label_map_error(
     )
 
 
-def predict_labels(probs: np.ndarray, model_labels: Sequence[str], neutral: bool, s: ExpectationSettings) -> np.ndarray:
+def predict_labels(
+    probs: np.ndarray, model_labels: Sequence[str], *, neutral: bool, s: ExpectationSettings
+) -> np.ndarray:
     """Predicted label per row: argmax, or the neutral band rule for binary models."""
     labels = np.asarray(list(model_labels), dtype=object)
     predicted = labels[np.argmax(probs, axis=1)]
@@ -124,90 +126,165 @@ def wanted_labels(cases: pa.Table) -> dict[str, set[str]]:
     return wanted
 
 
+@dataclass
+class _CaseColumns:
+    """The columns of a case table the rules read, as arrays aligned with its rows."""
+
+    suites: np.ndarray
+    expected: np.ndarray  # expected_label (None where null)
+    label_sets: list[list[str] | None]  # expected_labels
+    test_type: np.ndarray
+    relation: np.ndarray
+    tolerance: np.ndarray  # NaN where null
+    perturbs: list[str | None]
+    ref: np.ndarray  # row of the case each row perturbs; -1: none, or not in the table
+
+    @classmethod
+    def read(cls, cases: pa.Table) -> _CaseColumns:
+        ids = {cid: i for i, cid in enumerate(cases.column("case_id").to_pylist())}
+        perturbs = cases.column("perturbs").to_pylist()
+        return cls(
+            suites=np.asarray(cases.column("suite").to_pylist(), dtype=object),
+            expected=np.asarray(cases.column("expected_label").to_pylist(), dtype=object),
+            label_sets=cases.column("expected_labels").to_pylist(),
+            test_type=np.asarray(cases.column("test_type").to_pylist(), dtype=object),
+            relation=np.asarray(cases.column("relation").to_pylist(), dtype=object),
+            tolerance=cases.column("tolerance").to_numpy(zero_copy_only=False).astype(float),
+            perturbs=perturbs,
+            ref=np.array([ids.get(p, -1) if p is not None else -1 for p in perturbs], dtype=np.int64),
+        )
+
+
 def evaluate_cases(
     cases: pa.Table, probs: np.ndarray, model_labels: Sequence[str], s: ExpectationSettings
 ) -> Evaluation:
     """Evaluate one model on ``cases`` (TEST_CASE_SCHEMA rows; ``perturbs`` ids resolve
     within this table). ``probs[i]`` is the model's output on row i."""
     n = cases.num_rows
-    suites = np.asarray(cases.column("suite").to_pylist(), dtype=object)
-    expected = np.asarray(cases.column("expected_label").to_pylist(), dtype=object)
-    label_sets = cases.column("expected_labels").to_pylist()
-    test_type = np.asarray(cases.column("test_type").to_pylist(), dtype=object)
-    relation = np.asarray(cases.column("relation").to_pylist(), dtype=object)
-    tolerance = cases.column("tolerance").to_numpy(zero_copy_only=False).astype(float)  # NaN where null
-    predicted = np.full(n, None, dtype=object)
-    error: list[str | None] = [None] * n
+    columns = _CaseColumns.read(cases)
+    result = Evaluation(
+        predicted=np.full(n, None, dtype=object), passed=np.full(n, None, dtype=object), error=[None] * n
+    )
+    _predict_per_suite(result, cases, columns, probs, model_labels, s)
+    usable = np.array([e is None for e in result.error], dtype=bool)
+    _judge_mft(result, columns, np.flatnonzero((columns.test_type == MFT) & usable))
+    pairwise = _pairwise_rows(result, columns, usable)
+    inv = pairwise[columns.test_type[pairwise] == INV]
+    dirs = pairwise[columns.test_type[pairwise] == DIR]
+    _judge_inv(result, columns, inv, probs, model_labels, s)
+    _judge_dir(result, columns, dirs, probs, model_labels, s)
+    return result
 
+
+def _settle(result: Evaluation, rows: np.ndarray, ok: np.ndarray) -> None:
+    """Record the verdicts ``ok`` of ``rows``, except where a row errored or cannot fail (None)."""
+    for i, value in zip(rows.tolist(), ok.tolist()):
+        if result.error[i] is None and value is not None:
+            result.passed[i] = bool(value)
+
+
+def _predict_per_suite(
+    result: Evaluation,
+    cases: pa.Table,
+    columns: _CaseColumns,
+    probs: np.ndarray,
+    model_labels: Sequence[str],
+    s: ExpectationSettings,
+) -> None:
+    """Predicted labels suite by suite (the neutral rule applies per suite); every case of
+    a suite whose labels the model cannot produce gets the label-map error."""
     for suite, wanted in wanted_labels(cases).items():
-        rows = np.flatnonzero(suites == suite)
+        rows = np.flatnonzero(columns.suites == suite)
         problem = label_map_error(suite, wanted, model_labels, s)
         if problem:
             for i in rows:
-                error[i] = problem
+                result.error[i] = problem
             continue
         neutral = neutral_rule_applies(wanted, model_labels, s)
-        predicted[rows] = predict_labels(probs[rows], model_labels, neutral, s)
+        result.predicted[rows] = predict_labels(probs[rows], model_labels, neutral=neutral, s=s)
 
-    ids = {cid: i for i, cid in enumerate(cases.column("case_id").to_pylist())}
-    perturbs = cases.column("perturbs").to_pylist()
-    ref = np.array([ids.get(p, -1) if p is not None else -1 for p in perturbs], dtype=np.int64)
-    passed = np.full(n, None, dtype=object)
 
-    def settle(rows: np.ndarray, ok: np.ndarray) -> None:
-        for i, value in zip(rows.tolist(), ok.tolist()):
-            if error[i] is None and value is not None:
-                passed[i] = bool(value)
-
-    usable = np.array([e is None for e in error], dtype=bool)
-    mft = np.flatnonzero((test_type == MFT) & usable)
-    sets = [set(label_sets[i]) if label_sets[i] else ({expected[i]} if expected[i] is not None else None) for i in mft]
-    for i, wanted in zip(mft.tolist(), sets):
+def _judge_mft(result: Evaluation, columns: _CaseColumns, mft: np.ndarray) -> None:
+    """MFT: the predicted label is the expected one, or one of the expected set."""
+    for i in mft.tolist():
+        label_set, expected = columns.label_sets[i], columns.expected[i]
+        wanted = set(label_set) if label_set else ({expected} if expected is not None else None)
         if wanted is None:
-            error[i] = "MFT case has no expected label"
+            result.error[i] = "MFT case has no expected label"
         else:
-            passed[i] = predicted[i] in wanted
+            result.passed[i] = result.predicted[i] in wanted
 
-    # INV/DIR originals (no ``perturbs``) are scored but not judged.
-    pairwise = np.flatnonzero((test_type != MFT) & usable & np.array([p is not None for p in perturbs], dtype=bool))
+
+def _pairwise_rows(result: Evaluation, columns: _CaseColumns, usable: np.ndarray) -> np.ndarray:
+    """INV/DIR rows that perturb a case which could be evaluated; the others get their error.
+    INV/DIR originals (no ``perturbs``) are scored but not judged."""
+    perturbs = columns.perturbs
+    has_original = np.array([p is not None for p in perturbs], dtype=bool)
+    pairwise = np.flatnonzero((columns.test_type != MFT) & usable & has_original)
+    ref = columns.ref
     for i in pairwise[ref[pairwise] < 0]:
-        error[i] = f"perturbed case '{perturbs[i]}' is not in the suite"
+        result.error[i] = f"perturbed case '{perturbs[i]}' is not in the suite"
     pairwise = pairwise[ref[pairwise] >= 0]
-    for i in pairwise[[error[r] is not None for r in ref[pairwise]]]:
-        error[i] = f"perturbed case '{perturbs[i]}' could not be evaluated"
-    pairwise = pairwise[[error[i] is None for i in pairwise]]
+    for i in pairwise[[result.error[r] is not None for r in ref[pairwise]]]:
+        result.error[i] = f"perturbed case '{perturbs[i]}' could not be evaluated"
+    return pairwise[[result.error[i] is None for i in pairwise]]
 
-    inv = pairwise[test_type[pairwise] == INV]
+
+def _judge_inv(
+    result: Evaluation,
+    columns: _CaseColumns,
+    inv: np.ndarray,
+    probs: np.ndarray,
+    model_labels: Sequence[str],
+    s: ExpectationSettings,
+) -> None:
+    """INV: the same prediction as the original, or its label's probability moved by at
+    most the tolerance."""
+    relation = columns.relation
     for i in inv[[r not in (None, SAME) for r in relation[inv]]]:
-        error[i] = f"INV case has relation '{relation[i]}' (expected 'same' or none)"
+        result.error[i] = f"INV case has relation '{relation[i]}' (expected 'same' or none)"
     inv = inv[[r in (None, SAME) for r in relation[inv]]]
-    if len(inv):
-        same = predicted[inv] == predicted[ref[inv]]
-        label = predicted[ref[inv]]
-        moved = np.abs(
-            label_scores(probs[inv], model_labels, label, s) - label_scores(probs[ref[inv]], model_labels, label, s)
-        )
-        tol = np.nan_to_num(tolerance[inv], nan=0.0)
-        settle(inv, same | (moved <= tol))
+    if not len(inv):
+        return
+    ref = columns.ref[inv]
+    same = result.predicted[inv] == result.predicted[ref]
+    label = result.predicted[ref]
+    moved = np.abs(label_scores(probs[inv], model_labels, label, s) - label_scores(probs[ref], model_labels, label, s))
+    tol = np.nan_to_num(columns.tolerance[inv], nan=0.0)
+    _settle(result, inv, same | (moved <= tol))
 
-    dirs = pairwise[test_type[pairwise] == DIR]
+
+def _judge_dir(
+    result: Evaluation,
+    columns: _CaseColumns,
+    dirs: np.ndarray,
+    probs: np.ndarray,
+    model_labels: Sequence[str],
+    s: ExpectationSettings,
+) -> None:
+    """DIR: the label's probability does not move against ``relation`` by more than the tolerance."""
+    relation = columns.relation
     for i in dirs[[r not in (UP, DOWN) for r in relation[dirs]]]:
-        error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
+        result.error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
     dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
-    if len(dirs):
-        label = np.where(expected[dirs] != None, expected[dirs], predicted[ref[dirs]])  # noqa: E711
-        after = label_scores(probs[dirs], model_labels, label, s)
-        before = label_scores(probs[ref[dirs]], model_labels, label, s)
-        tol = np.where(np.isnan(tolerance[dirs]), s.dir_tolerance, tolerance[dirs])
-        up = relation[dirs] == UP
-        diff = after - before
-        ok = np.where(up, diff + tol >= 0, diff - tol <= 0).astype(object)
-        cannot_fail = np.where(up, before <= tol, before >= 1 - tol)
-        ok[cannot_fail] = None  # CheckList: "can't fail", not counted
-        for i, lbl in zip(dirs[np.isnan(after) | np.isnan(before)], label[np.isnan(after) | np.isnan(before)]):
-            error[i] = f"model cannot score label '{lbl}'"
-        settle(dirs, ok)
-    return Evaluation(predicted=predicted, passed=passed, error=error)
+    if not len(dirs):
+        return
+    ref = columns.ref[dirs]
+    expected = columns.expected[dirs]
+    label = np.where(expected != None, expected, result.predicted[ref])  # noqa: E711
+    after = label_scores(probs[dirs], model_labels, label, s)
+    before = label_scores(probs[ref], model_labels, label, s)
+    tolerance = columns.tolerance[dirs]
+    tol = np.where(np.isnan(tolerance), s.dir_tolerance, tolerance)
+    up = relation[dirs] == UP
+    diff = after - before
+    ok = np.where(up, diff + tol >= 0, diff - tol <= 0).astype(object)
+    cannot_fail = np.where(up, before <= tol, before >= 1 - tol)
+    ok[cannot_fail] = None  # CheckList: "can't fail", not counted
+    unscored = np.isnan(after) | np.isnan(before)
+    for i, lbl in zip(dirs[unscored], label[unscored]):
+        result.error[i] = f"model cannot score label '{lbl}'"
+    _settle(result, dirs, ok)
 
 
 def case_groups(cases: pa.Table) -> list[str]:

@@ -77,7 +77,7 @@ def case_versions(table: pa.Table) -> pa.Array:
     return pa.array(versions, pa.string())
 
 
-def prepare_cases(parts: Sequence[pa.Table], dedup: bool = True) -> tuple[pa.Table, pa.Table]:
+def prepare_cases(parts: Sequence[pa.Table], *, dedup: bool = True) -> tuple[pa.Table, pa.Table]:
     """(cases, inputs): all suites' cases with part/version/input_key/case_digest columns, and the
     inputs models must score (``input_key``, ``text``, ``text_pair``)."""
     if not parts:

@@ -1,11 +1,12 @@
 """COSTELLO validation (Algorithms 1 and 2) and its downstream ground truth (§5.1.3).
 
-* Distances between embeddings: L1, L2 and cosine (1 - cosine similarity).
+* Distances between embeddings (``distances.py``): L1, L2 and cosine (1 - cosine similarity).
 * Adaptive thresholds (Algorithm 2): every dictionary word is embedded on its own, each
   word's distance to its nearest neighbour is taken, and theta is ``zero``, the ``min``
   of those distances, ``mu-2sigma`` or ``mu-sigma`` (sigma: the standard deviation; the
   authors' code subtracts 2*sqrt(sigma), which is not what the paper states). A negative
-  threshold is clamped to 0, as the paper notes for NLPCloud.
+  threshold is clamped to 0, as the paper notes for NLPCloud. The nearest neighbours
+  themselves: ``neighbours.py``.
 * Verdict (Algorithm 1): a triple violates its CR when d(s, s+) - d(s, s-) > theta.
 * Ground truth: n small MLPs (the authors' 14 architectures) trained on corpus embeddings of the model; per triple,
   F = |DC(e) - DC(e+)| and G = |DC(e) - DC(e-)| over the n classifiers (L1 over the
@@ -21,17 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from checkray.engine.costello.distances import DISTANCES, distance  # noqa: F401  (re-exported)
-from checkray.engine.costello.neighbours import nearest_neighbour_distances as whole_dictionary_nn
-
 THRESHOLDS = ("zero", "min", "mu-2sigma", "mu-sigma")
-
-
-def nearest_neighbour_distances(vectors: np.ndarray, metric: str) -> np.ndarray:
-    """For every row, the distance to its nearest other row (Algorithm 2, lines 6-9), on
-    this process's CPU; zero vectors (unknown words) left out. The job runs the same code
-    on Ray actors over the whole dictionary (``engine/costello/neighbours.py``)."""
-    return whole_dictionary_nn(vectors, metric)
 
 
 def single_blas_thread():
@@ -157,38 +148,6 @@ def precision(verdict: np.ndarray, gt: np.ndarray) -> float | None:
     if not verdict.any():
         return None
     return float(np.asarray(gt, dtype=bool)[verdict].mean())
-
-
-def table2(rows: Sequence[dict], capabilities: Sequence[str]) -> list[dict]:
-    """Table 2's layout from violation rows (model, capability, distance, threshold,
-    verdict, gt_a, gt_b): per distance x threshold and CR, N_M (models with a violation),
-    N_V (violations per model, mean), P_A / P_B (%, mean over models with violations),
-    and the same precision over all CRs."""
-    import pandas as pd
-
-    df = pd.DataFrame(rows)
-    out = []
-    for (dist, thr), block in df.groupby(["distance", "threshold"], sort=False):
-        rec: dict = {"distance": dist, "threshold": thr}
-        for cr in list(capabilities) + ["ALL"]:
-            sub = block if cr == "ALL" else block[block["capability"] == cr]
-            per_model = []
-            for _, m in sub.groupby("model"):
-                v = m["verdict"].to_numpy(bool)
-                gta = m["gt_a"].to_numpy(dtype=object)
-                known = np.array([g is not None and g == g for g in gta])  # CR4: no classifier GT
-                pa_ = precision(v[known], m["gt_a"].to_numpy(dtype=object)[known].astype(bool)) if known.any() else None
-                pb_ = precision(v[known], m["gt_b"].to_numpy(dtype=object)[known].astype(bool)) if known.any() else None
-                per_model.append((int(v.sum()), pa_, pb_))
-            pas = [p for _, p, _ in per_model if p is not None]
-            pbs = [p for _, _, p in per_model if p is not None]
-            if cr != "ALL":
-                rec[f"{cr} N_M"] = sum(1 for n, _, _ in per_model if n)
-                rec[f"{cr} N_V"] = float(np.mean([n for n, _, _ in per_model])) if per_model else 0.0
-            rec[f"{cr} P_A%"] = round(100 * float(np.mean(pas)), 2) if pas else None
-            rec[f"{cr} P_B%"] = round(100 * float(np.mean(pbs)), 2) if pbs else None
-        out.append(rec)
-    return out
 
 
 def fixing_rate(before: int, after: int) -> float | None:

@@ -110,7 +110,7 @@ def replace_word(tokens: Sequence[Token], i: int, word: str) -> dict[int, str]:
     return out
 
 
-def substitutions(tokens: Sequence[Token], kind: Kind, guard: bool = True, per_word: int = 1) -> list[Variant]:
+def substitutions(tokens: Sequence[Token], kind: Kind, *, guard: bool = True, per_word: int = 1) -> list[Variant]:
     """One variant per (substitutable word, accepted replacement), sentence order."""
     out = []
     for i, tok in enumerate(tokens):

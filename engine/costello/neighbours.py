@@ -98,6 +98,7 @@ def nearest_neighbour_distances(
     rows: tuple[int, int] | None = None,
     block: int = 1024,
     threads: int | None = None,
+    *,
     prepared: bool = False,
 ) -> np.ndarray:
     """For every row in ``rows`` (default: all) of the dictionary, the distance to its

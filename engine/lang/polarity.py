@@ -75,7 +75,3 @@ def polarity_class(
     if score < -threshold:
         return "negative"
     return "neutral"
-
-
-def is_neutral(word: str, lemma: str | None = None, threshold: float = 0.0) -> bool:
-    return polarity_class(word, lemma, threshold) == "neutral"

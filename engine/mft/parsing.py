@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checkray.engine.schema import normalize_text  # noqa: F401  (re-exported: the parsers' dedup key)
+from checkray.engine.schema import normalize_text
 
 # "Test Case 1: <summary> Customer Review: <review>" with any spacing/markdown between.
 _CASE = re.compile(

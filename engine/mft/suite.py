@@ -1,5 +1,6 @@
 """Pure stages of the ``mft`` job (Li et al. §2.2–2.4): few-shot examples, MFT
-generation from representative documents, de-duplication, paraphrases, label gate.
+generation from representative documents, de-duplication, paraphrases, label gate, and
+the suites of the kept cases (``to_suite``).
 
 The LLM is passed in as ``chat(messages_list, params) -> list[Generation]`` so these
 functions are pure given it (the job passes a Ray actor pool; tests pass a recorded
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from checkray.engine.errors import InputError
 from checkray.engine.labels import suggest_flag
@@ -27,9 +29,9 @@ from checkray.engine.mft.parsing import (
     parse_paraphrases,
 )
 from checkray.engine.prompts import PromptTemplate, load_prompt
+from checkray.engine.schema import case_id, make_cases
 
 Chat = Callable[[Sequence[Sequence[dict]], GenerationParams], list[Generation]]
-LABEL_WORDS = {"positive", "negative"}
 
 
 def named_label_words(label_words: dict[str, str], names: dict[str, str] | None) -> dict[str, str]:
@@ -88,7 +90,7 @@ class GateLog:
         return self.parse.setdefault(name, ParseStats())
 
 
-def prompt_params(prompt: PromptTemplate, params: GenerationParams, constrained: bool) -> GenerationParams:
+def prompt_params(prompt: PromptTemplate, params: GenerationParams, *, constrained: bool) -> GenerationParams:
     """``params`` with the prompt file's GBNF grammar when decoding is constrained: the
     answer then always has the format the parser expects (small models otherwise drop
     half of it), and parsers stay lenient for backends that cannot enforce grammars."""
@@ -103,13 +105,14 @@ def few_shot_examples(
     params: GenerationParams,
     rng: np.random.Generator,
     log: GateLog,
+    *,
     max_tries: int = 3,
     constrained: bool = False,
 ) -> dict[str, dict]:
     """One worked example per label (Figure 5): a random document of that label and the
     MFT cases the LLM extracts from it. A label whose tries all fail to parse gets none."""
     prompt = load_prompt("mft_fewshot_example")
-    params = prompt_params(prompt, params, constrained)
+    params = prompt_params(prompt, params, constrained=constrained)
     by_label: dict[str, list[dict]] = {}
     for d in docs:
         if d["label"] is not None:
@@ -134,13 +137,14 @@ def generate_mfts(
     chat: Chat,
     params: GenerationParams,
     log: GateLog,
+    *,
     batch: int = 8,
     constrained: bool = False,
 ) -> list[dict]:
     """MFT cases (Figure 6) for each representative document, guided by the example of
     the document's own label (a mismatched example biases the generated sentiment)."""
     prompt = load_prompt("mft_generate")
-    params = prompt_params(prompt, params, constrained)
+    params = prompt_params(prompt, params, constrained=constrained)
     usable = [r for r in reps if r["label"] in examples]
     requests = []
     for rep in usable:
@@ -185,6 +189,7 @@ def paraphrase_cases(
     chat: Chat,
     params: GenerationParams,
     log: GateLog,
+    *,
     batch: int = 8,
     constrained: bool = False,
 ) -> list[dict]:
@@ -192,7 +197,7 @@ def paraphrase_cases(
     if n <= 0 or not rows:
         return []
     prompt = load_prompt("mft_paraphrase")
-    params = prompt_params(prompt, params, constrained)
+    params = prompt_params(prompt, params, constrained=constrained)
     stats = log.stats("paraphrase")
     out_rows = []
     for start in range(0, len(rows), batch):
@@ -205,13 +210,19 @@ def paraphrase_cases(
 
 
 def label_gate(
-    rows: Sequence[dict], chat: Chat, params: GenerationParams, log: GateLog, batch: int = 16, constrained: bool = False
+    rows: Sequence[dict],
+    chat: Chat,
+    params: GenerationParams,
+    log: GateLog,
+    *,
+    batch: int = 16,
+    constrained: bool = False,
 ) -> tuple[list[dict], dict[str, int]]:
     """LLM label check (§2.4.2): keep cases the LLM labels as their expected label word
     (``row["expected"]``, else ``row["label"]``); drop "hard to decide", the opposite
     label, and answers that cannot be read."""
     prompt = load_prompt("mft_label")
-    params = prompt_params(prompt, params, constrained)
+    params = prompt_params(prompt, params, constrained=constrained)
     stats = log.stats("label check")
     kept, counts = [], {"agree": 0, "hard": 0, "disagree": 0, "unreadable": 0}
     for start in range(0, len(rows), batch):
@@ -229,3 +240,44 @@ def label_gate(
                 counts["agree"] += 1
                 kept.append({**row, "llm_label": label, "llm_reason": reason})
     return kept, counts
+
+
+def to_suite(cases: pa.Table, generator: str) -> pa.Table:
+    """The common-schema suites of the kept cases (with their ``mft_topic``): originals in
+    ``mft-<split>-original`` and again in ``mft-<split>-extended`` with their paraphrases,
+    so each suite is self-contained for the benchmark. The same text may be generated in
+    two versions: case ids include the version."""
+    rows = {}
+    for r in cases.to_pylist():
+        suites = [f"mft-{r['split']}-extended"] + ([] if r["paraphrase_of"] else [f"mft-{r['split']}-original"])
+        for suite in suites:
+            row = suite_row(r, suite, generator)
+            rows[row["case_id"]] = row
+    return make_cases(rows.values())
+
+
+def suite_row(case: dict, suite: str, generator: str) -> dict:
+    """One kept case as a row of ``suite`` (TEST_CASE_SCHEMA)."""
+    return {
+        "suite": suite,
+        "method": "mft",
+        "capability": case["source_topic"],
+        "topic": case["mft_topic"],
+        "text": case["text"],
+        "expected_label": case["label"],
+        "test_type": "MFT",
+        "case_id": case_id(suite, case["version"], case["text"]),
+        "provenance": {
+            "source_id": case["source_id"],
+            "template_id": "mft_paraphrase" if case["paraphrase_of"] else "mft_generate",
+            "generator": generator,
+            "seed": case["seed"],
+        },
+        "meta": {
+            "version": case["version"],
+            "split": case["split"],
+            "summary": case["summary"],
+            "paraphrase_of": case["paraphrase_of"],
+            "llm_reason": case["llm_reason"],
+        },
+    }

@@ -20,19 +20,23 @@ Minimal-token explanation of a failure: tokens ordered by their occlusion attrib
 (how much the wrong label's probability drops when the token is masked); starting from
 the fully masked input, tokens are unmasked in that order until the model gives the
 wrong label probability >= ``p_thresh`` (Eq. 5). The kept tokens are the explanation.
+
+The coverage study of the job: ``coverage_sample`` draws the compared suites,
+``model_coverage_rows`` measures one model (passed in, loaded by the job) on them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
-
-def layer_activations(model, tokenizer, texts: Sequence[str], max_length: int = 64, batch_size: int = 32) -> np.ndarray:
-    """(len(texts), layers x hidden) mean-pooled hidden states of a transformers model."""
-    return layer_summaries(model, tokenizer, texts, max_length, batch_size)["mean"]
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.s2lct.config import CoverageConfig
+from checkray.engine.s2lct.models import training_split
 
 
 def layer_summaries(
@@ -116,6 +120,91 @@ def coverage_curve(
     """Coverage of the first ``size`` cases for each size (cases already in random order)."""
     lower_values = activations if lower_values is None else lower_values
     return [corner_coverage(activations[:n], low, high, lower_values[:n]) for n in sizes]
+
+
+COVERAGE_SCHEMA = pa.schema(
+    [
+        pa.field("model", pa.string()),
+        pa.field("neurons", pa.string()),
+        pa.field("suite", pa.string()),
+        pa.field("cases", pa.int64()),
+        pa.field("neurons_total", pa.int64()),
+        pa.field("BoundCov", pa.float64()),
+        pa.field("SActCov", pa.float64()),
+    ]
+)
+
+
+def training_texts(spec: ModelSpec, default_corpus: str, n: int | None, seed: int) -> list[str]:
+    """A random sample of ``n`` sentences (None: all) of the train split the model learned
+    from (its ``meta.corpus``, else ``default_corpus``): the sentences that set the bounds."""
+    train = training_split(spec, spec.meta.get("corpus", default_corpus))
+    rng = np.random.default_rng(seed)
+    return [train[i] for i in rng.choice(len(train), size=min(n or len(train), len(train)), replace=False)]
+
+
+def template_texts(path: str, n: int, seed: int) -> list[str]:
+    """About ``n`` (at least) texts of a CheckList template suite, drawn evenly over its templates."""
+    from checkray.engine.templates.expand import expand, read_spec
+
+    templates = read_spec(path)
+    per = math.ceil(n / max(1, len(templates))) + 1
+    return expand(templates, suite="checklist", nsamples=per, seed=seed).cases.column("text").to_pylist()
+
+
+@dataclass(frozen=True)
+class CoverageSample:
+    """The suites compared, as equal-size random samples, and the sizes on the curve."""
+
+    suites: dict[str, list[str]]  # "S2LCT", "CheckList" -> texts, in random order
+    sizes: list[int]
+
+
+def coverage_sample(suite_texts: Sequence[str], c: CoverageConfig, seed: int) -> CoverageSample:
+    """Up to ``c.max_cases`` cases of the S²LCT suite and as many of the CheckList template
+    suite (``c.templates``), and ``c.points`` sizes to measure the curve at."""
+    rng = np.random.default_rng(seed)
+    ours = list(suite_texts)
+    theirs = template_texts(c.templates, min(c.max_cases, len(ours)), seed)
+    m = min(c.max_cases, len(ours), len(theirs))
+    ours = [ours[i] for i in rng.permutation(len(ours))[:m]]
+    theirs = [theirs[i] for i in rng.permutation(len(theirs))[:m]]
+    sizes = sorted({max(1, round(m * (i + 1) / c.points)) for i in range(c.points)})
+    return CoverageSample({"S2LCT": ours, "CheckList": theirs}, sizes)
+
+
+def model_coverage_rows(
+    name: str,
+    model,
+    tokenizer,
+    train_texts: Sequence[str],
+    sample: CoverageSample,
+    neurons: Sequence[str],
+    max_length: int = 64,
+) -> list[dict]:
+    """coverage.parquet rows of one torch classifier (``model``/``tokenizer``, passed in):
+    bounds from ``train_texts``, BoundCov and SActCov of each sampled suite at each size,
+    per neuron reading."""
+    train = layer_summaries(model, tokenizer, train_texts, max_length)
+    suites = {suite: layer_summaries(model, tokenizer, texts, max_length) for suite, texts in sample.suites.items()}
+    rows = []
+    for reading in neurons:
+        low, high = neuron_bounds(*neuron_values(train, reading))
+        for suite, summary in suites.items():
+            upper, lower = neuron_values(summary, reading)
+            for cov in coverage_curve(upper, low, high, sample.sizes, lower):
+                rows.append(
+                    {
+                        "model": name,
+                        "neurons": reading,
+                        "suite": suite,
+                        "cases": cov.cases,
+                        "neurons_total": cov.neurons,
+                        "BoundCov": round(cov.bound_cov, 4),
+                        "SActCov": round(cov.sact_cov, 4),
+                    }
+                )
+    return rows
 
 
 Predict = Callable[[list[str]], np.ndarray]  # texts -> (n, labels) probabilities

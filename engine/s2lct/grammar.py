@@ -263,3 +263,26 @@ def sample_masked(candidates: Sequence[dict], k: int, rng: random.Random) -> lis
     if len(candidates) <= k:
         return list(candidates)
     return rng.sample(list(candidates), k)
+
+
+@dataclass(frozen=True)
+class MaskSampling:
+    """How Algorithm 1 runs on each seed: at most ``max_masks`` inserted symbols, all of
+    them tags in ``fillable``; ``k`` of the masked sentences drawn, seeded by ``seed`` and
+    the seed's case id (so a seed gets the same ones in any batch, on any actor)."""
+
+    k: int
+    max_masks: int = 1
+    fillable: frozenset[str] = frozenset(FILLABLE_TAGS)
+    seed: int = 0
+
+    def masked_sentences(
+        self,
+        tree: str,
+        tokens: Sequence[Mapping[str, Any]],
+        reference: Mapping[str, list[tuple[tuple[str, ...], int]]],
+        case_id: str,
+    ) -> tuple[int, list[dict]]:
+        """(how many masked sentences Algorithm 1 found, the ``k`` sampled)."""
+        found = expansion_candidates(tree, tokens, reference, self.fillable, self.max_masks) if tokens else []
+        return len(found), sample_masked(found, self.k, random.Random(f"{self.seed}:{case_id}"))

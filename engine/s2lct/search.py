@@ -8,14 +8,19 @@ A sentence is a list of token dicts as ``actors/s2lct/parser.py`` emits them: ``
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
 
 from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
+from checkray.engine.schema import case_id
 
 Token = Mapping[str, Any]
 NON_WORDS = {"PUNCT", "SPACE", "SYM", "X"}
@@ -41,7 +46,12 @@ def all_neutral(tokens: Sequence[Token]) -> bool:
 
 
 def label_ok(
-    rule: SearchRule, tokens: Sequence[Token], label: str | None, neutral_proxy: bool, neutral_label: str = "neutral"
+    rule: SearchRule,
+    tokens: Sequence[Token],
+    label: str | None,
+    *,
+    neutral_proxy: bool,
+    neutral_label: str = "neutral",
 ) -> bool:
     """The corpus label equals the rule's; on a corpus without neutral labels
     (``neutral_proxy``), a sentence without any polar word counts as neutral."""
@@ -56,6 +66,7 @@ def matches(
     rule: SearchRule,
     tokens: Sequence[Token],
     label: str | None,
+    *,
     neutral_proxy: bool = False,
     check_label: bool = True,
     neutral_label: str = "neutral",
@@ -79,24 +90,51 @@ def matches(
         return False
     if any(has_class(tokens, wc) for wc in rule.exclude):
         return False
-    return not check_label or label_ok(rule, tokens, label, neutral_proxy, neutral_label)
+    return not check_label or label_ok(rule, tokens, label, neutral_proxy=neutral_proxy, neutral_label=neutral_label)
 
 
 def matching_rules(
     spec: CapabilitySpec,
     tokens: Sequence[Token],
     label: str | None,
+    *,
     neutral_proxy: bool = False,
     neutral_label: str = "neutral",
 ) -> list[str]:
-    return [r.name for r in spec.search if matches(r, tokens, label, neutral_proxy, neutral_label=neutral_label)]
+    return [
+        r.name
+        for r in spec.search
+        if matches(r, tokens, label, neutral_proxy=neutral_proxy, neutral_label=neutral_label)
+    ]
+
+
+@dataclass(frozen=True)
+class CorpusSearch:
+    """The capabilities' search rules, run on every parsed corpus sentence (in the parser
+    actors, where the tokens are); ``neutral_proxy``: the corpus has no neutral label, so a
+    sentence without a polar word stands for one."""
+
+    specs: tuple[CapabilitySpec, ...]
+    neutral_proxy: bool = False
+    neutral_label: str = "neutral"
+
+    def matches(self, tokens: Sequence[Token], label: str | None) -> dict[str, list[str]]:
+        """{capability id: the names of its rules the sentence satisfies} (capabilities with none left out)."""
+        found = {}
+        for spec in self.specs:
+            rules = matching_rules(
+                spec, tokens, label, neutral_proxy=self.neutral_proxy, neutral_label=self.neutral_label
+            )
+            if rules:
+                found[spec.id] = rules
+        return found
 
 
 def detokenize(tokens: Sequence[Token]) -> str:
     return "".join(t["t"] + t["ws"] for t in tokens).strip()
 
 
-def clause_text(tokens: Sequence[Token], embedded: bool) -> str:
+def clause_text(tokens: Sequence[Token], *, embedded: bool) -> str:
     """The sentence as text; embedded in a template it loses its final punctuation and,
     unless it starts with a proper noun or "I", its capital."""
     toks = list(tokens)
@@ -173,7 +211,7 @@ def seeds_from_transform(
                     tokens = negate(tokens, part.negate, rng)
                     if tokens is None:
                         continue
-                texts.append(clause_text(tokens, embedded))
+                texts.append(clause_text(tokens, embedded=embedded))
                 sources.append(sent["id"])
                 rules.append(rule)
                 break
@@ -222,3 +260,48 @@ def build_seeds(spec: CapabilitySpec, found: Mapping[str, list[dict]], max_seeds
             out.extend(seeds_from_transform(spec, i, transform, found, budget, rng))
     unique = {(s["text"], s["label"]): s for s in out}  # two draws may build the same text
     return list(unique.values())[:max_seeds]
+
+
+def seed_rows(
+    specs: Sequence[CapabilitySpec],
+    searched: pa.Table,
+    *,
+    suite: str,
+    max_seeds: int,
+    seed: int,
+    neutral_proxy: bool,
+    neutral_label: str = "neutral",
+) -> list[dict]:
+    """Seeds of every capability (not yet parsed) from the search rules' matches
+    (``searched``: the parse stage's ``id``, ``matches`` and ``tokens`` columns); suites
+    are named ``<suite>-<capability id>``."""
+    rows = searched.select(["id", "matches", "tokens"]).to_pylist()
+    out = []
+    for spec in specs:
+        found: dict[str, list[dict]] = {}
+        for row in rows:
+            for rule in json.loads(row["matches"]).get(spec.id, []):
+                found.setdefault(rule, []).append({"id": row["id"], "tokens": json.loads(row["tokens"])})
+        neutral_rules = {r.name for r in spec.search if r.label == neutral_label}
+        spec_suite = f"{suite}-{spec.id}"
+        for sd in build_seeds(spec, found, max_seeds, seed):
+            # LC1/LC2 expansions must satisfy the rule that found their seed again.
+            rule = spec.rule(sd["rules"][0]) if spec.recheck_rule and not spec.transforms else None
+            out.append(
+                {
+                    "case_id": case_id(METHOD, spec_suite, sd["text"], sd["label"]),
+                    "capability_id": spec.id,
+                    "capability": spec.name,
+                    "suite": spec_suite,
+                    "text": sd["text"],
+                    "label": sd["label"],
+                    "sources": json.dumps(sd["sources"]),
+                    "rules": json.dumps(sd["rules"]),
+                    "template_id": sd["template_id"],
+                    "accepts": json.dumps(sd["accepts"]),
+                    "label_source": "lexicon-proxy" if neutral_proxy and set(sd["rules"]) & neutral_rules else "corpus",
+                    "found": json.dumps({name: len(v) for name, v in found.items()}),
+                    "rule": json.dumps(rule.model_dump(mode="json")) if rule else None,
+                }
+            )
+    return out

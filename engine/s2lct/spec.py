@@ -144,7 +144,7 @@ class LabelNote(Section):
 
 
 def label_notes(
-    specs: list[CapabilitySpec], corpus_labels: set[str], neutral_label: str = "neutral", neutral_proxy: bool = True
+    specs: list[CapabilitySpec], corpus_labels: set[str], *, neutral_label: str = "neutral", neutral_proxy: bool = True
 ) -> list[LabelNote]:
     """One note per capability whose search rules need a label the corpus does not have:
     which rules, whether the neutral proxy stands in, and how many of its transforms can
@@ -185,7 +185,7 @@ def label_notes(
 
 
 def check_corpus_labels(
-    specs: list[CapabilitySpec], corpus_labels: set[str], neutral_label: str = "neutral", neutral_proxy: bool = True
+    specs: list[CapabilitySpec], corpus_labels: set[str], *, neutral_label: str = "neutral", neutral_proxy: bool = True
 ) -> list[LabelNote]:
     """``label_notes``, or a one-line ``InputError`` when the corpus labels share nothing
     with the labels the rules need (e.g. 0/1 against negative/positive: a label map is missing)."""
@@ -201,4 +201,4 @@ def check_corpus_labels(
             f"s2lct: the corpus labels ({have}) match none of the labels the capabilities' search rules need "
             f"({', '.join(sorted(needed))}); map them to names, e.g. corpus.labels / --labels {example}"
         )
-    return label_notes(specs, corpus_labels, neutral_label, neutral_proxy)
+    return label_notes(specs, corpus_labels, neutral_label=neutral_label, neutral_proxy=neutral_proxy)

@@ -16,12 +16,16 @@ uses that slot in one text only (otherwise filling it would break the pair's rel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+
+from checkray.engine.errors import InputError
 from checkray.engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
-from checkray.engine.testaug.prompt import SeedCase
+from checkray.engine.testaug.prompt import Description, SeedCase, dedupe, normalize, seed_keys, shown_seed
 
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ"}
 MAX_SPAN = 4  # words in one filler ("air traffic controller")
@@ -36,7 +40,7 @@ class SlotCandidate:
     texts_using: int  # how many texts of the seed template use the slot (1 or 2)
 
 
-def _slot_text(slot: Slot, article: bool = False) -> str:
+def _slot_text(slot: Slot, *, article: bool = False) -> str:
     access = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in slot.accessors)
     return "{" + ("a:" if article else "") + slot.key + access + "}"
 
@@ -154,3 +158,112 @@ def expand_new_template(
     )
     template = build_template(record, where, label_map=None)
     return template, list(expand_template(template, nsamples, seed, max_combinations=100_000))
+
+
+# ------------------------------------------------------------------------ the expand stage
+
+EXPANSION_SCHEMA = pa.schema(
+    [(n, pa.string()) for n in ("key", "text", "text_pair", "template", "template_id", "source", "filling")]
+)
+TEMPLATES_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("template", pa.string()),
+        ("slots", pa.list_(pa.string())),
+        ("template_id", pa.string()),
+        ("source", pa.string()),
+        ("cases", pa.int64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ExpansionSettings:
+    """What the expansion reads of the ``testaug:`` section."""
+
+    match: str = "filling"  # "filling": a seed's own slot filling; "pool": any filler of the slot
+    per_template: int = 5  # cases drawn from each new template
+    max_per_description: int = 200  # new cases of one description in all
+
+
+@dataclass
+class Expansion:
+    """New templates made from kept cases and the new cases drawn from them (the expand
+    stage's ``data`` and ``templates`` tables, ``EXPANSION_SCHEMA`` and ``TEMPLATES_SCHEMA``)."""
+
+    cases: list[dict] = field(default_factory=list)
+    templates: list[dict] = field(default_factory=list)
+
+    def tables(self) -> dict[str, pa.Table]:
+        return {
+            "data": pa.Table.from_pylist(self.cases, schema=EXPANSION_SCHEMA),
+            "templates": pa.Table.from_pylist(self.templates, schema=TEMPLATES_SCHEMA),
+        }
+
+
+def expand_description(
+    d: Description,
+    kept: Sequence[Mapping[str, Any]],
+    nlp,
+    settings: ExpansionSettings,
+    seed: int,
+    seen: set[tuple],
+    out: Expansion,
+) -> None:
+    """§4.3 for one description: each kept case (``key``, ``text``, ``text_pair``,
+    ``seeds``: the seeds its prompt showed) whose content words fill its seeds' slots
+    becomes a new template, expanded with the seed pools; only sentences not in ``seen``
+    (updated) are drawn, at most ``settings.max_per_description`` in all. ``nlp``: spaCy."""
+    templates = {x.template_id: x for x in d.templates}
+    produced, made = 0, []
+    for r in kept:
+        shown = [shown_seed(s) for s in json.loads(r["seeds"])]
+        docs = [nlp(x) for x in (r["text"], r["text_pair"]) if x is not None]
+        new = case_template(docs, seed_candidates(shown, templates, settings.match))
+        if new is None or new.texts in made or produced >= settings.max_per_description:
+            continue  # a template met before draws the same cases again
+        made.append(new.texts)
+        try:
+            template, drawn = expand_new_template(
+                new, d.capability, d.label, d.description, settings.per_template, seed, f"{d.key}: {r['text']}"
+            )
+        except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
+            continue
+        fresh, _ = dedupe(
+            [{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f} for x, f in drawn], seen
+        )
+        fresh = fresh[: settings.max_per_description - produced]
+        produced += len(fresh)
+        out.templates.append(
+            {
+                "key": d.key,
+                "template": json.dumps(new.texts),
+                "slots": sorted(new.slots),
+                "template_id": template.template_id,
+                "source": r["text"],
+                "cases": len(fresh),
+            }
+        )
+        out.cases += [
+            {
+                "key": d.key,
+                "text": c["text"],
+                "text_pair": c["text_pair"],
+                "template": json.dumps(new.texts),
+                "template_id": template.template_id,
+                "source": r["text"],
+                "filling": json.dumps(c["filling"]),
+            }
+            for c in fresh
+        ]
+
+
+def expand_cases(
+    descs: Sequence[Description], kept: Sequence[Mapping[str, Any]], nlp, settings: ExpansionSettings, seed: int
+) -> Expansion:
+    """§4.3 over every description: new sentences only, never a seed case or a kept case."""
+    out = Expansion()
+    for d in descs:
+        seen = seed_keys(d) | {(normalize(r["text"]), normalize(r["text_pair"] or "")) for r in kept}
+        expand_description(d, [r for r in kept if r["key"] == d.key], nlp, settings, seed, seen, out)
+    return out

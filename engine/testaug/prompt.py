@@ -12,6 +12,7 @@ with a few examples, so a weak model's malformed answers show up in the report.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,18 @@ def sample_seeds(desc: Description, k: int, rng: np.random.Generator) -> list[Se
     return [desc.seeds[i] for i in sorted(take.tolist())]
 
 
+def seed_entry(seed: SeedCase) -> str:
+    """How a prompt's shown seed is recorded with its answer ("template_id<TAB>filling"):
+    enough for the expansion (§4.3) to find the slots the seed filled."""
+    return seed.template_id + "\t" + json.dumps(seed.filling)
+
+
+def shown_seed(entry: str) -> SeedCase:
+    """A seed shown in a prompt, read back from its ``seed_entry`` (no text: not needed)."""
+    template_id, filling = entry.split("\t", 1)
+    return SeedCase("", None, template_id, json.loads(filling))
+
+
 def prompt_examples(seeds: Sequence[SeedCase]) -> str:
     """The demonstration block of Table 2 / Table 7 (pairs are separated by a blank line)."""
     sep = "\n\n" if seeds and seeds[0].text_pair is not None else "\n"
@@ -138,7 +151,7 @@ def _lines(raw: str, truncated: bool, count: ParseCount) -> list[str]:
     return lines
 
 
-def parse_single_cases(raw: str, count: ParseCount, truncated: bool = False) -> list[str]:
+def parse_single_cases(raw: str, count: ParseCount, *, truncated: bool = False) -> list[str]:
     """Cases from one answer: ``- { case }`` lines; bare bullet/numbered lines and
     ``Label: "case"`` lines are accepted too (small models drop the braces). Chatter lines
     ("Sure! Here are...") are skipped without counting; every other line that is not a case
@@ -168,7 +181,7 @@ def parse_single_cases(raw: str, count: ParseCount, truncated: bool = False) -> 
     return out
 
 
-def parse_pair_cases(raw: str, count: ParseCount, truncated: bool = False) -> list[tuple[str, str]]:
+def parse_pair_cases(raw: str, count: ParseCount, *, truncated: bool = False) -> list[tuple[str, str]]:
     """Pairs from one answer: ``- {{ a } - { b }}`` (on one or two lines); two plain
     braced items in a row (``{ a } { b }``) are accepted; a lone item is unparsed."""
     count.outputs += 1

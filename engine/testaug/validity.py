@@ -1,5 +1,7 @@
-"""TestAug's validity filter (§4.2), the pure part: annotation files, the two-phase rule,
-and the LLM labeler's answer parsing.
+"""TestAug's validity filter (§4.2), the pure part: the classifier backends (records of
+``VALIDITY_BACKENDS``), annotation files, the two-phase rule's thresholds and phase-1
+decision, and the LLM labeler (``llm_label``: prompts rendered, answers parsed; the chat
+is passed in). Who judges which case: ``engine/testaug/judges.py``.
 
 Phase 1: a first sample of the generated cases of a description is annotated (by people
 when an annotation file covers it, else by the LLM labeler, else by the classifier). When
@@ -12,14 +14,44 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from checkray.engine.errors import InputError
+from checkray.engine.lazy import LazyRegistry
+from checkray.engine.llm import GenerationParams
+from checkray.engine.prompts import load_prompt
 from checkray.engine.schema import normalize_text
+from checkray.engine.testaug.prompt import ParseCount
 
-ValidityBackend = Literal["embedding_lr", "finetune"]  # embeddings + logistic regression, or a fine-tuned encoder
+
+@dataclass(frozen=True)
+class ValidityBackend:
+    """A kind of validity classifier. ``ref``: its model class in ``actors/testaug/``
+    (``fit``, ``predict_proba``, ``save``, ``load``; the ``ValidityModel`` protocol there)."""
+
+    name: str
+    ref: str
+    # The encoder it scores best with on TestAug's annotations (docs/testaug.md, Measured):
+    # a frozen mpnet under a logistic head is worse than MiniLM (0.713 vs 0.815), while
+    # mpnet fine-tuned end to end is the best classifier measured.
+    default_encoder: str
+    # Trains in seconds: refitted on every case once calibration chose its threshold, and
+    # never worth a cluster GPU; the others train for minutes (a one-GPU Ray task on a cluster).
+    quick: bool = False
+
+
+VALIDITY_BACKENDS: LazyRegistry[type] = LazyRegistry("validity backend")
+for _backend in [
+    # sentence embeddings + a class-balanced logistic regression
+    ValidityBackend("embedding_lr", "checkray.actors.testaug.validity:EmbeddingHead", "builtin:minilm", quick=True),
+    # the encoder's transformer fine-tuned with a classification head (the paper's classifier)
+    ValidityBackend("finetune", "checkray.actors.testaug.validity:FineTunedEncoder", "builtin:mpnet"),
+]:
+    VALIDITY_BACKENDS.register(_backend)
+
 
 Task = Literal["sentiment", "paraphrase", "nli"]
 THRESHOLDS: dict[str, float] = {"sentiment": 0.9, "paraphrase": 0.9, "nli": 0.8}
@@ -182,3 +214,38 @@ def parse_validity_answer(raw: str) -> bool | None:
         return None
     word = m.group(1).lower()
     return word in ("valid", "yes")
+
+
+def case_text(text: str, text_pair: str | None) -> str:
+    """A case as the labeler reads it: the text, or the pair as ``a / b``."""
+    return text if not text_pair else f"{text} / {text_pair}"
+
+
+def llm_label(cases: Sequence[dict], chat, params: GenerationParams, count: ParseCount) -> list[bool | None]:
+    """The LLM labeler's verdict per case (``description``, ``text``, ``text_pair`` keys;
+    optional ``examples``: valid cases of the description, e.g. its seed cases, shown to
+    the labeler with the ``testaug_validity_examples`` prompt); None where its answer
+    names no verdict (counted in ``count``). ``chat(messages_list, params)`` is the LLM."""
+    if not cases:
+        return []
+    plain, shown = load_prompt("testaug_validity"), load_prompt("testaug_validity_examples")
+    messages = [
+        shown.render(
+            description=c["description"],
+            examples="\n".join(f"- {e}" for e in c["examples"]),
+            case=case_text(c["text"], c.get("text_pair")),
+        )
+        if c.get("examples")
+        else plain.render(description=c["description"], case=case_text(c["text"], c.get("text_pair")))
+        for c in cases
+    ]
+    verdicts = []
+    for out in chat(messages, params):
+        count.outputs += 1
+        verdict = parse_validity_answer(out.text)
+        if verdict is None:
+            count.miss(out.text or f"({out.finish_reason})")
+        else:
+            count.items += 1
+        verdicts.append(verdict)
+    return verdicts

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,7 +27,7 @@ import typer
 from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import CacheConfig
-from checkray.engine.compare.gate import GateFile, read_gate
+from checkray.engine.compare.gate import Check, GateFile, read_gate
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
 from checkray.engine.stages import RunDir, StageRunner
@@ -38,6 +38,11 @@ from checkray.jobs.benchmark.stages import cases_stage, evaluate_stage, predict_
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
 from checkray.jobs.zoo.resolve import resolve_models
+
+if TYPE_CHECKING:
+    from pyarrow.fs import FileSystem
+
+    from checkray.jobs.compare.gating import GateBaseline
 
 
 class BenchmarkJob(Job[BenchmarkConfig]):
@@ -59,7 +64,16 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         self.suites = list(suites)
         self.suite_files = list(suite_files) if suite_files else None  # recorded in provenance.json
         self.gate = gate
-        self.checks: list | None = None  # the gate's verdicts (jobs.compare.gating.Check)
+        # The run a gate's max_drop rules compare with: found and checked by check(), before
+        # any model runs (None: no gate, or no such rule).
+        self.gate_baseline: GateBaseline | None = None
+        self.checks: list[Check] | None = None  # the gate's verdicts, once published
+        # What publish() wrote (None until then).
+        self.summary: pa.Table | None = None
+        self.examples: pa.Table | None = None
+        self.model_table: pa.Table | None = None
+        self.provenance: dict | None = None
+        self.results_at: tuple[FileSystem, str] | None = None  # results.parquet, read on demand
         if gate is not None:
             self.published = (*type(self).published, "junit.xml", "summary.md")
 
@@ -104,7 +118,15 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         if self.gate is not None:
             from checkray.jobs.compare.gating import benchmark_gate
 
-            self.checks = benchmark_gate(self, run)
+            self.checks = benchmark_gate(
+                self.gate,
+                self.gate_baseline,
+                run,
+                models=[s.name for s in self.models],
+                provenance=self.provenance,
+                summary=self.summary,
+                examples=self.examples,
+            )
         return leaderboard_sections(
             self.summary, self.examples, self.model_table, {s.name: s.accuracy for s in self.models}
         )
@@ -112,6 +134,8 @@ class BenchmarkJob(Job[BenchmarkConfig]):
     @property
     def results(self) -> pa.Table:
         """Every case's verdict for every model (read from results.parquet on demand)."""
+        if self.results_at is None:
+            raise RuntimeError("the benchmark job has not published its results yet")
         fs, path = self.results_at
         return pq.read_table(path, filesystem=fs)
 

@@ -12,26 +12,34 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkray.engine.benchmark.expectations import ExpectationSettings
 from checkray.engine.benchmark.inputs import prepare_cases
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
 from checkray.engine.benchmark.sampling import model_case_rows, needed_inputs
 from checkray.engine.benchmark.summary import summarize
-from checkray.engine.cache import CacheConfig, open_cache, text_digests
+from checkray.engine.cache import CacheConfig, ContentCache, open_cache, text_digests
 from checkray.engine.runtime import cluster_resources
 from checkray.engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.console import console
+
+if TYPE_CHECKING:
+    from checkray.actors.benchmark.cached import Cached
+    from checkray.actors.benchmark.predictor import ModelRun
 
 MODELS_SCHEMA = pa.schema(
     [
@@ -146,79 +154,68 @@ def _part_table(rows, probs, labels: list[str], meta: dict) -> pa.Table:
     return table.replace_schema_metadata({"checkray.model": json.dumps({"labels": labels, **meta})})
 
 
+@dataclass
+class ModelRow:
+    """One model's row of ``models.parquet`` (``MODELS_SCHEMA``)."""
+
+    model: str
+    family: str
+    labels: list[str]
+    accuracy: float | None
+    error: str | None
+    part: str | None  # key of its probabilities in stages/predict.parts/
+    rows: int
+    cached: bool
+    host_size: int | None = None
+    load_seconds: float | None = None
+    ready_seconds: float | None = None
+    predict_seconds: float | None = None
+    cache_hits: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        spec: ModelSpec,
+        labels: Sequence[str],
+        *,
+        meta: Mapping[str, Any],
+        error: str | None = None,
+        part: str | None = None,
+        rows: int = 0,
+        cached: bool = False,
+    ) -> ModelRow:
+        """The row of ``spec``; ``meta`` holds its timings and cache hits (missing: null)."""
+        return cls(
+            model=spec.name,
+            family=spec.family,
+            labels=list(labels),
+            accuracy=spec.accuracy,
+            error=error,
+            part=part,
+            rows=rows,
+            cached=cached,
+            cache_hits=meta.get("cache_hits"),
+            **{k: meta.get(k) for k in _TIMINGS},
+        )
+
+
+def models_table(rows: Sequence[ModelRow]) -> pa.Table:
+    return pa.Table.from_pylist([dataclasses.asdict(r) for r in rows], schema=MODELS_SCHEMA)
+
+
+def run_timings(run: ModelRun) -> dict[str, Any]:
+    return {k: getattr(run, k) for k in _TIMINGS}
+
+
 def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig, cache_cfg: CacheConfig | None = None) -> Stage:
     settings = bench.settings()
 
     def run(ctx: StageContext):
-        from checkray.actors.benchmark import cached
-        from checkray.actors.benchmark.predictor import Timeouts, plan_predictors, predict_all
-
-        inputs = ctx.input("cases", "inputs")
-        texts = inputs.column("text").to_pylist()
-        pairs = inputs.column("text_pair").to_pylist() if inputs.column("text_pair").null_count < len(texts) else None
-        needed = needed_inputs(ctx.input("cases"), specs, settings, bench.max_cases_per_model, bench.sample_seed)
-        base = ctx.done["cases"].fingerprint
-        keys = {s.name: fingerprint(spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs}
-        rows: dict[str, dict] = {}
-        for spec in specs:
-            part = ctx.read_part(keys[spec.name])
-            if part is not None and part.schema.metadata and b"checkray.model" in part.schema.metadata:
-                meta = json.loads(part.schema.metadata[b"checkray.model"])
-                rows[spec.name] = _row(spec, meta["labels"], None, keys[spec.name], part.num_rows, True, meta)
-        todo = [s for s in specs if s.name not in rows]
-        if rows:
-            console.print(f"[dim]benchmark · predict: {len(rows)} model(s) committed by an earlier run[/dim]")
-        # The content cache (any run, any --out): a model runs only on inputs no run scored.
-        cache = open_cache(cache_cfg) if todo and (cache_cfg is None or cache_cfg.predictions) else None
-        digests = text_digests(texts, pairs) if cache is not None else None
-        hits = {s.name: cached.lookup(cache, s, needed[s.name], digests) for s in todo}
-        for spec in [s for s in todo if hits[s.name].hits and not hits[s.name].missing]:
-            hit = hits[spec.name]
-            ctx.write_part(keys[spec.name], _part_table(hit.rows, hit.probs, hit.labels, {"cache_hits": hit.hits}))
-            rows[spec.name] = _row(spec, hit.labels, None, keys[spec.name], hit.hits, True, {"cache_hits": hit.hits})
-        todo = [s for s in todo if s.name not in rows]
-        if cache is not None and any(h.hits for h in hits.values()):
-            n = sum(h.hits for h in hits.values())
-            console.print(f"[dim]benchmark · predict: {n} (model, input) pairs from the cache {cache.uri}[/dim]")
-
-        def commit(run) -> None:  # a finished model: checkpoint it at once
-            spec = next(s for s in specs if s.name == run.name)
-            cached.store(cache, spec, run.rows, run.probs, run.labels, digests)
-            hit = hits[run.name]
-            meta = {k: getattr(run, k) for k in _TIMINGS} | {"cache_hits": hit.hits}
-            all_rows, probs = cached.merge(hit, run.rows, run.probs, run.labels)
-            ctx.write_part(keys[run.name], _part_table(all_rows, probs, run.labels, meta))
-            rows[run.name] = _row(spec, run.labels, None, keys[run.name], len(all_rows), False, meta)
-
-        if todo:
-            plan = plan_predictors(
-                cluster_resources(), bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction
-            )
-            with model_progress([s.name for s in todo]) as on_event:
-                runs = predict_all(
-                    todo,
-                    texts,
-                    pairs,
-                    plan,
-                    bench.batch_size,
-                    bench.in_flight,
-                    on_event,
-                    {s.name: hits[s.name].missing for s in todo},
-                    bench.share_encoders,
-                    on_done=commit,
-                    models_per_host=bench.models_per_host,
-                    timeouts=Timeouts(bench.load_timeout_s, bench.batch_timeout_s),
-                    cache=open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None,
-                )
-            for spec in todo:
-                r = runs[spec.name]
-                if r.error is not None:
-                    meta = {k: getattr(r, k) for k in _TIMINGS}
-                    rows[spec.name] = _row(spec, r.labels, r.error, None, 0, False, meta)
-        failed = [s.name for s in specs if rows[s.name]["error"] is not None]
+        rows = predict_models(ctx, specs, bench, settings, cache_cfg)
+        failed = [s.name for s in specs if rows[s.name].error is not None]
         if failed:
             ctx.incomplete = f"{len(failed)} model(s) failed: {', '.join(failed[:5])}"
-        return {"models": pa.Table.from_pylist([rows[s.name] for s in specs], schema=MODELS_SCHEMA)}
+        return {"models": models_table([rows[s.name] for s in specs])}
 
     config = [
         [spec_fingerprint(s) for s in specs],
@@ -230,23 +227,138 @@ def predict_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig, cache_cfg:
     return Stage("predict", run, inputs=("cases",), config=config, version="2")
 
 
+def predict_models(
+    ctx: StageContext,
+    specs: Sequence[ModelSpec],
+    bench: BenchmarkConfig,
+    settings: ExpectationSettings,
+    cache_cfg: CacheConfig | None,
+) -> dict[str, ModelRow]:
+    """Each model's row, its probabilities committed as a stage part: by an earlier run, from
+    the content cache whole, or predicted now (a model that fails is not committed)."""
+    from checkray.actors.benchmark import cached
+
+    inputs = ctx.input("cases", "inputs")
+    texts = inputs.column("text").to_pylist()
+    pairs = inputs.column("text_pair").to_pylist() if inputs.column("text_pair").null_count < len(texts) else None
+    needed = needed_inputs(ctx.input("cases"), specs, settings, bench.max_cases_per_model, bench.sample_seed)
+    base = ctx.done["cases"].fingerprint
+    keys = {s.name: fingerprint(spec_fingerprint(s), base, bench.backend, hash_rows(needed[s.name])) for s in specs}
+    rows = committed_rows(ctx, specs, keys)
+    todo = [s for s in specs if s.name not in rows]
+    if rows:
+        console.print(f"[dim]benchmark · predict: {len(rows)} model(s) committed by an earlier run[/dim]")
+    # The content cache (any run, any --out): a model runs only on inputs no run scored.
+    cache = open_cache(cache_cfg) if todo and (cache_cfg is None or cache_cfg.predictions) else None
+    digests = text_digests(texts, pairs) if cache is not None else None
+    hits = {s.name: cached.lookup(cache, s, needed[s.name], digests) for s in todo}
+    rows.update(commit_cache_hits(ctx, todo, hits, keys))
+    todo = [s for s in todo if s.name not in rows]
+    if cache is not None and any(h.hits for h in hits.values()):
+        n = sum(h.hits for h in hits.values())
+        console.print(f"[dim]benchmark · predict: {n} (model, input) pairs from the cache {cache.uri}[/dim]")
+    if todo:
+        commit = PartCommitter(ctx, {s.name: s for s in todo}, keys, hits, cache, digests)
+        failed = run_models(todo, texts, pairs, hits, bench, cache_cfg, commit)
+        rows.update(commit.committed)
+        rows.update(failed)
+    return rows
+
+
+def committed_rows(ctx: StageContext, specs: Sequence[ModelSpec], keys: Mapping[str, str]) -> dict[str, ModelRow]:
+    """Rows of the models whose part an earlier run committed (their checkpoint)."""
+    rows: dict[str, ModelRow] = {}
+    for spec in specs:
+        part = ctx.read_part(keys[spec.name])
+        if part is not None and part.schema.metadata and b"checkray.model" in part.schema.metadata:
+            meta = json.loads(part.schema.metadata[b"checkray.model"])
+            rows[spec.name] = ModelRow.of(
+                spec, meta["labels"], meta=meta, part=keys[spec.name], rows=part.num_rows, cached=True
+            )
+    return rows
+
+
+def commit_cache_hits(
+    ctx: StageContext, specs: Sequence[ModelSpec], hits: Mapping[str, Cached], keys: Mapping[str, str]
+) -> dict[str, ModelRow]:
+    """Commit the models the content cache holds whole (every needed input); their rows."""
+    rows: dict[str, ModelRow] = {}
+    for spec in [s for s in specs if hits[s.name].hits and not hits[s.name].missing]:
+        hit = hits[spec.name]
+        meta = {"cache_hits": hit.hits}
+        ctx.write_part(keys[spec.name], _part_table(hit.rows, hit.probs, hit.labels, meta))
+        rows[spec.name] = ModelRow.of(spec, hit.labels, meta=meta, part=keys[spec.name], rows=hit.hits, cached=True)
+    return rows
+
+
+@dataclass
+class PartCommitter:
+    """``on_done`` of ``predict_all``: a finished model's probabilities (with what the cache
+    held) are stored in the content cache and committed as its part at once."""
+
+    ctx: StageContext
+    specs: Mapping[str, ModelSpec]
+    keys: Mapping[str, str]
+    hits: Mapping[str, Cached]
+    cache: ContentCache | None
+    digests: np.ndarray | None
+    committed: dict[str, ModelRow] = field(default_factory=dict)  # model -> its row, once committed
+
+    def __call__(self, run: ModelRun) -> None:
+        from checkray.actors.benchmark import cached
+
+        spec = self.specs[run.name]
+        cached.store(self.cache, spec, run.rows, run.probs, run.labels, self.digests)
+        hit = self.hits[run.name]
+        meta = run_timings(run) | {"cache_hits": hit.hits}
+        all_rows, probs = cached.merge(hit, run.rows, run.probs, run.labels)
+        self.ctx.write_part(self.keys[run.name], _part_table(all_rows, probs, run.labels, meta))
+        self.committed[run.name] = ModelRow.of(
+            spec, run.labels, meta=meta, part=self.keys[run.name], rows=len(all_rows)
+        )
+
+
+def run_models(
+    todo: Sequence[ModelSpec],
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None,
+    hits: Mapping[str, Cached],
+    bench: BenchmarkConfig,
+    cache_cfg: CacheConfig | None,
+    commit: PartCommitter,
+) -> dict[str, ModelRow]:
+    """Predict ``todo`` on the inputs the cache lacks, each committed as it finishes; the
+    rows of the models that failed."""
+    from checkray.actors.benchmark.predictor import PredictOptions, Timeouts, plan_predictors, predict_all
+
+    plan = plan_predictors(
+        cluster_resources(), bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction
+    )
+    options = PredictOptions(
+        batch_size=bench.batch_size,
+        in_flight=bench.in_flight,
+        models_per_host=bench.models_per_host,
+        timeouts=Timeouts(bench.load_timeout_s, bench.batch_timeout_s),
+        share_encoders=bench.share_encoders,
+    )
+    with model_progress([s.name for s in todo]) as on_event:
+        runs = predict_all(
+            todo,
+            texts,
+            pairs,
+            plan,
+            options,
+            needed={s.name: hits[s.name].missing for s in todo},
+            on_event=on_event,
+            on_done=commit,
+            cache=open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None,
+        )
+    failed = [(spec, runs[spec.name]) for spec in todo if runs[spec.name].error is not None]
+    return {spec.name: ModelRow.of(spec, r.labels, meta=run_timings(r), error=r.error) for spec, r in failed}
+
+
 def hash_rows(rows: Sequence[int]) -> str:
     return hashlib.sha256(np.asarray(rows, dtype=np.int64).tobytes()).hexdigest()[:16]
-
-
-def _row(spec: ModelSpec, labels, error, part, n_rows, cached, meta) -> dict:
-    return {
-        "model": spec.name,
-        "family": spec.family,
-        "labels": list(labels),
-        "accuracy": spec.accuracy,
-        "error": error,
-        "part": part,
-        "rows": n_rows,
-        "cached": cached,
-        **{k: meta.get(k) for k in _TIMINGS},
-        "cache_hits": meta.get("cache_hits"),
-    }
 
 
 def _probs(ctx: StageContext, model: dict, n_inputs: int) -> np.ndarray | None:

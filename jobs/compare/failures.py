@@ -16,7 +16,7 @@ INV/DIR cases (``source: original``), and a training label ``label``:
 * DIR: null (its ``expected_label`` names the label whose probability moves, not a gold label).
 
 ``id``/``text``/``label`` make the file a corpus for ``checkray zoo --corpus`` and for the
-refit TestAug's patching does (``jobs/testaug/patch.py``: the cases' text and expected
+refit TestAug's patching does (``actors/testaug/patch.py``: the cases' text and expected
 label, added to a model's training data); rows with a null label are not training data.
 ``--neighbours N`` adds up to N template neighbours per failing template case
 (``checkray.engine.compare.neighbours``; ``source: neighbour``): slot values from ``--spec`` (the
@@ -31,7 +31,8 @@ the run recorded per case.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -84,6 +85,19 @@ def training_label(row: dict, originals: dict) -> str | None:
     return None
 
 
+@dataclass
+class FailingCase:
+    """A case at least one chosen model failed: the content digest the run recorded for it,
+    the models that failed it and what each predicted."""
+
+    digest: str
+    failed_by: list[str] = field(default_factory=list)
+    predicted: list[str] = field(default_factory=list)
+
+
+CaseKey = tuple[str, str]  # (suite, case_id)
+
+
 def export_failures(
     run_dir: str,
     out: str | Path,
@@ -100,6 +114,34 @@ def export_failures(
         raise InputError(f"{out}: --out must end in .jsonl, .ndjson, .parquet or .pq")
     run = RunDir(run_dir)
     read_manifest(run, "benchmark")
+    failing = failing_cases(run, models)
+    raw = _case_data(run, suite_files)
+    digests = case_digests(raw).to_pylist()
+    cases = conform(raw, TEST_CASE_SCHEMA, what="suite")
+    rows = cases.to_pylist()
+    keys = [(r["suite"], r["case_id"]) for r in rows]
+    check_case_data(failing, dict(zip(keys, digests)))
+    by_key = dict(zip(keys, rows))
+    pools = template_pools(cases, spec)
+    taken = {(r["text"], r["text_pair"]) for r in by_key.values()}
+    export = ExportRows(by_key)
+    for key in sorted(failing):
+        export.add(by_key[key], "failure", failed_by=failing[key].failed_by, predicted=failing[key].predicted)
+    for key in sorted(failing):  # the originals INV/DIR failures are judged against
+        row = by_key[key]
+        if row["perturbs"] is not None and (row["suite"], row["perturbs"]) in by_key:
+            export.add(by_key[(row["suite"], row["perturbs"])], "original")
+    if neighbours_per_case > 0:
+        for key in sorted(failing):
+            for n in neighbours(by_key[key], pools, taken, neighbours_per_case, seed):
+                export.add(n, "neighbour", neighbour_of=key[1])
+    result = pa.Table.from_pylist(export.rows, schema=EXPORT_SCHEMA)
+    write_export(result, out)
+    return result
+
+
+def failing_cases(run: RunDir, models: Sequence[str] | None) -> dict[CaseKey, FailingCase]:
+    """The cases of the run's results that ``models`` (default: every model) failed."""
     table = pq.read_table(
         published_path(run, "benchmark", "results.parquet"),
         filesystem=run.fs,
@@ -113,76 +155,84 @@ def export_failures(
         if unknown:
             raise InputError(f"{run.uri}: no model {', '.join(unknown)} (has: {', '.join(names)})")
         table = table.filter(pc.is_in(table.column("model"), pa.array(list(models))))
-    failing = table.filter(pc.equal(table.column("pass"), False)).to_pylist()
-    by_case: dict[tuple[str, str], dict] = {}
-    for r in failing:
-        entry = by_case.setdefault((r["suite"], r["case_id"]), {"digest": r["case_digest"], "models": [], "pred": []})
-        entry["models"].append(r["model"])
-        entry["pred"].append(r["predicted"])
+    failing: dict[CaseKey, FailingCase] = {}
+    for r in table.filter(pc.equal(table.column("pass"), False)).to_pylist():
+        case = failing.setdefault((r["suite"], r["case_id"]), FailingCase(r["case_digest"]))
+        case.failed_by.append(r["model"])
+        case.predicted.append(r["predicted"])
+    return failing
 
-    cases = _case_data(run, suite_files)
-    digests = case_digests(cases).to_pylist()
-    cases = conform(cases, TEST_CASE_SCHEMA, what="suite")
-    rows = {(r["suite"], r["case_id"]): (r, d) for r, d in zip(cases.to_pylist(), digests)}
-    missing = [k for k in by_case if k not in rows]
+
+def check_case_data(failing: Mapping[CaseKey, FailingCase], digests: Mapping[CaseKey, str]) -> None:
+    """Every failing case is in the case data, with the content the run tested."""
+    missing = [k for k in failing if k not in digests]
     if missing:
         raise InputError(f"case '{missing[0][1]}' of suite '{missing[0][0]}' is not in the case data: pass --suites")
-    changed = [k for k, v in by_case.items() if rows[k][1] != v["digest"]]
+    changed = [k for k, case in failing.items() if digests[k] != case.digest]
     if changed:
         raise InputError(
             f"{len(changed)} failing case(s) differ from what the run tested (e.g. '{changed[0][1]}'): "
             "pass the suite files the run was made from"
         )
-    originals = {k: r for k, (r, _) in rows.items()}
+
+
+def template_pools(cases: pa.Table, spec: str | Path | None) -> dict[str, dict[str, list]]:
+    """Slot values per template: those of ``spec`` (the template spec) where it has the
+    template, else those the suite's cases used."""
     pools = observed_pools(cases)
     if spec is not None:
         from checkray.engine.templates.expand import read_spec
 
         for t in read_spec(spec):
             pools[t.template_id] = {k: list(v) for k, v in t.values.items()}
-    taken = {(r["text"], r["text_pair"]) for r, _ in rows.values()}
-    out_rows: list[dict] = []
-    emitted: set[tuple[str, str]] = set()
+    return pools
 
-    def emit(row: dict, source: str, of: str | None, failed_by=None, predicted=None) -> None:
+
+class ExportRows:
+    """The export's rows (``EXPORT_SCHEMA``), each case once: as what it was added as first."""
+
+    def __init__(self, by_key: Mapping[CaseKey, dict]):
+        self.by_key = by_key  # every case of the suites: INV labels come from their originals
+        self.rows: list[dict] = []
+        self._added: set[CaseKey] = set()
+
+    def add(
+        self,
+        row: dict,
+        source: str,
+        *,
+        neighbour_of: str | None = None,
+        failed_by: list[str] | None = None,
+        predicted: list[str] | None = None,
+    ) -> None:
         key = (row["suite"], row["case_id"])
-        if key in emitted:
+        if key in self._added:
             return
-        emitted.add(key)
-        out_rows.append(
+        self._added.add(key)
+        self.rows.append(
             {
                 "id": row["case_id"],
                 **row,
-                "label": training_label(row, originals),
+                "label": training_label(row, self.by_key),
                 "source": source,
-                "neighbour_of": of,
+                "neighbour_of": neighbour_of,
                 "failed_by": failed_by,
                 "predicted": predicted,
             }
         )
 
-    for key in sorted(by_case):
-        row = originals[key]
-        emit(row, "failure", None, by_case[key]["models"], by_case[key]["pred"])
-    for key in sorted(by_case):  # the originals INV/DIR failures are judged against
-        row = originals[key]
-        if row["perturbs"] is not None and (row["suite"], row["perturbs"]) in originals:
-            emit(originals[(row["suite"], row["perturbs"])], "original", None)
-    if neighbours_per_case > 0:
-        for key in sorted(by_case):
-            for n in neighbours(originals[key], pools, taken, neighbours_per_case, seed):
-                emit(n, "neighbour", key[1])
-    result = pa.Table.from_pylist(out_rows, schema=EXPORT_SCHEMA)
+
+def write_export(table: pa.Table, out: Path) -> None:
+    """``table`` as Parquet or JSON Lines (by ``out``'s suffix), replacing ``out`` whole."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    if suffix in (".parquet", ".pq"):
-        pq.write_table(result, tmp)
+    if out.suffix.lower() in (".parquet", ".pq"):
+        pq.write_table(table, tmp)
     else:
         with tmp.open("w", encoding="utf-8") as fh:
-            for r in result.to_pylist():
+            for r in table.to_pylist():
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     tmp.replace(out)
-    return result
 
 
 def export_failures_command(

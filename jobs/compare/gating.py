@@ -9,7 +9,7 @@ when it can be known then).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,28 +71,32 @@ def check_gate_baseline(gate: GateFile, suites: Sequence[pa.Table], models: Sequ
     read_manifest(run, "benchmark")
     prov = read_provenance(run)
     if prov is not None:
-        ours: dict[str, dict] = {}
-        for table in suites:
-            ours.update(
-                suite_digests(
-                    table.column("suite").to_pylist(),
-                    table.column("case_id").to_pylist(),
-                    case_digests(table).to_pylist(),
-                )
-            )
-        theirs = prov.get("suites", {})
-        if set(ours) != set(theirs):
-            raise InputError(
-                f"gate baseline {run.uri} ran suite(s) {', '.join(sorted(theirs))}, this run {', '.join(sorted(ours))}"
-            )
-        for name in sorted(ours):
-            if ours[name]["digest"] != theirs[name].get("digest"):
-                raise InputError(
-                    f"suite '{name}' changed since the gate baseline {run.uri} (digest {theirs[name].get('digest')}, "
-                    f"{theirs[name].get('cases')} cases; now {ours[name]['digest']}, {ours[name]['cases']} cases)"
-                )
+        check_same_suites(run, prov.get("suites", {}), suites)
     model_of = {m: pick_model(run, gate.baseline_model, m, "baseline_model: in the gate file") for m in models}
     return GateBaseline(run, prov, model_of)
+
+
+def check_same_suites(run: RunDir, theirs: Mapping[str, dict], suites: Sequence[pa.Table]) -> None:
+    """The suites (names and content digests) are those the baseline ``run`` recorded."""
+    ours: dict[str, dict] = {}
+    for table in suites:
+        ours.update(
+            suite_digests(
+                table.column("suite").to_pylist(),
+                table.column("case_id").to_pylist(),
+                case_digests(table).to_pylist(),
+            )
+        )
+    if set(ours) != set(theirs):
+        raise InputError(
+            f"gate baseline {run.uri} ran suite(s) {', '.join(sorted(theirs))}, this run {', '.join(sorted(ours))}"
+        )
+    for name in sorted(ours):
+        if ours[name]["digest"] != theirs[name].get("digest"):
+            raise InputError(
+                f"suite '{name}' changed since the gate baseline {run.uri} (digest {theirs[name].get('digest')}, "
+                f"{theirs[name].get('cases')} cases; now {ours[name]['digest']}, {ours[name]['cases']} cases)"
+            )
 
 
 def model_results(run: RunDir, model: str) -> pa.Table:
@@ -107,32 +111,49 @@ def example_frame(examples: pa.Table) -> pd.DataFrame:
     ).to_pandas()
 
 
-def benchmark_gate(job, run: RunDir) -> list[Check]:
-    """Check a finished benchmark job's gate; write junit.xml and summary.md into ``run``."""
-    gate: GateFile = job.gate
-    models = [s.name for s in job.models]
+def benchmark_gate(
+    gate: GateFile,
+    baseline: GateBaseline | None,
+    run: RunDir,
+    *,
+    models: Sequence[str],
+    provenance: Mapping[str, Any],
+    summary: pa.Table,
+    examples: pa.Table,
+) -> list[Check]:
+    """Check a finished benchmark run's gate; write junit.xml and summary.md into ``run``.
+
+    ``baseline``: what ``check_gate_baseline`` found before the run (None: no ``max_drop`` rule).
+    """
+    models = list(models)
     paired = None
-    base: GateBaseline | None = getattr(job, "gate_baseline", None)
-    context = [f"benchmark run {run.uri}: {len(models)} model(s), suites {', '.join(sorted(job.provenance['suites']))}"]
-    if base is not None:
-        paired = {}
-        ok = set(run_models(run))
-        for model in models:
-            if model not in ok:
-                continue
-            pairing = pair_results(
-                model_results(base.run, base.model_of[model]),
-                model_results(run, model),
-                (base.provenance or {}).get("suites"),
-                job.provenance["suites"],
-            )
-            paired[model] = pairing.paired
-        context.append(f"baseline: {base.run.uri} ({', '.join(f'{m} vs {b}' for m, b in base.model_of.items())})")
-    checks = evaluate_gate(
-        gate, cells_from_summary(job.summary.to_pandas()), paired, example_frame(job.examples), models
-    )
+    context = [f"benchmark run {run.uri}: {len(models)} model(s), suites {', '.join(sorted(provenance['suites']))}"]
+    if baseline is not None:
+        paired = paired_with_baseline(baseline, run, models, provenance["suites"])
+        described = ", ".join(f"{m} vs {b}" for m, b in baseline.model_of.items())
+        context.append(f"baseline: {baseline.run.uri} ({described})")
+    checks = evaluate_gate(gate, cells_from_summary(summary.to_pandas()), paired, example_frame(examples), models)
     write_gate_files(run, checks, "checkray benchmark gate", context)
     return checks
+
+
+def paired_with_baseline(
+    baseline: GateBaseline, run: RunDir, models: Sequence[str], suites: Mapping[str, Any]
+) -> dict[str, pd.DataFrame]:
+    """Each model with results, its verdicts paired case by case with its baseline model's."""
+    paired = {}
+    ok = set(run_models(run))
+    for model in models:
+        if model not in ok:
+            continue
+        pairing = pair_results(
+            model_results(baseline.run, baseline.model_of[model]),
+            model_results(run, model),
+            (baseline.provenance or {}).get("suites"),
+            suites,
+        )
+        paired[model] = pairing.paired
+    return paired
 
 
 def write_gate_files(run: RunDir, checks: Sequence[Check], title: str, context: Sequence[str]) -> None:

@@ -31,7 +31,7 @@ import typer
 from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.compare.compare import compare_paired, flips
-from checkray.engine.compare.gate import GateFile, evaluate_gate, read_gate
+from checkray.engine.compare.gate import Check, GateFile, evaluate_gate, read_gate
 from checkray.engine.compare.pairing import pair_results
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
@@ -131,7 +131,11 @@ class CompareJob(Job[CompareConfig]):
         super().__init__(cfg)
         self.sides = (baseline, candidate)
         self.suites, self.suite_files, self.gate = list(suites), suite_files, gate
-        self.checks = None
+        self.checks: list[Check] | None = None  # the gate's verdicts, once published
+        # What publish() wrote (None until then).
+        self.table: pa.Table | None = None
+        self.flips: pa.Table | None = None
+        self.info: dict[str, Any] | None = None  # compared.json
         if gate is not None:
             self.published = (*type(self).published, "junit.xml", "summary.md")
 

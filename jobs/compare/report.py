@@ -78,37 +78,67 @@ def _forest(table: pa.Table):
 def compare_sections(
     table: pa.Table, flips: pa.Table, info: dict, conf: CompareConfig, checks: Sequence | None = None
 ) -> list[Section]:
-    alpha = conf.alpha
-    sides = []
-    for role in ("baseline", "candidate"):
-        side = info[role]
-        ident = side.get("identity") or {}
-        packages = (side.get("environment") or {}).get("packages") or {}
-        sides.append(
-            {
-                "role": role,
-                "model": side["model"],
-                "run": side["run"],
-                "family": ident.get("family"),
-                "path": ident.get("path"),
-                "content digest": ident.get("digest"),
-                "revision": ident.get("revision"),
-                "checkray": side.get("checkray"),
-                "torch": packages.get("torch"),
-                "scikit-learn": packages.get("scikit-learn"),
-                "run now": "yes" if side.get("ran_now") else "",
-            }
+    sections = [
+        _compared_section(info),
+        _overall_section(table, conf),
+        _capability_section(table, conf.alpha),
+    ]
+    if _has_capability_differences(table):
+        sections.append(Section("Differences per capability", [figure_html(_forest(table))]))
+    sections.append(
+        Section(
+            "Per test",
+            [table_html(_rows(table, "test", ["suite", "capability", "topic", "test_type"], conf.alpha), max_rows=500)],
+            "One row per CheckList test (suite, capability, test name, type).",
         )
+    )
+    sections.append(_flips_section(flips, conf.examples))
+    if checks is not None:
+        sections.append(_gate_section(checks))
+    return sections
+
+
+def _side_row(role: str, side: dict) -> dict:
+    """One side's model, run, identity and key package versions."""
+    ident = side.get("identity") or {}
+    packages = (side.get("environment") or {}).get("packages") or {}
+    return {
+        "role": role,
+        "model": side["model"],
+        "run": side["run"],
+        "family": ident.get("family"),
+        "path": ident.get("path"),
+        "content digest": ident.get("digest"),
+        "revision": ident.get("revision"),
+        "checkray": side.get("checkray"),
+        "torch": packages.get("torch"),
+        "scikit-learn": packages.get("scikit-learn"),
+        "run now": "yes" if side.get("ran_now") else "",
+    }
+
+
+def _compared_section(info: dict) -> Section:
+    """Both sides, the suites, and what differs between the runs (packages, settings)."""
+    sides = [_side_row(role, info[role]) for role in ("baseline", "candidate")]
     suites = [{"suite": k, "cases": v.get("cases"), "digest": v.get("digest")} for k, v in info["suites"].items()]
     diffs = [
-        {"package or setting": k, "baseline": a, "candidate": b} for k, (a, b) in info["package_differences"].items()
-    ]
-    diffs += [
-        {"package or setting": k, "baseline": a, "candidate": b} for k, (a, b) in info["settings_differences"].items()
+        {"package or setting": k, "baseline": a, "candidate": b}
+        for k, (a, b) in [*info["package_differences"].items(), *info["settings_differences"].items()]
     ]
     what = [table_html(sides), table_html(suites)]
     if diffs:
         what.append(table_html(diffs))
+    return Section(
+        "What was compared",
+        what,
+        f"Both runs tested the same suites (case ids and content digests match). {info['paired']} cases were "
+        f"judged for both models; {info['unpaired_baseline']} only for the baseline, "
+        f"{info['unpaired_candidate']} only for the candidate (not paired). Package or setting differences "
+        "between the runs are listed when there are any.",
+    )
+
+
+def _overall_section(table: pa.Table, conf: CompareConfig) -> Section:
     overall = table.filter(pc.equal(table.column("level"), "overall")).to_pylist()[0]
     headline = (
         f"Pass rate {overall['baseline_pass_rate']:.3f} → {overall['candidate_pass_rate']:.3f} "
@@ -117,79 +147,63 @@ def compare_sections(
         f"{overall['pass_to_fail']} flipped pass→fail, {overall['fail_to_pass']} fail→pass; McNemar's exact "
         f"p = {overall['p_value']:.4g}."
     )
-    sections = [
-        Section(
-            "What was compared",
-            what,
-            f"Both runs tested the same suites (case ids and content digests match). {info['paired']} cases were "
-            f"judged for both models; {info['unpaired_baseline']} only for the baseline, "
-            f"{info['unpaired_candidate']} only for the candidate (not paired). Package or setting differences "
-            "between the runs are listed when there are any.",
-        ),
-        Section(
-            "Overall and per test type",
-            [table_html(_rows(table, "overall", [], alpha) + _rows(table, "test_type", ["test_type"], alpha))],
-            headline + " McNemar's exact test uses only the flipped cases (a paired test); the interval "
-            f"resamples whole CheckList test cases ({conf.bootstrap} resamples, seed {conf.seed}).",
-        ),
-        Section(
-            "Per capability",
-            [table_html(_rows(table, "capability", ["capability"], alpha), max_rows=500)],
-            f"Pooled over suites and tests. 'significant': McNemar p < {alpha:g}; p_holm adjusts for testing every "
-            "capability at once (Holm).",
-        ),
-    ]
-    caps = table.filter(pc.equal(table.column("level"), "capability"))
-    diffs_array = caps.column("diff").to_numpy(zero_copy_only=False) if caps.num_rows else np.array([])
-    if caps.num_rows and not np.isnan(diffs_array.astype(float)).all():
-        sections.append(Section("Differences per capability", [figure_html(_forest(table))]))
-    sections.append(
-        Section(
-            "Per test",
-            [table_html(_rows(table, "test", ["suite", "capability", "topic", "test_type"], alpha), max_rows=500)],
-            "One row per CheckList test (suite, capability, test name, type).",
-        )
+    rows = _rows(table, "overall", [], conf.alpha) + _rows(table, "test_type", ["test_type"], conf.alpha)
+    return Section(
+        "Overall and per test type",
+        [table_html(rows)],
+        headline + " McNemar's exact test uses only the flipped cases (a paired test); the interval "
+        f"resamples whole CheckList test cases ({conf.bootstrap} resamples, seed {conf.seed}).",
     )
+
+
+def _capability_section(table: pa.Table, alpha: float) -> Section:
+    return Section(
+        "Per capability",
+        [table_html(_rows(table, "capability", ["capability"], alpha), max_rows=500)],
+        f"Pooled over suites and tests. 'significant': McNemar p < {alpha:g}; p_holm adjusts for testing every "
+        "capability at once (Holm).",
+    )
+
+
+def _has_capability_differences(table: pa.Table) -> bool:
+    """A capability row with a difference to plot (not all NaN)."""
+    caps = table.filter(pc.equal(table.column("level"), "capability"))
+    diffs = caps.column("diff").to_numpy(zero_copy_only=False) if caps.num_rows else np.array([])
+    return bool(caps.num_rows) and not np.isnan(diffs.astype(float)).all()
+
+
+def _flips_section(flips: pa.Table, per_group: int) -> Section:
+    """Up to ``per_group`` flipped cases per capability and direction."""
     shown, seen = [], {}
     for r in flips.to_pylist():
         key = (r["capability"], r["direction"])
-        if seen.get(key, 0) < conf.examples:
+        if seen.get(key, 0) < per_group:
             seen[key] = seen.get(key, 0) + 1
             shown.append(r)
-    sections.append(
-        Section(
-            "Flipped cases",
-            [
-                table_html(
-                    shown,
-                    ["direction", "capability", "topic", "test_type", "text", "expected"]
-                    + ["baseline_predicted", "candidate_predicted"],
-                    max_rows=1000,
-                )
-            ],
-            f"Up to {conf.examples} per capability and direction ({flips.num_rows} flips in all, every one in "
-            "flips.parquet); regressions (pass→fail) first.",
-        )
+    columns = ["direction", "capability", "topic", "test_type", "text", "expected"]
+    columns += ["baseline_predicted", "candidate_predicted"]
+    return Section(
+        "Flipped cases",
+        [table_html(shown, columns, max_rows=1000)],
+        f"Up to {per_group} per capability and direction ({flips.num_rows} flips in all, every one in "
+        "flips.parquet); regressions (pass→fail) first.",
     )
-    if checks is not None:
-        rows = [
-            {
-                "status": "ok" if c.passed else "FAIL",
-                "model": c.model,
-                "rule": c.name,
-                "measured": c.measured(),
-                "why": "; ".join(c.reasons),
-            }
-            for c in checks
-        ]
-        failed = sum(not c.passed for c in checks)
-        sections.append(
-            Section(
-                "Gate",
-                [table_html(rows)],
-                f"{failed} of {len(checks)} checks failed (junit.xml, summary.md)."
-                if failed
-                else "Every check passed.",
-            )
-        )
-    return sections
+
+
+def _gate_section(checks: Sequence) -> Section:
+    rows = [
+        {
+            "status": "ok" if c.passed else "FAIL",
+            "model": c.model,
+            "rule": c.name,
+            "measured": c.measured(),
+            "why": "; ".join(c.reasons),
+        }
+        for c in checks
+    ]
+    failed = sum(not c.passed for c in checks)
+    return Section(
+        "Gate",
+        [table_html(rows)],
+        f"{failed} of {len(checks)} checks failed (junit.xml, summary.md)." if failed else "Every check passed.",
+    )

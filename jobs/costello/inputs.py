@@ -1,6 +1,6 @@
 """What the ``costello`` job reads: the embedder list, seeds (corpus sentences, inversion-
 table sentences, matching pairs), the classifiers' training sentences and each model's
-threshold dictionary (its whole vocabulary by default)."""
+threshold dictionary (its whole vocabulary by default, as its embedder kind reads it)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from checkray.actors.costello.embedders import EmbedderSpec
+from checkray.actors.costello.embedders import vocabulary
 from checkray.engine.benchmark.registry import ModelSpec
-from checkray.engine.config import CorpusConfig, read_yaml
+from checkray.engine.config import CorpusConfig, read_yaml, validate_section
 from checkray.engine.corpus import read_corpus
+from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, PairsConfig
 from checkray.engine.costello.mutations import normalize
 from checkray.engine.errors import ConfigError, InputError
-from checkray.jobs.costello.config import CostelloConfig, PairsConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,10 +45,7 @@ def read_embedders(path: str, zoo: Sequence[ModelSpec] = ()) -> list[EmbedderSpe
     by_name = {s.name: s for s in zoo}
     specs = []
     for i, item in enumerate(items):
-        try:
-            spec = EmbedderSpec.model_validate(item)
-        except Exception as exc:  # pydantic ValidationError: one line naming the entry
-            raise ConfigError(f"{p}: embedders[{i}]: {str(exc).splitlines()[-1].strip()}") from None
+        spec = validate_section(EmbedderSpec, item, prefix=f"embedders[{i}]", source=str(p))
         if spec.model.startswith("zoo:"):
             ref = spec.model.split(":", 1)[1]
             if ref not in by_name or not by_name[ref].path:
@@ -100,58 +97,21 @@ def _sample(words: list[str], size: int | None, seed: int) -> list[str]:
     return words
 
 
-def tokenizer_vocabulary(spec: EmbedderSpec, tokens: str) -> list[str]:
-    """A sentence-transformers model's tokenizer vocabulary: every entry but the special
-    tokens (``all``, as the authors' code embeds it) or its whole alphabetic words."""
-    from transformers import AutoTokenizer
-
-    from checkray.actors.embedder import resolve_model
-
-    try:
-        tok = AutoTokenizer.from_pretrained(resolve_model(spec.model))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"embedder '{spec.name}': cannot read its tokenizer: {str(exc).splitlines()[0]}") from None
-    special = set(tok.all_special_tokens)
-    vocab = [w for w in tok.get_vocab() if w not in special and w.strip()]
-    if tokens == "all":
-        return sorted(set(vocab))
-    # BPE/SentencePiece vocabularies mark a word start with a prefix (GPT-2's "\u0120",
-    # SentencePiece's "\u2581"); WordPiece marks continuations with "##".
-    stripped = (w.lstrip("\u0120\u2581") for w in vocab if not w.startswith("##"))
-    return sorted({w.lower() for w in stripped if len(w) > 1 and w.isascii() and w.isalpha()})
-
-
-def spacy_vocabulary(spec: EmbedderSpec) -> list[str]:
-    """A static-vector model's dictionary: one alphabetic key per row of its vector table
-    (keys sharing a row are the same embedding; ``en_core_web_md`` maps ~500k keys onto
-    20k rows)."""
-    from checkray.actors.spacy_nlp import load_spacy
-
-    nlp = load_spacy(spec.model)
-    vectors = nlp.vocab.vectors
-    by_row: dict[int, str] = {}
-    for key, row in vectors.key2row.items():
-        word = nlp.vocab.strings[key]
-        if word.isascii() and word.isalpha() and (row not in by_row or word.islower() and not by_row[row].islower()):
-            by_row[row] = word
-    return sorted(set(by_row.values()))
-
-
 def model_dictionaries(
     specs: Sequence[EmbedderSpec], corpus_words: pa.Table, cc: CostelloConfig, seed: int
-) -> dict[str, pa.Table]:
-    out = {}
+) -> pa.Table:
+    """Each model's threshold dictionary (model, word): its own vocabulary (every entry, or
+    a seeded sample of ``dictionary_size``), or the corpus words (``dictionary: corpus``)."""
+    parts = []
     for spec in specs:
         if cc.dictionary == "corpus":
-            table = corpus_words
+            words = corpus_words.column("word").to_pylist()
         else:
-            if spec.kind == "spacy":
-                words = spacy_vocabulary(spec)
-            else:
-                words = tokenizer_vocabulary(spec, cc.dictionary_tokens)
-            table = pa.table({"word": pa.array(_sample(words, cc.dictionary_size, seed), pa.string())})
-        out[spec.name] = table
-    return out
+            words = _sample(vocabulary(spec, cc.dictionary_tokens), cc.dictionary_size, seed)
+        parts.append(
+            pa.table({"model": pa.array([spec.name] * len(words), pa.string()), "word": pa.array(words, pa.string())})
+        )
+    return pa.concat_tables(parts)
 
 
 def read_corpora(corpus: CorpusConfig, more: Sequence[str]) -> pa.Table:
@@ -168,16 +128,12 @@ def read_corpora(corpus: CorpusConfig, more: Sequence[str]) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def pair_paths(pairs: PairsConfig) -> list[str]:
-    return [pairs.path] if isinstance(pairs.path, str) else list(pairs.path)
-
-
 def read_pairs(corpus: CorpusConfig, pairs: PairsConfig) -> pa.Table:
     """Matching pairs as seeds (id, text, label, text_pair): the pair column, or one text
     split at ``separator``; only ``keep_label`` rows (raw labels: the corpus label map is
     not applied) when it is set. Several files are read in order."""
     parts = []
-    for path in pair_paths(pairs):
+    for path in pairs.paths():
         table = read_corpus(
             corpus.model_copy(
                 update=dict(

@@ -23,39 +23,39 @@ the mutation step.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import typer
 
-from checkray.actors.costello.embedders import EmbedderSpec
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import CacheConfig, open_cache
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
+from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, MutationSettings
 from checkray.engine.costello.mutations import Variant, inversion_sentences, read_inversions
+from checkray.engine.costello.scoring import texts_to_embed
 from checkray.engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
-from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest
-from checkray.jobs.base import Job, run_job
+from checkray.engine.stages import Stage, StageContext, StageRunner, path_digest
+from checkray.jobs.base import Job, JobResult, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
-from checkray.jobs.costello.config import CostelloConfig, RepairConfig
 from checkray.jobs.costello.inputs import (
     classifier_rows,
     dictionary_words,
     model_dictionaries,
-    pair_paths,
     pick_seeds,
     read_corpora,
     read_embedders,
     read_pairs,
     repo_path,
 )
-from checkray.jobs.costello.repair import most_violated, run_repair
-from checkray.jobs.costello.validate import texts_to_embed
+from checkray.jobs.costello.repair import repair_after
 from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from checkray.jobs.zoo.resolve import select_models
 
@@ -121,7 +121,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
     external = (
         (corpus_fingerprint(cfg.corpus),)
         + _digests(cc.inversions, *cc.more_corpora)
-        + _digests(*(pair_paths(cc.pairs) if cc.pairs else ()))
+        + _digests(*(cc.pairs.paths() if cc.pairs else ()))
     )
     return Stage("seeds", run, config=[cc, cfg.corpus, seed], external=external)
 
@@ -135,14 +135,14 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
         seeds = ctx.input("seeds", "seeds")
         if seeds.num_rows == 0:
             return {"data": VARIANT_SCHEMA.empty_table()}
-        inv = repo_path(cc.inversions) if cc.inversions else None
-        gender = repo_path(cc.gender_pairs) if cc.gender_pairs else None
-        dense = seed if cc.cr3_synonym == "dense" else None
-        return {
-            "data": mutate_corpus(
-                seeds, cc.pipeline, inv, cc.polarity_guard, 1, batch_size=64, gender_pairs=gender, dense_seed=dense
-            )
-        }
+        settings = MutationSettings(
+            pipeline=cc.pipeline,
+            inversions=repo_path(cc.inversions) if cc.inversions else None,
+            polarity_guard=cc.polarity_guard,
+            gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
+            dense_seed=seed if cc.cr3_synonym == "dense" else None,
+        )
+        return {"data": mutate_corpus(seeds, settings, batch_size=64)}
 
     return Stage("mutate", run, inputs=("seeds",), config=[cc, seed], external=_digests(cc.inversions, cc.gender_pairs))
 
@@ -196,13 +196,12 @@ def embed_stage(
         from checkray.actors.costello.embedders import embed_all
         from checkray.engine.arrays import embeddings_column
 
-        dicts = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
-        texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), *dicts.values())
+        dictionaries = model_dictionaries(specs, ctx.input("seeds", "dictionary"), cc, seed)
+        texts = texts_to_embed(triple_table(ctx.input("triples")), ctx.input("seeds", "train"), dictionaries)
         # The content cache (any run, any --out): each model embeds only texts no run embedded with it.
         cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
         vectors = embed_all(texts, specs, cc.backend, cc.batch_size, cache=cache)
-        out = {"texts": pa.table({"text": pa.array(texts, pa.string())})}
-        out.update({f"dict-{name}": table for name, table in dicts.items()})
+        out = {"texts": pa.table({"text": pa.array(texts, pa.string())}), "dictionaries": dictionaries}
         for name, matrix in vectors.items():
             out[f"emb-{name}"] = pa.table({"embedding": embeddings_column(matrix)})
         return out
@@ -230,14 +229,15 @@ def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage
     def run(ctx: StageContext):
         from checkray.actors.costello.neighbours import dictionary_nn
         from checkray.engine.arrays import column_to_numpy
-        from checkray.engine.costello.metrics import DISTANCES
+        from checkray.engine.costello.distances import DISTANCES
 
         texts = ctx.input("embed", "texts").column("text").to_pylist()
         index = {t: i for i, t in enumerate(texts)}
+        dictionaries = ctx.input("embed", "dictionaries")
         matrices = {}
         for spec in specs:
             emb = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
-            words = ctx.input("embed", f"dict-{spec.name}").column("word").to_pylist()
+            words = dictionaries.filter(pc.equal(dictionaries["model"], spec.name)).column("word").to_pylist()
             matrices[spec.name] = emb[[index[w] for w in words]]
         nn = dictionary_nn(matrices, DISTANCES, cc.backend)
         return {f"nn-{name}": pa.table({m: pa.array(v) for m, v in per.items()}) for name, per in nn.items()}
@@ -248,7 +248,7 @@ def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage
 def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
         from checkray.engine.arrays import column_to_numpy
-        from checkray.jobs.costello.validate import score_model
+        from checkray.engine.costello.scoring import score_model
 
         wide = triple_table(ctx.input("triples"))
         texts = ctx.input("embed", "texts").column("text").to_pylist()
@@ -259,10 +259,10 @@ def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int)
             lookup = dict(zip(texts, matrix))
             nn_table = ctx.input("thresholds", f"nn-{spec.name}")
             nn = {m: nn_table.column(m).to_numpy() for m in nn_table.column_names}
-            viol, thr, accs = score_model(spec.name, lookup, wide, train, nn, cc, seed)
-            parts.append(viol)
-            thr_rows += thr
-            acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(accs)]
+            score = score_model(spec.name, lookup, wide, train, nn, cc, seed)
+            parts.append(score.violations)
+            thr_rows += score.thresholds
+            acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(score.accuracies)]
         return {
             "violations": pa.concat_tables(parts),
             "thresholds": pa.Table.from_pylist(thr_rows),
@@ -315,7 +315,7 @@ class CostelloJob(Job[CostelloConfig]):
     def publish(self, runner: StageRunner) -> list[ReportSection]:
         from checkray.jobs.costello.report import costello_sections
 
-        run, cc = runner.run, self.conf
+        run = runner.run
         cases = runner.output("triples")
         violations = runner.output("validate", "violations")
         thresholds = runner.output("validate", "thresholds")
@@ -323,46 +323,25 @@ class CostelloJob(Job[CostelloConfig]):
         run.write_table("triples.parquet", cases)
         run.write_table("violations.parquet", violations)
         run.write_table("thresholds.parquet", thresholds)
-        run.write_text(
-            "costello.json",
-            json.dumps(
-                {"config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]},
-                indent=1,
-            ),
-        )
         run.write_table("train.parquet", runner.output("seeds", "train"))
-        dicts = {s.name: runner.output("embed", f"dict-{s.name}").column("word") for s in self.embedders}
-        run.write_table(
-            "dictionaries.parquet",
-            pa.concat_tables(
-                [
-                    pa.table({"model": pa.array([name] * len(words), pa.string()), "word": words})
-                    for name, words in dicts.items()
-                ]
-            ),
-        )
+        run.write_table("dictionaries.parquet", runner.output("embed", "dictionaries"))
         run.write_table("classifiers.parquet", classifiers)
-        return costello_sections(triple_table(cases), violations, thresholds, classifiers, cc)
+        # What the run tested with, for the repair: the config and the resolved embedders.
+        record = {"config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]}
+        run.write_text("costello.json", json.dumps(record, indent=1))
+        return costello_sections(triple_table(cases), violations, thresholds, classifiers, self.conf)
 
 
-def run_costello(
-    cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (), repair: bool = True
-) -> tuple[RunDir, list[ReportSection]]:
+def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (), *, repair: bool = True) -> JobResult:
     """The whole job into ``out``; ``specs`` (a zoo registry) resolves ``zoo:<name>``
     embedders. With ``repair`` and ``repair.model`` set (the demo), a short repair of that
     model ("most-violated": the worst one) follows in ``out/repair`` and its sections are
-    appended; a repair that cannot run (nothing violated ...) becomes a report line."""
+    appended to the result's; a repair that cannot run (nothing violated ...) becomes a
+    report line."""
     result = run_job(CostelloJob(cfg, list(specs)), out)
-    run, sections = result.run, list(result.sections)
-    rc = cfg.section(RepairConfig)
-    if repair and rc.model:
-        model = rc.model if rc.model != "most-violated" else most_violated(run, rc)
-        try:
-            _, repair_sections = run_repair(cfg, run.uri, model, run.path("repair"))
-        except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
-            repair_sections = [ReportSection("COSTELLO repair", [], f"repair skipped: {exc}")]
-        sections += repair_sections
-    return run, sections
+    if not repair:
+        return result
+    return dataclasses.replace(result, sections=result.sections + repair_after(cfg, result.run))
 
 
 def costello_command(
@@ -398,10 +377,10 @@ def costello_command(
             "out": out,
         },
     )
-    run = run_job(CostelloJob(cfg, zoo=zoo)).run
-    counts = counts_per_cr(triple_table(run.read_table("triples.parquet")))
+    result = run_job(CostelloJob(cfg, zoo=zoo))
+    counts = counts_per_cr(triple_table(result.table("triples.parquet")))
     typer.echo(
         "costello: "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
-        + f" triples -> {run.path('triples.parquet')}, violations.parquet, report.html"
+        + f" triples -> {result.path('triples.parquet')}, violations.parquet, report.html"
     )

@@ -9,8 +9,11 @@ violated triples with benign triples as anchors (``actors/costello/repair.py``),
 repaired model to ``DIR2/model`` (a sentence-transformers directory), re-runs the same
 tests on it (same triples, dictionary and classifier training sentences; thresholds and
 classifiers recomputed for the repaired model) and writes ``DIR2/violations.parquet``,
-``DIR2/fixing.parquet`` (Table 3: fixing rate of violations, GT_A and GT_B per CR;
-downstream accuracy before and after), ``DIR2/history.parquet`` and ``DIR2/report.html``.
+``DIR2/fixing.parquet`` (COSTELLO's Table 3: fixing rate of violations, GT_A and GT_B per
+CR; downstream accuracy before and after), ``DIR2/history.parquet`` and ``DIR2/report.html``.
+
+Stages: ``train`` (fine-tune in a Ray actor), ``retest`` (embed + score like costello's
+validate), ``fixing`` (Table 3 from the violations before and after).
 
 This module imports nothing of ``jobs/costello/job.py`` (the job imports it, to chain a
 repair after a costello run in the demo).
@@ -19,7 +22,6 @@ repair after a costello run in the demo).
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -30,17 +32,24 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import typer
 
-from checkray.actors.costello.repair import RepairSettings
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import CacheConfig, open_cache
-from checkray.engine.costello.metrics import fixing_rate
-from checkray.engine.costello.triples import CAPABILITIES, triple_table
+from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, RepairConfig
+from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS, embedder_kind
+from checkray.engine.costello.repair import (
+    RepairInputs,
+    Triple,
+    most_violated_model,
+    repair_suite,
+    split_triples,
+)
+from checkray.engine.costello.tables import costello_table3, mean_accuracy, violation_counts
+from checkray.engine.costello.triples import triple_table
 from checkray.engine.errors import InputError
-from checkray.engine.report import Section, table_html
+from checkray.engine.report import Section
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, path_digest, reference_digest
-from checkray.jobs.base import Job, published_path, run_job
+from checkray.jobs.base import Job, JobResult, published_path, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
-from checkray.jobs.costello.config import CostelloConfig, RepairConfig
 
 SOURCE = "costello"  # the job whose published files a repair reads
 
@@ -72,70 +81,147 @@ def source_config(src: RunDir, rc: RepairConfig) -> tuple[dict, CostelloConfig]:
     )
 
 
+def tested_embedders(meta: dict) -> dict[str, EmbedderSpec]:
+    """The embedders the costello run tested (its ``costello.json``), by name."""
+    return {e["name"]: EmbedderSpec.model_validate(e) for e in meta["embedders"]}
+
+
 def most_violated(src: RunDir, rc: RepairConfig) -> str:
-    """The sentence-transformers embedder with the most violations under the repair's
-    verdict (the demo's ``repair.model: most-violated``)."""
+    """The trainable embedder with the most violations under the repair's verdict (the
+    demo's ``repair.model: most-violated``)."""
     meta, cc = source_config(src, rc)
-    trainable = {e["name"] for e in meta["embedders"] if e["kind"] == "sentence-transformers"}
-    v = read_published(src, "violations.parquet")
-    v = v.filter(pc.and_(pc.equal(v["distance"], cc.distance), pc.equal(v["threshold"], cc.threshold)))
-    suite = rc.suite or cc.suite
-    if suite in set(v["suite"].to_pylist()):
-        v = v.filter(pc.equal(v["suite"], suite))
-    counts = Counter(m for m, bad in zip(v["model"].to_pylist(), v["verdict"].to_pylist()) if bad and m in trainable)
-    if not trainable:
-        raise InputError("repair: no sentence-transformers embedder to repair")
-    return counts.most_common(1)[0][0] if counts else sorted(trainable)[0]
+    trainable = {name for name, spec in tested_embedders(meta).items() if embedder_kind(spec.kind).trainable}
+    violations = read_published(src, "violations.parquet")
+    return most_violated_model(violations, trainable, cc.distance, cc.threshold, rc.suite or cc.suite)
 
 
-def split_triples(wide: pa.Table, violations: pa.Table, distance: str, threshold: str):
-    """(violated, benign) single-sentence triples under the default verdict."""
-    v = violations.filter(
-        pc.and_(pc.equal(violations["distance"], distance), pc.equal(violations["threshold"], threshold))
-    )
-    bad = {t for t, verdict in zip(v["triple"].to_pylist(), v["verdict"].to_pylist()) if verdict}
-    violated, benign = [], []
-    for r in wide.to_pylist():
-        if r["seed_pair"] is not None:
-            continue  # pair triples (CR4) are scored, not trained on
-        (violated if r["triple"] in bad else benign).append((r["seed"], r["positive"], r["negative"]))
-    return violated, benign
+def read_repair_inputs(src: RunDir, rc: RepairConfig, model: str) -> RepairInputs:
+    """Everything read from the costello run; a model it did not test, one that cannot be
+    fine-tuned, a suite it lacks and nothing to repair are one-line errors."""
+    meta, cc = source_config(src, rc)
+    specs = tested_embedders(meta)
+    if model not in specs:
+        raise InputError(f"repair: model '{model}' was not tested in {src.uri} (have: {', '.join(specs)})")
+    spec = specs[model]
+    if not embedder_kind(spec.kind).trainable:
+        trainable = ", ".join(r.name for r in EMBEDDER_KINDS.records() if r.trainable)
+        raise InputError(
+            f"repair: model '{model}' is a {spec.kind} embedder; only {trainable} models can be fine-tuned"
+        )
+    wide = triple_table(read_published(src, "triples.parquet"))
+    suite = repair_suite(list(dict.fromkeys(wide.column("suite").to_pylist())), rc.suite, cc.suite, src.uri)
+    wide = wide.filter(pc.equal(wide["suite"], suite))
+    violations = read_published(src, "violations.parquet")
+    before = violations.filter(pc.and_(pc.equal(violations["model"], model), pc.equal(violations["suite"], suite)))
+    violated, benign = split_triples(wide, before, cc.distance, cc.threshold)
+    if not violated:
+        raise InputError(f"repair: model '{model}' has no violation under {cc.distance}/{cc.threshold} to repair")
+    source_seed = meta["config"].get("seed", 0) if cc.seed is None else cc.seed
+    return RepairInputs(cc, spec, suite, wide, before, violated, benign, source_seed, rc.settings())
 
 
-def counts(violations: pa.Table, distance: str, threshold: str) -> dict[str, dict[str, int]]:
-    from checkray.jobs.costello.validate import violation_counts
+def cached_anchors(cache_cfg: CacheConfig, spec: EmbedderSpec, benign: Sequence[Triple]) -> dict[str, np.ndarray]:
+    """The original model's embeddings of the benign texts that the content cache holds
+    (the costello run embedded every triple text through it): the repair actor encodes
+    only the others. The repaired model's own embeddings (retest) are not cached: that
+    model exists only in this run (a new directory, new files each time it is trained),
+    so no other run could ever read them back."""
+    from checkray.actors.costello.embedders import contrast_identity
+    from checkray.actors.embed_cache import lookup_embeddings
 
-    return violation_counts(violations, distance, threshold, CAPABILITIES)
+    cache = open_cache(cache_cfg) if cache_cfg.embeddings else None
+    texts = list(dict.fromkeys(t for triple in benign for t in triple))
+    if cache is None or not texts:
+        return {}
+    found = lookup_embeddings(cache, contrast_identity(spec), texts)
+    return dict(zip((t for t, h in zip(texts, found.hit) if h), found.values)) if found.values is not None else {}
 
 
-def table3(before: dict, after: dict, acc_before: float | None, acc_after: float | None) -> list[dict]:
-    rows = []
-    for metric, key in (("N_V", "violations"), ("GT_A", "gt_a"), ("GT_B", "gt_b")):
-        rec = {"metric": metric}
-        for cr in list(CAPABILITIES) + ["ALL"]:
-            rate = fixing_rate(before[cr][key], after[cr][key])
-            rec[cr] = None if rate is None else round(100 * rate, 2)
-            rec[f"{cr} before→after"] = f"{before[cr][key]}→{after[cr][key]}"
-        rows.append(rec)
-    rows.append(
-        {
-            "metric": "downstream accuracy",
-            "ALL": None if acc_after is None or acc_before is None else round(100 * (acc_after - acc_before), 2),
-            "ALL before→after": f"{acc_before if acc_before is None else round(acc_before, 4)}→"
-            f"{acc_after if acc_after is None else round(acc_after, 4)}",
+def train_stage(inputs: RepairInputs, rc: RepairConfig, cfg: CheckrayConfig, fp: list[Any]) -> Stage:
+    """Fine-tune the model in a Ray actor; saves it to ``<run>/model``; the loss per epoch."""
+
+    def run(ctx: StageContext):
+        from checkray.actors.costello.repair import repair_in_actor
+
+        if "://" in ctx.run.uri:
+            raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
+        result = repair_in_actor(
+            inputs.spec,
+            inputs.violated,
+            inputs.benign,
+            inputs.settings,
+            ctx.run.path("model"),
+            rc.backend,
+            timeout_s=cfg.runtime.task_timeout_s,
+            old_embeddings=cached_anchors(cfg.section(CacheConfig), inputs.spec, inputs.benign),
+        )
+        whole_run = {
+            "loss_before": result.loss_before,
+            "loss_after": result.loss_after,
+            "seconds": result.seconds,
+            "device": result.device,
         }
-    )
-    return rows
+        return {"history": pa.Table.from_pylist([{**h, **whole_run} for h in result.history])}
+
+    return Stage("train", run, config=fp, version="1")
 
 
-def mean_accuracy(classifiers: pa.Table, model: str) -> float | None:
-    acc = [a for m, a in zip(classifiers["model"].to_pylist(), classifiers["accuracy"].to_pylist()) if m == model]
-    return float(np.mean(acc)) if acc else None
+def retest_stage(src: RunDir, inputs: RepairInputs, fp: list[Any]) -> Stage:
+    """The repaired model scored like costello's validate: same triples, dictionary and
+    classifier sentences; its own thresholds and classifiers."""
+
+    def run(ctx: StageContext):
+        from checkray.actors.costello.embedders import embed_all
+        from checkray.actors.costello.neighbours import dictionary_nn
+        from checkray.engine.costello.distances import DISTANCES
+        from checkray.engine.costello.scoring import score_model, texts_to_embed
+
+        model, cc = inputs.spec.name, inputs.cc
+        train = read_published(src, "train.parquet")
+        words = read_published(src, "dictionaries.parquet")
+        dictionary = words.filter(pc.equal(words["model"], model)).select(["word"])
+        texts = texts_to_embed(inputs.wide, train, dictionary)
+        # The saved model keeps the pooling it was trained with: its own ("model").
+        repaired = EmbedderSpec(
+            name=f"{model}-repaired",
+            kind=inputs.spec.kind,
+            model=ctx.run.path("model"),
+            pooling="model",
+            max_length=inputs.spec.max_length,
+            encode_batch_size=inputs.spec.encode_batch_size,
+        )
+        lookup = dict(zip(texts, embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]))
+        matrix = np.stack([lookup[w] for w in dictionary.column("word").to_pylist()])
+        nn = dictionary_nn({model: matrix}, DISTANCES, cc.backend)[model]
+        score = score_model(model, lookup, inputs.wide, train, nn, cc, inputs.source_seed)
+        accuracies = pa.table({"accuracy": pa.array(score.accuracies, pa.float64())})
+        return {"violations": score.violations, "classifiers": accuracies}
+
+    return Stage("retest", run, inputs=("train",), config=fp, version="1")
+
+
+def fixing_stage(src: RunDir, inputs: RepairInputs, fp: list[Any]) -> Stage:
+    """COSTELLO's Table 3 from the violations before and after: ``table3`` as the report
+    shows it, ``fixing`` as published (every value a string)."""
+
+    def run(ctx: StageContext):
+        cc, model = inputs.cc, inputs.spec.name
+        rows = costello_table3(
+            violation_counts(inputs.before, cc.distance, cc.threshold),
+            violation_counts(ctx.input("retest", "violations"), cc.distance, cc.threshold),
+            mean_accuracy(read_published(src, "classifiers.parquet"), model),
+            mean_accuracy(ctx.input("retest", "classifiers")),
+        )
+        published = [{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows]
+        return {"table3": pa.Table.from_pylist(rows), "fixing": pa.Table.from_pylist(published)}
+
+    return Stage("fixing", run, inputs=("retest",), config=fp, version="1")
 
 
 class RepairJob(Job[RepairConfig]):
-    """train (fine-tune in a Ray actor) -> retest (embed + score like costello's validate).
-    Inputs: ``violations_dir``, a finished costello run, and ``model``, one of its embedders."""
+    """train (fine-tune in a Ray actor) -> retest (embed + score like costello's validate)
+    -> fixing (Table 3). Inputs: ``violations_dir``, a finished costello run, and
+    ``model``, one of its embedders."""
 
     name, title, section = "repair", "checkray · costello repair", RepairConfig
     published = ("model", "violations.parquet", "fixing.parquet", "history.parquet")
@@ -149,168 +235,59 @@ class RepairJob(Job[RepairConfig]):
 
     def check(self) -> None:
         """Everything read from the costello run, and nothing to repair, fails here."""
-        meta, self.cc = source_config(self.src, self.conf)
-        specs = {e["name"]: e for e in meta["embedders"]}
-        if self.model not in specs:
-            raise InputError(
-                f"repair: model '{self.model}' was not tested in {self.src.uri} (have: {', '.join(specs)})"
-            )
-        self.spec = specs[self.model]
-        if self.spec["kind"] != "sentence-transformers":
-            raise InputError(
-                f"repair: model '{self.model}' is a {self.spec['kind']} embedder; "
-                "only sentence-transformers models can be fine-tuned"
-            )
-        wide = triple_table(read_published(self.src, "triples.parquet"))
-        suites = list(dict.fromkeys(wide.column("suite").to_pylist()))
-        # The suite repaired and re-tested: the run's generated suite (the paper repairs on
-        # its own test results), or the first given one when the run generated none.
-        self.suite = self.conf.suite or (self.cc.suite if self.cc.suite in suites else suites[0])
-        if self.suite not in suites:
-            raise InputError(f"repair: suite '{self.suite}' is not in {self.src.uri} (have: {', '.join(suites)})")
-        self.wide = wide.filter(pc.equal(wide["suite"], self.suite))
-        violations = read_published(self.src, "violations.parquet")
-        self.before = violations.filter(
-            pc.and_(pc.equal(violations["model"], self.model), pc.equal(violations["suite"], self.suite))
-        )
-        self.violated, self.benign = split_triples(self.wide, self.before, self.cc.distance, self.cc.threshold)
-        if not self.violated:
-            raise InputError(
-                f"repair: model '{self.model}' has no violation under {self.cc.distance}/{self.cc.threshold} to repair"
-            )
-        # The re-test scores with the costello run's seed (same classifier splits).
-        self.source_seed = meta["config"].get("seed", 0) if self.cc.seed is None else self.cc.seed
-        self.settings = RepairSettings.model_validate(
-            self.conf.model_dump(exclude={"model", "backend", "distance", "threshold", "suite"})
-        )
+        self.inputs = read_repair_inputs(self.src, self.conf, self.model)
 
     def stages(self):
-        rc, cc, model = self.conf, self.cc, self.model
+        inputs = self.inputs
         fp: list[Any] = [
-            rc,
-            cc,
-            model,
-            reference_digest(self.spec),  # the model repaired, by content
+            self.conf,
+            inputs.cc,
+            self.model,
+            reference_digest(inputs.spec.model_dump()),  # the model repaired, by content
             # the source run by the content of what it published, not by its path
             [path_digest(f"{self.src.uri.rstrip('/')}/{name}") for name in SOURCE_FILES],
-            self.suite,
-            self.source_seed,
-            len(self.violated),
-            len(self.benign),
+            inputs.suite,
+            inputs.source_seed,
+            len(inputs.violated),
+            len(inputs.benign),
         ]
-
-        def train(ctx: StageContext):
-            from checkray.actors.costello.repair import repair_in_actor
-
-            if "://" in ctx.run.uri:
-                raise InputError(f"{ctx.run.uri}: repair saves a model directory and needs a local --out")
-            result = repair_in_actor(
-                self.spec,
-                self.violated,
-                self.benign,
-                self.settings,
-                ctx.run.path("model"),
-                rc.backend,
-                timeout_s=self.cfg.runtime.task_timeout_s,
-                old_embeddings=self.cached_anchors(),
-            )
-            hist = pa.Table.from_pylist(
-                [
-                    {
-                        **h,
-                        "loss_before": result["loss_before"],
-                        "loss_after": result["loss_after"],
-                        "seconds": result["seconds"],
-                        "device": result["device"],
-                    }
-                    for h in result["history"]
-                ]
-            )
-            return {"history": hist}
-
-        def retest(ctx: StageContext):
-            from checkray.actors.costello.embedders import EmbedderSpec, embed_all
-            from checkray.jobs.costello.validate import model_nn, score_model, texts_to_embed
-
-            train_t = read_published(self.src, "train.parquet")
-            words = read_published(self.src, "dictionaries.parquet")
-            dictionary = words.filter(pc.equal(words["model"], model)).select(["word"])
-            texts = texts_to_embed(self.wide, train_t, dictionary)
-            repaired = EmbedderSpec(
-                name=f"{model}-repaired",
-                model=ctx.run.path("model"),
-                pooling="model",
-                max_length=self.spec["max_length"],
-                encode_batch_size=self.spec["encode_batch_size"],
-            )
-            vectors = embed_all(texts, [repaired], cc.backend, cc.batch_size)[repaired.name]
-            lookup = dict(zip(texts, vectors))
-            nn = model_nn(lookup, dictionary.column("word").to_pylist(), cc.backend)
-            viol, _, accs = score_model(model, lookup, self.wide, train_t, nn, cc, self.source_seed)
-            return {"violations": viol, "classifiers": pa.table({"accuracy": pa.array(accs, pa.float64())})}
-
-        yield Stage("train", train, config=fp, version="1")
-        yield Stage("retest", retest, inputs=("train",), config=fp, version="1")
-
-    def cached_anchors(self) -> dict[str, np.ndarray]:
-        """The original model's embeddings of the benign texts that the content cache holds
-        (the costello run embedded every triple text through it): the repair actor encodes
-        only the others. The repaired model's own embeddings (retest) are not cached: that
-        model exists only in this run (a new directory, new files each time it is trained),
-        so no other run could ever read them back."""
-        from checkray.actors.costello.embedders import EmbedderSpec, contrast_identity
-        from checkray.actors.embed_cache import lookup_embeddings
-
-        cache_cfg = self.cfg.section(CacheConfig)
-        cache = open_cache(cache_cfg) if cache_cfg.embeddings else None
-        texts = list(dict.fromkeys(t for triple in self.benign for t in triple))
-        if cache is None or not texts:
-            return {}
-        found = lookup_embeddings(cache, contrast_identity(EmbedderSpec.model_validate(self.spec)), texts)
-        return dict(zip((t for t, h in zip(texts, found.hit) if h), found.values)) if found.values is not None else {}
+        yield train_stage(inputs, self.conf, self.cfg, fp)
+        yield retest_stage(self.src, inputs, fp)
+        yield fixing_stage(self.src, inputs, fp)
 
     def publish(self, runner: StageRunner) -> list[Section]:
-        run, cc, s = runner.run, self.cc, self.settings
-        after_v = runner.output("retest", "violations")
+        from checkray.jobs.costello.report import repair_sections
+
+        run = runner.run
         history = runner.output("train", "history")
-        acc_b = mean_accuracy(read_published(self.src, "classifiers.parquet"), self.model)
-        acc_a_col = runner.output("retest", "classifiers").column("accuracy").to_pylist()
-        acc_a = float(np.mean(acc_a_col)) if acc_a_col else None
-        rows = table3(
-            counts(self.before, cc.distance, cc.threshold), counts(after_v, cc.distance, cc.threshold), acc_b, acc_a
-        )
-        run.write_table("violations.parquet", after_v)
+        run.write_table("violations.parquet", runner.output("retest", "violations"))
         run.write_table("history.parquet", history)
-        run.write_table(
-            "fixing.parquet",
-            pa.Table.from_pylist([{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows]),
-        )
-        h = history.to_pylist()
-        summary = (
-            f"{self.model}: {len(self.violated)} violated and {len(self.benign)} benign triples of suite "
-            f"{self.suite}; {s.epochs} "
-            f"epochs of SGD (lr {s.learning_rate}, alpha {s.alpha}); triplet loss on the violated triples "
-            f"probed {h[0]['loss_before']:.4f} -> {h[0]['loss_after']:.4f}; model saved to {run.path('model')}."
-        )
-        return [
-            Section(
-                f"COSTELLO repair: fixing rate (Table 3 layout), {cc.distance} / {cc.threshold}",
-                [table_html(rows), table_html(h)],
-                summary,
-            )
-        ]
+        run.write_table("fixing.parquet", runner.output("fixing", "fixing"))
+        return repair_sections(self.inputs, runner.output("fixing", "table3"), history, run.path("model"))
 
     def subtitle(self) -> str:
         return self.src.uri
 
 
-def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -> tuple[RunDir, list[Section]]:
+def run_repair(cfg: CheckrayConfig, violations_dir: str, model: str, out: str) -> JobResult:
     if "://" in out:  # refused before anything is read, claimed or started
         raise InputError(
             f"{out}: repair saves the fine-tuned model from a Ray actor; use a local or shared-filesystem --out"
         )
-    result = run_job(RepairJob(cfg, violations_dir=violations_dir, model=model), out)
-    return result.run, result.sections
+    return run_job(RepairJob(cfg, violations_dir=violations_dir, model=model), out)
+
+
+def repair_after(cfg: CheckrayConfig, costello_run: RunDir) -> list[Section]:
+    """The repair that follows a costello run when ``repair.model`` is set (the demo), into
+    ``<run>/repair``: its report sections, or one line saying why it could not run."""
+    rc = cfg.section(RepairConfig)
+    if not rc.model:
+        return []
+    try:
+        model = rc.model if rc.model != "most-violated" else most_violated(costello_run, rc)
+        return run_repair(cfg, costello_run.uri, model, costello_run.path("repair")).sections
+    except InputError as exc:  # e.g. nothing violated: the demo reports it and goes on
+        return [Section("COSTELLO repair", [], f"repair skipped: {exc}")]
 
 
 def repair_command(
@@ -342,5 +319,7 @@ def repair_command(
     )
     if model == "most-violated":
         model = most_violated(RunDir(violations), cfg.section(RepairConfig))
-    run, sections = run_repair(cfg, violations, model, out)
-    typer.echo(f"repair: {sections[0].summary} -> {run.path('fixing.parquet')}, violations.parquet, report.html")
+    result = run_repair(cfg, violations, model, out)
+    typer.echo(
+        f"repair: {result.sections[0].summary} -> {result.path('fixing.parquet')}, violations.parquet, report.html"
+    )

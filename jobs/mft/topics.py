@@ -1,11 +1,14 @@
 """Second-level clustering of the kept MFT texts into MFT topics (Li et al., §2.4.3), with
-the topics method's reducer and clusterer (so it lives with the job that wires the two)."""
+the topics method's reducer, clusterer and c-TF-IDF. It stays in jobs/, which wires the two
+methods: inside a layer the method packages (engine/mft, engine/topics) import each other
+not at all."""
 
 from __future__ import annotations
 
 import numpy as np
 
 LAYOUT_COMPONENTS = 5
+NAME_WORDS = 4  # c-TF-IDF keywords in an MFT topic's name
 
 
 def mft_topic_clusters(X: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -29,3 +32,17 @@ def mft_topic_clusters(X: np.ndarray, k: int, seed: int) -> np.ndarray:
         )
         X = to_numpy(reducer.fit_transform(X))
     return to_numpy(make_clusterer(ClustererConfig(n_clusters=k), "cpu", seed).fit(X).predict(X))
+
+
+def mft_topic_names(texts: list[str], X: np.ndarray, k: int, seed: int) -> list[str]:
+    """Each text's MFT topic: its cluster of ``X`` (the texts' embeddings), named by the
+    cluster's c-TF-IDF keywords (``0_film_story_...``)."""
+    from checkray.engine.topics.ctfidf import fit_class_tfidf, topic_name
+
+    clusters = mft_topic_clusters(X, k, seed)
+    model = fit_class_tfidf(texts, clusters, min_df=1)
+    names = {
+        int(c): topic_name(int(c), [w for w, _ in kw], NAME_WORDS)
+        for c, kw in zip(model.classes, model.keywords(NAME_WORDS))
+    }
+    return [names[int(c)] for c in clusters]

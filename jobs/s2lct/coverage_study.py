@@ -1,7 +1,7 @@
 """Why neuron coverage comes out the way it does: S²LCT vs CheckList suites of the same size
 under several bound sizes and both neuron readings, for one torch model of a registry.
 
-    python -m jobs.s2lct.coverage_study --run DIR --models zoo.yaml [--model minilm_ft]
+    python -m checkray.jobs.s2lct.coverage_study --run DIR --models zoo.yaml [--model minilm_ft]
         [--templates FILE ...] [--cases 500] [--train 500,1000,3000,all]
 
 ``DIR`` is a finished s2lct run (its suite.parquet). Prints one table row per (bound
@@ -20,9 +20,16 @@ import pyarrow.parquet as pq
 from checkray.actors.models import load_model
 from checkray.engine.benchmark.registry import read_registry
 from checkray.engine.s2lct.consistency import normalize
-from checkray.engine.s2lct.coverage import NEURONS, corner_coverage, layer_summaries, neuron_bounds, neuron_values
+from checkray.engine.s2lct.coverage import (
+    NEURONS,
+    corner_coverage,
+    layer_summaries,
+    neuron_bounds,
+    neuron_values,
+    template_texts,
+    training_texts,
+)
 from checkray.jobs.config import load_config
-from checkray.jobs.s2lct.evaluate import template_texts, training_texts
 
 DEFAULT_TEMPLATES = ["configs/suites/sentiment_templates.jsonl"]
 
@@ -31,7 +38,7 @@ def _take(summary: dict, idx: np.ndarray) -> dict:
     return {k: v[idx] for k, v in summary.items()}
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True)
     ap.add_argument("--models", required=True)
@@ -40,38 +47,58 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--train", default="500,1000,3000,all")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    spec = next(s for s in read_registry(args.models) if s.name == args.model)
-    clf = load_model(spec)
-    model, tok, max_len = clf.model, clf.tokenizer, getattr(clf, "max_length", 64)
-    rng = np.random.default_rng(args.seed)
-    train = training_texts(spec, load_config(None), None, args.seed)
-    rows = pq.read_table(f"{args.run}/suite.parquet").select(["text", "meta"]).to_pylist()
-    meta = [json.loads(r["meta"]) for r in rows]
-    texts = [r["text"] for r in rows]
+
+def compared_suites(texts: list[str], args: argparse.Namespace, rng: np.random.Generator) -> dict[str, list[str]]:
+    """``--cases`` random cases of the S²LCT suite and of each CheckList template suite."""
     suites = {"S2LCT": [texts[i] for i in rng.permutation(len(texts))[: args.cases]]}
     for path in args.templates:
         theirs = template_texts(path, args.cases, args.seed)
         suites[f"CheckList ({path.rsplit('/', 1)[-1]})"] = [
             theirs[i] for i in rng.permutation(len(theirs))[: args.cases]
         ]
+    return suites
+
+
+def suite_groups(texts: list[str], meta: list[dict], cases: int, rng: np.random.Generator) -> dict[str, list[str]]:
+    """Parts of the S²LCT suite (seeds, expansions, plain sentences, templates), sampled to one size."""
     groups = {
         "S2LCT seeds": [t for t, m in zip(texts, meta) if m["kind"] == "seed"],
         "S2LCT expansions": [t for t, m in zip(texts, meta) if m["kind"] == "expansion"],
         "S2LCT LC1+LC2 (no template)": [t for t, m in zip(texts, meta) if m["capability_id"] in ("LC1", "LC2")],
         "S2LCT LC3-LC11 (templates)": [t for t, m in zip(texts, meta) if m["capability_id"] not in ("LC1", "LC2")],
     }
-    n = min([args.cases] + [len(v) for v in groups.values() if v])
-    groups = {k: [v[i] for i in rng.permutation(len(v))[:n]] for k, v in groups.items() if v}
+    n = min([cases] + [len(v) for v in groups.values() if v])
+    return {k: [v[i] for i in rng.permutation(len(v))[:n]] for k, v in groups.items() if v}
+
+
+def print_sizes(
+    name: str, train: list[str], texts: list[str], meta: list[dict], compared: dict[str, list[str]]
+) -> None:
     seen = {normalize(t) for t in train}
     plain = [t for t, m in zip(texts, meta) if m["kind"] == "seed" and m["capability_id"] in ("LC1", "LC2")]
     print(
-        f"model {spec.name}; training split {len(train)} sentences, mean {np.mean([len(t.split()) for t in train]):.1f} words"
+        f"model {name}; training split {len(train)} sentences, mean {np.mean([len(t.split()) for t in train]):.1f} words"
     )
-    for name, xs in {**suites, **groups}.items():
-        print(f"  {name}: {len(xs)} cases, mean {np.mean([len(t.split()) for t in xs]):.1f} words")
+    for suite, xs in compared.items():
+        print(f"  {suite}: {len(xs)} cases, mean {np.mean([len(t.split()) for t in xs]):.1f} words")
     print(f"  LC1/LC2 seeds that are training sentences: {sum(normalize(t) in seen for t in plain)} of {len(plain)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    spec = next(s for s in read_registry(args.models) if s.name == args.model)
+    clf = load_model(spec)
+    model, tok, max_len = clf.model, clf.tokenizer, getattr(clf, "max_length", 64)
+    rng = np.random.default_rng(args.seed)
+    train = training_texts(spec, load_config(None).corpus.path, None, args.seed)
+    rows = pq.read_table(f"{args.run}/suite.parquet").select(["text", "meta"]).to_pylist()
+    meta = [json.loads(r["meta"]) for r in rows]
+    texts = [r["text"] for r in rows]
+    suites = compared_suites(texts, args, rng)
+    groups = suite_groups(texts, meta, args.cases, rng)
+    print_sizes(spec.name, train, texts, meta, {**suites, **groups})
 
     sizes = [len(train) if size == "all" else min(int(size), len(train)) for size in args.train.split(",")]
     order = rng.permutation(len(train))[: max(sizes)]  # one pass over the largest subset; smaller ones nest in it

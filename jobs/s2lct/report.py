@@ -1,17 +1,39 @@
-"""Report sections of the S²LCT job (also used by the demo's combined report)."""
+"""Report sections of the S²LCT job (also used by the demo's combined report), built from
+what the stages wrote: nothing here computes a result."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from checkray.engine.report import Section, figure_html, table_html
+from checkray.engine.s2lct.config import filler_name
 from checkray.engine.s2lct.spec import CapabilitySpec
 from checkray.engine.stages import StageRunner
-from checkray.jobs.s2lct.config import filler_name
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """The consistency stage's outputs."""
+
+    cases: pa.Table  # the verdict of every sampled case (consistency.parquet)
+    summary: list[dict]  # agreement per capability (consistency_summary.parquet)
+    info: dict  # judge, overlap, notes
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What the evaluation stages wrote, as the report shows it."""
+
+    table3: list[dict]
+    coverage: list[dict] = field(default_factory=list)
+    explanations: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # a step that had no model to run on
+    consistency: Consistency | None = None
 
 
 def _counts(suite: pa.Table) -> dict[str, Counter]:
@@ -108,7 +130,7 @@ def grammar_section(grammar: pa.Table, runner: StageRunner, top: int = 25) -> Se
     return Section("S²LCT · reference grammar", [table_html(rows)], summary)
 
 
-def table3_section(evaluation) -> Section:
+def table3_section(evaluation: Evaluation) -> Section:
     rows = [
         {
             "capability": r["capability"],
@@ -129,7 +151,7 @@ def table3_section(evaluation) -> Section:
     )
 
 
-def coverage_section(evaluation) -> Section:
+def coverage_section(evaluation: Evaluation) -> Section:
     import plotly.express as px
 
     blocks = []
@@ -158,7 +180,7 @@ def coverage_section(evaluation) -> Section:
     return Section("S²LCT · neuron coverage", blocks, summary)
 
 
-def explanations_section(evaluation) -> Section:
+def explanations_section(evaluation: Evaluation) -> Section:
     return Section(
         "S²LCT · minimal-token explanations",
         [table_html(evaluation.explanations)],
@@ -178,9 +200,9 @@ def labels_section(notes) -> Section:
     )
 
 
-def consistency_section(evaluation) -> Section:
-    info = evaluation.consistency_info
-    rows = evaluation.consistency.to_pylist()
+def consistency_section(consistency: Consistency) -> Section:
+    info = consistency.info
+    rows = consistency.cases.to_pylist()
     disagree = [
         {
             "capability": r["capability_id"],
@@ -203,7 +225,7 @@ def consistency_section(evaluation) -> Section:
         " expansion reads as its seed; direct = the judge's label on the whole text (for the template capabilities"
         " this mostly measures the judge failing the capability). The paper's people: > 0.8."
     )
-    blocks = [table_html(evaluation.consistency_summary), table_html(disagree, max_rows=200)]
+    blocks = [table_html(consistency.summary), table_html(disagree, max_rows=200)]
     return Section("S²LCT · label consistency (offline judge)", blocks, summary)
 
 
@@ -213,7 +235,7 @@ def s2lct_sections(
     grammar: pa.Table,
     capabilities: Sequence[CapabilitySpec],
     s,
-    evaluation=None,
+    evaluation: Evaluation | None = None,
     label_notes=(),
 ) -> list[Section]:
     sections = [labels_section(label_notes)] if label_notes else []
@@ -225,7 +247,7 @@ def s2lct_sections(
     if evaluation is not None:
         sections += [table3_section(evaluation), coverage_section(evaluation)]
         if evaluation.consistency is not None:
-            sections.append(consistency_section(evaluation))
+            sections.append(consistency_section(evaluation.consistency))
         if evaluation.explanations:
             sections.append(explanations_section(evaluation))
     return sections

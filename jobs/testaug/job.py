@@ -10,8 +10,9 @@ filter, template expansion, and the paper's diversity and bug-finding metrics.
 
 Stages (checkpointed under DIR/stages/): generate (LLM) -> parse -> validity (two-phase
 rule, §4.2) -> topup (more rounds for descriptions short of ``testaug.min_kept``) ->
-expand (spaCy) -> diversity; with models: patch (Table 3), then the benchmark
-(DIR/benchmark/). Descriptions, seeds and prompts: ``engine/testaug/prompt.py``.
+expand (spaCy) -> suites (what is published) -> diversity; with models: patch (Table 3),
+then benchmark (a benchmark run under DIR/benchmark/). Descriptions, seeds and prompts:
+``engine/testaug/prompt.py``; the method's rules and tables: ``engine/testaug/``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
-import pyarrow as pa
 import typer
 
 from checkray.actors.llm.chat import chat_key, chat_name, chat_session
@@ -32,27 +32,22 @@ from checkray.engine.errors import InputError
 from checkray.engine.labels import parse_label_map, suggest_flag
 from checkray.engine.llm import LLMConfig
 from checkray.engine.report import Section as ReportSection
-from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
+from checkray.engine.stages import StageRunner
 from checkray.engine.templates.expand import read_spec
-from checkray.engine.testaug.prompt import (
-    Description,
-    dedupe,
-    describe_templates,
-    seed_keys,
-)
-from checkray.jobs.base import Job, run_job
+from checkray.engine.testaug.config import TestAugConfig
+from checkray.engine.testaug.prompt import Description, describe_templates
+from checkray.jobs.base import Job, JobResult, QualityTable, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
-from checkray.jobs.testaug.config import TestAugConfig
 from checkray.jobs.testaug.generation import generation_stage, parse_stage
-from checkray.jobs.testaug.metrics import benchmark_step, diversity_stage, patch_stage, validity_stage
+from checkray.jobs.testaug.judging import validity_stage
 from checkray.jobs.testaug.report import testaug_sections
-from checkray.jobs.testaug.suites import annotation_sheet, build_suites, shown_seed
+from checkray.jobs.testaug.stages import benchmark_stage, diversity_stage, expand_stage, patch_stage, suites_stage
 from checkray.jobs.testaug.topup import topup_stage
 from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
-EXPAND_VERSION = "3"  # numbered slots ({noun2})
+DECISIONS_FILE = "validity_decisions.parquet"  # the validity filter's decision per description
 
 
 def spec_labels(t: TestAugConfig, names: dict[str, str] | None) -> TestAugConfig:
@@ -110,95 +105,20 @@ def load_descriptions(t: TestAugConfig, seed: int) -> list[Description]:
     return descs[: t.max_descriptions] if t.max_descriptions else descs
 
 
-def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage:
-    def run(ctx: StageContext):
-        from checkray.actors.spacy_nlp import load_spacy
-        from checkray.engine.testaug.expand import case_template, expand_new_template, seed_candidates
-        from checkray.engine.testaug.prompt import normalize
-
-        nlp = load_spacy(t.spacy)
-        cases = [r for r in ctx.input("topup").to_pylist() if r["kept"]]
-        rows, new_templates = [], []
-        for d in descs:
-            templates = {x.template_id: x for x in d.templates}
-            seen = seed_keys(d) | {(normalize(r["text"]), normalize(r["text_pair"] or "")) for r in cases}
-            produced, made = 0, []
-            for r in (r for r in cases if r["key"] == d.key):
-                shown = [shown_seed(s) for s in json.loads(r["seeds"])]
-                docs = [nlp(x) for x in (r["text"], r["text_pair"]) if x is not None]
-                new = case_template(docs, seed_candidates(shown, templates, t.expansion_match))
-                if new is None or new.texts in made or produced >= t.max_expansion_per_description:
-                    continue  # a template met before draws the same cases again
-                made.append(new.texts)
-                try:
-                    template, drawn = expand_new_template(
-                        new,
-                        d.capability,
-                        d.label,
-                        d.description,
-                        t.expansion_per_template,
-                        seed,
-                        f"{d.key}: {r['text']}",
-                    )
-                except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
-                    continue
-                fresh, _ = dedupe(
-                    [{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f} for x, f in drawn], seen
-                )
-                fresh = fresh[: t.max_expansion_per_description - produced]
-                produced += len(fresh)
-                new_templates.append(
-                    {
-                        "key": d.key,
-                        "template": json.dumps(new.texts),
-                        "slots": sorted(new.slots),
-                        "template_id": template.template_id,
-                        "source": r["text"],
-                        "cases": len(fresh),
-                    }
-                )
-                rows += [
-                    {
-                        "key": d.key,
-                        "text": c["text"],
-                        "text_pair": c["text_pair"],
-                        "template": json.dumps(new.texts),
-                        "template_id": template.template_id,
-                        "source": r["text"],
-                        "filling": json.dumps(c["filling"]),
-                    }
-                    for c in fresh
-                ]
-        schema = pa.schema(
-            [(n, pa.string()) for n in ("key", "text", "text_pair", "template", "template_id", "source", "filling")]
-        )
-        return {
-            "data": pa.Table.from_pylist(rows, schema=schema),
-            "templates": pa.Table.from_pylist(
-                new_templates,
-                schema=pa.schema(
-                    [
-                        ("key", pa.string()),
-                        ("template", pa.string()),
-                        ("slots", pa.list_(pa.string())),
-                        ("template_id", pa.string()),
-                        ("source", pa.string()),
-                        ("cases", pa.int64()),
-                    ]
-                ),
-            ),
-        }
-
-    return Stage("expand", run, inputs=("topup",), config=[t, seed], version=EXPAND_VERSION)
-
-
 class TestAugJob(Job[TestAugConfig]):
     """generate (LLM) -> parse -> validity (LLM labeler) -> topup -> expand -> diversity [-> patch];
     publishes the suite, the template-only baseline and the annotation sheet, and with
     models their failure rates (a benchmark run under DIR/benchmark)."""
 
     name, title, section = "testaug", "checkray · TestAug", TestAugConfig
-    published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE)
+    published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE, DECISIONS_FILE)
+    quality = (
+        QualityTable(
+            DECISIONS_FILE,
+            "TestAug validity filter (§4.2) per description",
+            ("key", "generated", "annotated_by", "valid_share", "threshold", "filter", "kept", "dropped"),
+        ),
+    )
     __test__ = False  # not a pytest test class, whatever its name
 
     def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, chat=None):
@@ -210,8 +130,13 @@ class TestAugJob(Job[TestAugConfig]):
         """The section with the spec's label map (``testaug.label_map``, else corpus.labels)."""
         return spec_labels(self.conf, self.cfg.corpus.labels)
 
+    @cached_property
+    def descs(self) -> list[Description]:
+        """The spec's descriptions, with their seed cases."""
+        return load_descriptions(self.tconf, self.seed)
+
     def check(self) -> None:
-        self.descs = load_descriptions(self.tconf, self.seed)  # a missing or bad spec fails before Ray starts
+        _ = self.descs  # read the spec now: a missing or bad one fails before Ray starts
 
     def subtitle(self) -> str:
         return f"spec {self.conf.spec}"
@@ -233,24 +158,21 @@ class TestAugJob(Job[TestAugConfig]):
             yield validity_stage(t, llm, self.descs, chat, chat_id)
             yield topup_stage(t, llm, self.descs, chat, self.seed, chat_id)
         yield expand_stage(t, self.descs, self.seed)
-        # The suites are what the later stages measure; publish writes them.
-        self.suite, self.baseline = build_suites(
-            t, self.descs, self.runner.output("topup"), self.runner.output("expand"), self.generator, self.seed
-        )
-        yield diversity_stage(t, self.descs, self.suite, self.baseline)
+        yield suites_stage(t, self.descs, self.generator, self.seed)
+        yield diversity_stage(t, self.descs)
         if self.specs and t.patch.enabled:
-            yield patch_stage(self.cfg, self.suite, self.baseline, self.specs)
+            yield patch_stage(self.cfg, self.specs)
+        if self.specs:
+            yield benchmark_stage(self.cfg, self.specs)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
         run = runner.run
-        run.write_table(SUITE_FILE, self.suite)
-        run.write_table(BASELINE_FILE, self.baseline)
-        sheet = annotation_sheet(runner.output("topup"), self.descs)
+        run.write_table(SUITE_FILE, runner.output("suites", "suite"))
+        run.write_table(BASELINE_FILE, runner.output("suites", "baseline"))
+        run.write_table(DECISIONS_FILE, runner.output("validity", "decisions"))
+        sheet = runner.output("suites", "annotation_sheet").to_pylist()
         run.write_text(ANNOTATE_FILE, "".join(json.dumps(r) + "\n" for r in sheet))
-        summary = benchmark_step(self.cfg, run, self.suite, self.baseline, self.specs) if self.specs else None
-        return testaug_sections(
-            runner, self.conf, self.descs, self.suite, self.baseline, summary, self.specs, self.generator
-        )
+        return testaug_sections(runner, self.conf, self.descs, self.specs, self.generator)
 
 
 def run_testaug(
@@ -258,11 +180,10 @@ def run_testaug(
     out: str | None,
     specs: Sequence[ModelSpec] | None = None,
     chat=None,
-) -> tuple[RunDir, list[ReportSection]]:
+) -> JobResult:
     """Run the job; ``specs`` (else ``testaug.models``) get failure rates and Table 3;
-    ``chat`` defaults to the configured LLM actor pool. Returns the run dir and report sections."""
-    result = run_job(TestAugJob(cfg, specs, chat=chat), out)
-    return result.run, result.sections
+    ``chat`` defaults to the configured LLM actor pool."""
+    return run_job(TestAugJob(cfg, specs, chat=chat), out)
 
 
 def testaug_command(
@@ -294,8 +215,8 @@ def testaug_command(
             "out": out,
         },
     )
-    run, _ = run_testaug(cfg, cfg.out)
-    suite = run.read_table(SUITE_FILE, columns=["suite"]).column("suite").to_pylist()
+    result = run_testaug(cfg, cfg.out)
+    suite = result.table(SUITE_FILE, columns=["suite"]).column("suite").to_pylist()
     counts = ", ".join(f"{s} {suite.count(s)}" for s in sorted(set(suite)))
     console.print(f"testaug: {len(suite)} cases ({counts or 'none'})")
-    typer.echo(f"wrote {run.path('suite.parquet')} and report.html")
+    typer.echo(f"wrote {result.path(SUITE_FILE)} and report.html")

@@ -13,7 +13,9 @@ import pyarrow as pa
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.report import Section, table_html
 from checkray.engine.stages import StageRunner
+from checkray.engine.testaug.config import TestAugConfig
 from checkray.engine.testaug.prompt import Description
+from checkray.engine.testaug.tables import testaug_table3
 
 
 def _short(text: str, n: int = 70) -> str:
@@ -44,19 +46,8 @@ def validity_summary(decisions: list[dict], llm_name: str) -> str:
     return " ".join(parts)
 
 
-def testaug_sections(
-    runner: StageRunner,
-    t,
-    descs: Sequence[Description],
-    suite: pa.Table,
-    baseline: pa.Table,
-    summary: pa.Table | None,
-    specs: Sequence[ModelSpec] | None,
-    llm_name: str = "llm",
-) -> list[Section]:
-    parsing = {r["key"]: r for r in runner.output("parse", "parsing").to_pylist()}
-    decisions = runner.output("topup", "decisions").to_pylist()
-    labeler = runner.output("topup", "labeler").to_pylist()
+def description_rows(descs: Sequence[Description], parsing: dict[str, dict], decisions: list[dict]) -> list[dict]:
+    """One row per description: what generation and parsing gave, what the filter decided."""
     rows = []
     for d, dec in zip(descs, decisions):
         p = parsing.get(d.key, {})
@@ -85,8 +76,15 @@ def testaug_sections(
                 "classifier vs LLM": dec["classifier_vs_llm"],
             }
         )
+    return rows
+
+
+def generation_section(runner: StageRunner, descs: Sequence[Description], llm_name: str) -> Section:
+    """§4.1–4.2: per description, the LLM labeler's answers, unparsed output, the first cases."""
+    parsing = {r["key"]: r for r in runner.output("parse", "parsing").to_pylist()}
+    decisions = runner.output("topup", "decisions").to_pylist()
+    labeler = runner.output("topup", "labeler").to_pylist()
     examples = [{"key": p["key"], "unparsed examples": p["examples"]} for p in parsing.values() if p["examples"]]
-    valid = runner.output("topup").to_pylist()
     shown = [
         {
             "key": r["key"],
@@ -95,25 +93,26 @@ def testaug_sections(
             "text": r["text"],
             "text_pair": r["text_pair"] or "",
         }
-        for r in valid[:40]
+        for r in runner.output("topup").to_pylist()[:40]
     ]
     blocks = [
-        "<h3>Per description</h3>" + table_html(rows),
+        "<h3>Per description</h3>" + table_html(description_rows(descs, parsing, decisions)),
         f"<p>LLM labeler answers: {html.escape(json.dumps(labeler[0] if labeler else {}, ensure_ascii=False))}</p>",
         "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),
         "<h3>Generated cases and validity decisions (first 40)</h3>" + table_html(shown),
     ]
     gen = sum(d["generated"] for d in decisions)
     kept = sum(d["kept"] for d in decisions)
-    sections = [
-        Section(
-            "TestAug: generation and validity filter (§4.1–4.2)",
-            blocks,
-            f"{len(descs)} descriptions, {gen} generated cases after de-duplication, {kept} kept. "
-            + validity_summary(decisions, llm_name),
-        )
-    ]
+    return Section(
+        "TestAug: generation and validity filter (§4.1–4.2)",
+        blocks,
+        f"{len(descs)} descriptions, {gen} generated cases after de-duplication, {kept} kept. "
+        + validity_summary(decisions, llm_name),
+    )
 
+
+def expansion_section(runner: StageRunner) -> Section:
+    """Table 4 (effort saved) and the new templates of §4.3."""
     table4 = runner.output("diversity", "table4").to_pylist()
     templates = runner.output("expand", "templates").to_pylist()
     tpl_rows = [
@@ -125,48 +124,60 @@ def testaug_sections(
         }
         for r in templates[:30]
     ]
-    sections.append(
-        Section(
-            "TestAug: effort saved (Table 4 shape) and template expansion (§4.3)",
-            [table_html(table4), "<h3>New templates (first 30)</h3>" + table_html(tpl_rows)],
-            f"{len(templates)} generated cases became templates.",
-        )
+    return Section(
+        "TestAug: effort saved (Table 4 shape) and template expansion (§4.3)",
+        [table_html(table4), "<h3>New templates (first 30)</h3>" + table_html(tpl_rows)],
+        f"{len(templates)} generated cases became templates.",
     )
-    table5 = runner.output("diversity", "table5").to_pylist()
-    sections.append(
-        Section(
-            "TestAug: linguistic diversity (Table 5 shape)",
-            [table_html(table5)],
-            f"Self-BLEU-4 (lower: more diverse) and unique dependency paths (higher: more diverse) on up "
-            f"to {t.diversity_per_description} unique sentences per description of each suite.",
-        )
-    )
-    if summary is not None and summary.num_rows:
-        sections.append(failure_section(summary))
-    if specs and t.patch.enabled and "patch" in runner.done:
-        from checkray.jobs.testaug.patch import table3
 
-        patch = runner.output("patch").to_pylist()
-        skipped = runner.output("patch", "skipped").to_pylist()
-        columns = ["T_CheckList", "T_TestAug", "T_TestAug\\T_GPT", "T_TestAug\\T_Expansion"]
-        blocks = [table_html(table3(patch, specs, columns))] if patch else ["<p>No trainable model.</p>"]
-        if skipped:
-            blocks.append("<h3>Not patched</h3>" + table_html(skipped))
-        sections.append(
-            Section(
-                "TestAug: patched failure rate (Table 3 shape, %, mean ± std over seeds)",
-                blocks,
-                f"Common test set: {t.patch.test_fraction:.0%} of the merged suites per seed "
-                f"{t.patch.seeds}"
-                + (
-                    ", scored on the cases whose label the model can produce"
-                    if t.patch.test_cases == "trainable"
-                    else ", every case scored (neutral ones by the band rule)"
-                )
-                + "; each model refitted on its zoo training data plus a suite's "
-                "remainder. Lower: the suite found more of the model's bugs.",
-            )
-        )
+
+def diversity_section(runner: StageRunner, t: TestAugConfig) -> Section:
+    """Table 5: Self-BLEU-4 and unique dependency paths per suite."""
+    return Section(
+        "TestAug: linguistic diversity (Table 5 shape)",
+        [table_html(runner.output("diversity", "table5").to_pylist())],
+        f"Self-BLEU-4 (lower: more diverse) and unique dependency paths (higher: more diverse) on up "
+        f"to {t.diversity_per_description} unique sentences per description of each suite.",
+    )
+
+
+def patch_section(runner: StageRunner, t: TestAugConfig, specs: Sequence[ModelSpec]) -> Section:
+    """Table 3: the patched failure rate per model and suite, and the models not patched."""
+    patch = runner.output("patch").to_pylist()
+    skipped = runner.output("patch", "skipped").to_pylist()
+    blocks = [table_html(testaug_table3(patch, specs))] if patch else ["<p>No trainable model.</p>"]
+    if skipped:
+        blocks.append("<h3>Not patched</h3>" + table_html(skipped))
+    tested = (
+        ", scored on the cases whose label the model can produce"
+        if t.patch.test_cases == "trainable"
+        else ", every case scored (neutral ones by the band rule)"
+    )
+    return Section(
+        "TestAug: patched failure rate (Table 3 shape, %, mean ± std over seeds)",
+        blocks,
+        f"Common test set: {t.patch.test_fraction:.0%} of the merged suites per seed {t.patch.seeds}{tested}"
+        "; each model refitted on its zoo training data plus a suite's remainder. "
+        "Lower: the suite found more of the model's bugs.",
+    )
+
+
+def testaug_sections(
+    runner: StageRunner,
+    t: TestAugConfig,
+    descs: Sequence[Description],
+    specs: Sequence[ModelSpec] | None,
+    llm_name: str = "llm",
+) -> list[Section]:
+    """The report: generation and validity, Table 4, Table 5, failure rates (with models)
+    and Table 3 (with trainable models), from the stages' outputs."""
+    sections = [generation_section(runner, descs, llm_name), expansion_section(runner), diversity_section(runner, t)]
+    if "benchmark" in runner.done:
+        summary = runner.output("benchmark")
+        if summary.num_rows:
+            sections.append(failure_section(summary))
+    if specs and t.patch.enabled and "patch" in runner.done:
+        sections.append(patch_section(runner, t, specs))
     return sections
 
 

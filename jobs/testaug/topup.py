@@ -24,10 +24,19 @@ from checkray.engine.llm import LLMConfig
 from checkray.engine.llm_checkpoint import StageChat
 from checkray.engine.prompts import load_prompt
 from checkray.engine.stages import Stage, StageContext, file_digest
+from checkray.engine.testaug.config import TestAugConfig
+from checkray.engine.testaug.generate import answer_cases, ask_round
+from checkray.engine.testaug.judges import (
+    CaseJudges,
+    GeneratedCase,
+    add_topup,
+    cases_table,
+    judge_new_cases,
+    read_cases,
+)
 from checkray.engine.testaug.prompt import Description, ParseCount, dedupe, normalize, seed_keys
-from checkray.jobs.testaug.config import TestAugConfig
-from checkray.jobs.testaug.generation import PROMPT_FIELDS, answer_cases, ask_round
-from checkray.jobs.testaug.metrics import VALIDITY_SCHEMA, CaseJudges, decide_case, llm_progress, validity_external
+from checkray.jobs.testaug.generation import PROMPT_FIELDS, llm_progress
+from checkray.jobs.testaug.judging import load_judges, stage_labeler, validity_external
 
 VERSION = "1"
 # What the top-up stage reads of the section: the target, the prompts, the judges.
@@ -48,52 +57,56 @@ def prompt_budget(t: TestAugConfig) -> int:
     return t.max_prompts_per_description or 4 * t.prompts_per_description
 
 
+def topup_log(labeler: list[dict], verdicts: ParseCount, parsed: ParseCount) -> list[dict]:
+    """The validity stage's labeler log with the top-up's answers and verdicts added."""
+    return [
+        {
+            **log,
+            "answers": log["answers"] + verdicts.outputs,
+            "verdicts": log["verdicts"] + verdicts.items,
+            "unparsed": log["unparsed"] + verdicts.unparsed,
+            "topup_answers": parsed.outputs,
+            "topup_parsed": parsed.items,
+            "topup_unparsed": parsed.unparsed,
+        }
+        for log in labeler
+    ]
+
+
 def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat, seed: int, chat_id: str) -> Stage:
     t = t.view(*FIELDS)
 
     def run(ctx: StageContext):
-        cases = ctx.input("validity").to_pylist()
+        cases = read_cases(ctx.input("validity"))
         decisions = ctx.input("validity", "decisions").to_pylist()
-        labeler = ctx.input("validity", "labeler").to_pylist()
-        added: list[dict] = []
+        added: list[GeneratedCase] = []
         prompts: Counter[str] = Counter()
-        parse_count, verdicts = ParseCount(), ParseCount()
+        parsed, verdicts = ParseCount(), ParseCount()
         if t.min_kept:
             with StageChat(chat, ctx, chat_id, llm.part_size, progress=llm_progress) as stage_chat:
-                added, prompts = top_up(stage_chat, cases, decisions, parse_count, verdicts)
-        for r in decisions:
-            mine = [c for c in added if c["key"] == r["key"]]
-            r.update(
-                topup_prompts=prompts[r["key"]],
-                topup_cases=len(mine),
-                generated=r["generated"] + len(mine),
-                kept=r["kept"] + sum(c["kept"] for c in mine),
-                dropped=r["dropped"] + sum(not c["kept"] for c in mine),
-            )
-        for log in labeler:
-            log.update(
-                answers=log["answers"] + verdicts.outputs,
-                verdicts=log["verdicts"] + verdicts.items,
-                unparsed=log["unparsed"] + verdicts.unparsed,
-                topup_answers=parse_count.outputs,
-                topup_parsed=parse_count.items,
-                topup_unparsed=parse_count.unparsed,
-            )
-        rows = cases + [{k: c.get(k) for k in VALIDITY_SCHEMA.names} for c in added]
+                judges = load_judges(t, descs, stage_labeler(stage_chat, t.label_generation, verdicts))
+                needs_filter = {r["key"]: bool(r["filter"]) for r in decisions}
+                added, prompts = top_up(stage_chat, judges, cases, needs_filter, parsed)
         return {
-            "data": pa.Table.from_pylist(rows, schema=VALIDITY_SCHEMA),
-            "decisions": pa.Table.from_pylist(decisions),
-            "labeler": pa.Table.from_pylist(labeler),
+            "data": cases_table(cases + added),
+            "decisions": pa.Table.from_pylist(add_topup(decisions, added, prompts)),
+            "labeler": pa.Table.from_pylist(topup_log(ctx.input("validity", "labeler").to_pylist(), verdicts, parsed)),
         }
 
-    def top_up(chat: StageChat, cases, decisions, parse_count: ParseCount, verdicts: ParseCount):
-        needs_filter = {r["key"]: bool(r["filter"]) for r in decisions}
-        kept = Counter(c["key"] for c in cases if c["kept"])
+    def top_up(
+        chat: StageChat,
+        judges: CaseJudges,
+        cases: list[GeneratedCase],
+        needs_filter: dict[str, bool],
+        parsed: ParseCount,
+    ) -> tuple[list[GeneratedCase], Counter[str]]:
+        """Rounds of one prompt per short description until each has ``min_kept`` kept
+        cases or has spent its budget; new cases de-duplicated against every case met."""
+        kept = Counter(c.key for c in cases if c.kept)
         seen = {d.key: seed_keys(d) for d in descs}
         for c in cases:
-            seen[c["key"]].add((normalize(c["text"]), normalize(c["text_pair"] or "")))
-        judges = CaseJudges(t, descs)
-        added: list[dict] = []
+            seen[c.key].add((normalize(c.text), normalize(c.text_pair or "")))
+        added: list[GeneratedCase] = []
         prompts: Counter[str] = Counter()
         for p in range(t.prompts_per_description, prompt_budget(t)):
             short = [i for i, d in enumerate(descs) if kept[d.key] < t.min_kept]
@@ -105,14 +118,10 @@ def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat
             for i, answer in zip(short, answers):
                 d = descs[i]
                 prompts[d.key] += 1
-                found, _ = dedupe(answer_cases(d, answer, parse_count), seen[d.key])
-                new += found
-            judges.annotate(new)
-            judges.ask_llm(chat, [c for c in new if needs_filter[c["key"]] and judges.needs_llm(c)], verdicts)
-            for c in new:
-                c["first_sample"] = False
-                decide_case(c, needs_filter[c["key"]])
-                kept[c["key"]] += c["kept"]
+                found, _ = dedupe(answer_cases(d, answer, parsed), seen[d.key])
+                new += [GeneratedCase.from_row(c) for c in found]
+            judge_new_cases(new, judges, needs_filter)
+            kept.update(c.key for c in new if c.kept)
             added += new
         return added, prompts
 

@@ -21,10 +21,10 @@ import typer
 
 from checkray.engine.config import RuntimeConfig
 from checkray.engine.runtime import ActorPlan, cluster_resources, init_ray, plan_actor_pool, wait_for
-from checkray.engine.testaug.validity import read_annotations, repeated_annotations
+from checkray.engine.testaug.config import ValidityConfig
+from checkray.engine.testaug.validity import VALIDITY_BACKENDS, read_annotations, repeated_annotations
 from checkray.jobs.config import load_config
 from checkray.jobs.console import console, step_progress
-from checkray.jobs.testaug.config import ValidityConfig
 
 app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args_is_help=True)
 
@@ -58,13 +58,12 @@ def train_command(
             f"note: {repeated.describe()}, kept as annotated (e.g. {repeated.conflicting[0]!r}); "
             "no classifier can be right on both"
         )
-    args = (rows, v.backend, v.encoder, v.seed, v.finetune, v.class_weight, v.calibrate, v.ensemble)
     plan = cluster_gpu_plan(v.backend, cfg.runtime)
     if plan is not None:
-        clf = train_on_cluster(plan, args, cfg.runtime.task_timeout_s)
+        clf = train_on_cluster(plan, rows, v, cfg.runtime.task_timeout_s)
     else:
         with step_progress("validity fine-tune") as on_step:  # minutes on CPU; embedding_lr reports nothing
-            clf = train_validity(*args, on_step)
+            clf = train_validity(rows, v, on_step)
     clf.meta["annotations"] = str(annotations)
     clf.meta["repeated_annotations"] = {
         "texts": repeated.texts,
@@ -83,8 +82,8 @@ def train_command(
 
 def training_plan(backend: str, resources: Mapping[str, float]) -> ActorPlan | None:
     """A one-GPU Ray task for a fine-tune when the cluster reports a GPU; None: train in
-    this process (embedding_lr takes seconds anywhere). Pure: tested with plain dicts."""
-    if backend != "finetune" or float(resources.get("GPU", 0)) <= 0:
+    this process (a quick backend, embedding_lr, takes seconds anywhere). Pure: tested with plain dicts."""
+    if VALIDITY_BACKENDS.record(backend).quick or float(resources.get("GPU", 0)) <= 0:
         return None
     return plan_actor_pool(resources, "gpu", pool_size=1)
 
@@ -94,20 +93,20 @@ def cluster_gpu_plan(backend: str, runtime: RuntimeConfig) -> ActorPlan | None:
     ``runtime.address``) asks Ray: on the head node the driver has no GPU, the cluster may.
     Without one the fine-tune runs here, on this machine's GPU if torch sees one, with a
     progress bar; no local Ray is started for it."""
-    if backend != "finetune" or not (os.environ.get("RAY_ADDRESS") or runtime.address):
+    if VALIDITY_BACKENDS.record(backend).quick or not (os.environ.get("RAY_ADDRESS") or runtime.address):
         return None
     init_ray(runtime)
     return training_plan(backend, cluster_resources())
 
 
-def train_on_cluster(plan: ActorPlan, args: tuple, timeout_s: float):
+def train_on_cluster(plan: ActorPlan, rows: list[dict], config: ValidityConfig, timeout_s: float):
     import ray
 
     from checkray.actors.testaug.validity import train_validity_on_worker
 
     console.print(f"validity fine-tune: in a Ray task on a cluster GPU ({plan.num_gpus:g} GPU)")
     task = ray.remote(train_validity_on_worker).options(**plan.ray_options(), max_retries=0)
-    return wait_for(task.remote(*args), timeout_s, "the validity fine-tune")  # input errors: one line by the CLI
+    return wait_for(task.remote(rows, config), timeout_s, "the validity fine-tune")  # input errors: one line by the CLI
 
 
 @app.command("score")

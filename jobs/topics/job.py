@@ -23,13 +23,13 @@ from checkray.engine.errors import InputError
 from checkray.engine.report import Section
 from checkray.engine.runtime import choose_device, cluster_resources, wait_for
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
+from checkray.engine.topics.config import TopicsConfig
 from checkray.engine.topics.describe import describe_clusters
 from checkray.engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
-from checkray.jobs.base import Job, run_job
+from checkray.jobs.base import Job, JobResult, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import item_progress
 from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
-from checkray.jobs.topics.config import TopicsConfig
 from checkray.jobs.topics.report import topics_sections
 
 CHUNK = 4096  # rows per transform/predict call when streaming embeddings
@@ -159,15 +159,25 @@ def layout_stage(cfg: CheckrayConfig):
 
 
 def describe_stage(cfg: CheckrayConfig):
+    """Topics named by c-TF-IDF, MMR representatives, and every document's cluster and
+    2-D map position (``assignments``: corpus ids beside the layout, in corpus order)."""
     t = cfg.section(TopicsConfig)
 
     def run(ctx: StageContext):
         corpus = ctx.input("corpus")
-        layout = ctx.input("layout", columns=["cluster"])
+        layout = ctx.input("layout", columns=["cluster", "x", "y"])
         clusters, reps = describe_clusters(
             corpus, layout.column("cluster").to_numpy(), t.representation, t.representatives, cfg.seed
         )
-        return {"clusters": clusters, "representatives": reps}
+        assignments = pa.table(
+            {
+                "id": corpus.column("id"),
+                "cluster": layout.column("cluster"),
+                "x": layout.column("x"),
+                "y": layout.column("y"),
+            }
+        )
+        return {"clusters": clusters, "representatives": reps, "assignments": assignments}
 
     return Stage("describe", run, inputs=("corpus", "layout"), config=[t.representation, t.representatives, cfg.seed])
 
@@ -176,7 +186,8 @@ class TopicsJob(Job[TopicsConfig]):
     """corpus -> embed -> layout -> describe; publishes clusters, assignments, representatives."""
 
     name, title, section = "topics", "checkray · topics", TopicsConfig
-    published = ("clusters.parquet", "assignments.parquet", "representatives.parquet")
+    # corpus.parquet: the documents as read and validated, for the jobs that follow (mft)
+    published = ("clusters.parquet", "assignments.parquet", "representatives.parquet", "corpus.parquet")
 
     def check(self) -> None:
         read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
@@ -188,27 +199,19 @@ class TopicsJob(Job[TopicsConfig]):
         yield describe_stage(self.cfg)
 
     def publish(self, runner: StageRunner) -> list[Section]:
-        run = runner.run
-        corpus = runner.output("corpus")
-        layout = runner.output("layout")
         clusters = runner.output("describe", "clusters")
+        assignments = runner.output("describe", "assignments")
         reps = runner.output("describe", "representatives")
-        assignments = pa.table(
-            {
-                "id": corpus.column("id"),
-                "cluster": layout.column("cluster"),
-                "x": layout.column("x"),
-                "y": layout.column("y"),
-            }
-        )
-        run.write_table("clusters.parquet", clusters)
-        run.write_table("assignments.parquet", assignments)
-        run.write_table("representatives.parquet", reps)
-        return topics_sections(corpus, assignments, clusters, reps, self.cfg)
+        runner.run.write_table("clusters.parquet", clusters)
+        runner.run.write_table("assignments.parquet", assignments)
+        runner.run.write_table("representatives.parquet", reps)
+        runner.run.write_table("corpus.parquet", runner.output("corpus"))
+        return topics_sections(runner.output("corpus"), assignments, clusters, reps, self.cfg)
 
 
-def run_topics(cfg: CheckrayConfig, out: str) -> RunDir:
-    return run_job(TopicsJob(cfg), out).run
+def run_topics(cfg: CheckrayConfig, out: str | None = None) -> JobResult:
+    """Run the topics job into ``out`` (default: the config's ``out``)."""
+    return run_job(TopicsJob(cfg), out)
 
 
 def topics_command(
@@ -237,5 +240,5 @@ def topics_command(
             "out": out,
         },
     )
-    run = run_job(TopicsJob(cfg)).run
+    run = run_topics(cfg).run
     typer.echo(f"wrote {run.uri}/clusters.parquet, assignments.parquet, representatives.parquet, report.html")

@@ -6,8 +6,8 @@ import numpy as np
 import pyarrow as pa
 
 from checkray.engine.report import Section, figure_html, table_html
+from checkray.engine.topics.config import TopicsConfig
 from checkray.jobs.config import CheckrayConfig
-from checkray.jobs.topics.config import TopicsConfig
 
 
 def _scatter(frame, color: str, title: str):

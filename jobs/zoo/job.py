@@ -158,6 +158,7 @@ class ZooJob(Job[ZooConfig]):
         super().__init__(cfg)
         zoo = self.conf
         self.selected = zoo.selected()
+        self.specs: list[ModelSpec] = []  # the registry entries, once published
         if only:
             unknown = sorted(set(only) - {m.name for m in zoo.models})
             if unknown:

@@ -391,6 +391,22 @@ def test_cli_end_to_end(tmp_path):
     assert suites == {"templates_small"}  # default suite name: the spec file stem
 
 
+def test_run_templates_publishes_the_expand_stage_and_reruns_it_when_the_spec_changes(tmp_path):
+    from checkray.jobs.config import load_config
+    from checkray.jobs.templates.job import run_templates, summary_line
+
+    spec = write_spec(tmp_path, record("I {v} it.", {"v": ["like", "love"]}), record("I {v} it.", {"v": ["like"]}))
+    cfg = load_config(None, {"templates.spec": str(spec), "templates.nsamples": 5})
+    out = str(tmp_path / "run")
+    first = run_templates(cfg, out)
+    assert first.table("suite.parquet").num_rows == 2 and not first.stages["expand"].skipped
+    assert summary_line(first, 5).startswith("templates: 2 cases from 2 templates (Vocabulary 2); 1 duplicates dropped")
+    assert run_templates(cfg, out).stages["expand"].skipped  # same spec and settings: nothing to redo
+    write_spec(tmp_path, record("I {v} it.", {"v": ["like", "love", "hate"]}))
+    again = run_templates(cfg, out)
+    assert not again.stages["expand"].skipped and again.table("suite.parquet").num_rows == 3
+
+
 def test_cli_bad_input_prints_one_line_and_exits_2(tmp_path, monkeypatch, capsys):
     from checkray.jobs.cli import main
 

@@ -180,3 +180,55 @@ def test_examples_with_a_missing_test_name_show_no_nan(tmp_path):
     text = ET.fromstring(junit_xml([check]).split("\n", 1)[1]).find(".//failure").text
     assert "[Negation / MFT] 'This film is not good.': expected negative, predicted positive" in text
     assert "nan" not in summary_markdown([check], "g")
+
+
+def test_a_gated_benchmark_compares_each_model_with_the_gate_baseline_run(tmp_path):
+    """``benchmark --gate`` with max_drop rules, without Ray: the baseline found before the
+    run (``check_gate_baseline``) is what ``benchmark_gate`` pairs each model with."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from checkray.engine.benchmark.provenance import case_digests, suite_digests
+    from checkray.engine.benchmark.results import example_failures
+    from checkray.engine.stages import RunDir
+    from checkray.jobs.compare.gating import benchmark_gate, check_gate_baseline
+    from tests.compare.helpers import fake_run
+
+    suite = regress_suite(tmp_path)
+    runs = {}
+    for name, model in (("base", "keyword"), ("cand", "naive")):
+        run = fake_run(tmp_path / name, suite, models=(model,))
+        pq.write_table(pa.Table.from_pylist([{"model": model, "error": None}]), run / "models.parquet")
+        manifest = {"job": "benchmark", "published": ["results.parquet", "models.parquet"]}
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        runs[name] = run
+    gate = read_gate(
+        _write(
+            tmp_path,
+            f"baseline: {runs['base']}\nrules:\n"
+            "  - {name: negation, capability: Negation, max_drop: 0.5}\n"
+            "  - {name: vocabulary, capability: Vocabulary, max_drop: 0.0}\n",
+        )
+    )
+    baseline = check_gate_baseline(gate, [suite], ["naive"])
+    assert baseline is not None and baseline.model_of == {"naive": "keyword"}  # the baseline's only model
+    results = pq.read_table(runs["cand"] / "results.parquet")
+    digests = suite_digests(
+        suite.column("suite").to_pylist(), suite.column("case_id").to_pylist(), case_digests(suite).to_pylist()
+    )
+    negation, vocabulary = benchmark_gate(
+        gate,
+        baseline,
+        RunDir(str(runs["cand"])),
+        models=["naive"],
+        provenance={"suites": digests},
+        summary=summarize(results),
+        examples=example_failures(results, 3),
+    )
+    assert not negation.passed and negation.pass_to_fail == 9 and negation.drop == 1.0
+    assert vocabulary.passed and vocabulary.drop == 0.0
+    summary_md = (runs["cand"] / "summary.md").read_text()
+    assert f"baseline: {runs['base']} (naive vs keyword)" in summary_md
+    assert ET.parse(runs["cand"] / "junit.xml").getroot().get("failures") == "1"

@@ -95,7 +95,7 @@ def test_topics_from_a_dataframe_and_the_cli_in_process(tmp_path, rt_corpus):
 
     df = rt_corpus.slice(0, 300).to_pandas()[["text", "label"]]
     t = checkray.topics(df, clusters=3, settings={"topics.representatives.top_k": 2}, out=tmp_path / "t")
-    assert set(t.tables) == {"clusters", "assignments", "representatives"}
+    assert set(t.tables) == {"clusters", "assignments", "representatives", "corpus"}
     assert len(t.table("assignments")) == 300 and t.table("clusters")["cluster"].nunique() == 3
     # The same DataFrame again: the same corpus file (named by content), every stage reused.
     again = checkray.topics(df, clusters=3, settings={"topics.representatives.top_k": 2}, out=tmp_path / "t")

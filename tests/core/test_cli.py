@@ -45,17 +45,17 @@ def test_usage_error_is_one_line_and_exit_2(args, expected):
 
 
 def test_version_and_help_list_every_job_without_importing_them():
-    from checkray.jobs.registry import COMMANDS
+    from checkray.jobs.registry import JOBS
 
     proc = run("--version")
     assert proc.returncode == 0 and proc.stdout.startswith("checkray ")
     code = (
-        "import sys; from jobs.cli import main\n"
+        "import sys; from checkray.jobs.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "jobs = [m for m in sys.modules if m.startswith('jobs.') and m.endswith('.job')]\n"
+        "jobs = [m for m in sys.modules if m.startswith('checkray.jobs.') and m.endswith('.job')]\n"
         "assert not jobs and 'ray' not in sys.modules, jobs"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    for name in COMMANDS:
+    for name in JOBS:
         assert name in proc.stdout

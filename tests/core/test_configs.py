@@ -43,7 +43,7 @@ def test_shipped_config_validates_and_reads_back(path):
 
 def test_a_config_loads_without_the_cli_or_ray():
     code = (
-        "import sys; from jobs.config import load_config; cfg = load_config('configs/demo.yaml'); "
+        "import sys; from checkray.jobs.config import load_config; cfg = load_config('configs/demo.yaml'); "
         "cfg.section('costello'); "
         "assert 'checkray.jobs.cli' not in sys.modules and 'ray' not in sys.modules, sorted(sys.modules)"
     )
@@ -52,8 +52,8 @@ def test_a_config_loads_without_the_cli_or_ray():
 
 
 def test_typed_section_accessor():
-    from checkray.jobs.mft.config import MFTConfig
-    from checkray.jobs.topics.config import TopicsConfig
+    from checkray.engine.mft.config import MFTConfig
+    from checkray.engine.topics.config import TopicsConfig
 
     cfg = load_config(None, {"mft.versions": 2})
     assert isinstance(cfg.section(MFTConfig), MFTConfig) and cfg.section(MFTConfig).versions == 2

@@ -81,7 +81,7 @@ class FakeRunner:
 
     def __init__(self, outputs: dict[tuple[str, str], list[dict]]):
         self.outputs = outputs
-        self.done = {stage: SimpleNamespace(seconds=1.0, skipped=False) for stage, _ in outputs}
+        self.done = {stage: SimpleNamespace(seconds=1.0, computed_seconds=1.0, skipped=False) for stage, _ in outputs}
         self.run = SimpleNamespace(write_table=lambda *a, **k: None, path=lambda *a: "/tmp/run/" + "/".join(a))
 
     def output(self, stage: str, output: str = "data", columns=None) -> pa.Table:
@@ -208,8 +208,11 @@ def _mft_page() -> str:
             ("generate", "parsing"): [{"topic": P, "answers": 1, "examples": [P, P]}],
         }
     )
-    evaluation = {"table7": [{"model": P, "accuracy": 0.5}], "table8": [{"topic": P, P: 0.5}]}
-    return _page(mft_sections(runner, suite, evaluation))
+    return _page(
+        mft_sections(
+            runner, suite, table7=[{"model": P, "accuracy": "50.0%"}], table8=[{"model": P, P: "50.0% (±1.0)"}]
+        )
+    )
 
 
 def test_mft_report():
@@ -219,8 +222,7 @@ def test_mft_report():
 def _s2lct_page() -> str:
     from checkray.engine.s2lct.spec import CapabilitySpec
     from checkray.jobs.config import load_config
-    from checkray.jobs.s2lct.evaluate import Evaluation
-    from checkray.jobs.s2lct.report import s2lct_sections
+    from checkray.jobs.s2lct.report import Consistency, Evaluation, s2lct_sections
 
     seed_meta = {"kind": "seed"}
     exp_meta = {"kind": "expansion", "seed_case_id": "c1", "masked": P, "production": P, "reference_production": P}
@@ -243,8 +245,6 @@ def _s2lct_page() -> str:
     grammar = pa.table({"lhs": [P], "rhs": [P], "count": [3]})
     spec = CapabilitySpec.model_validate({"id": "LC1", "name": "LC1: " + P, "search": [{"name": "r", "label": P}]})
     evaluation = Evaluation(
-        results=pa.table({"x": [1]}),
-        summary=pa.table({"x": [1]}),
         table3=[
             {
                 "capability": P,
@@ -259,6 +259,25 @@ def _s2lct_page() -> str:
         coverage=[{"suite": P, "model": P, "cases": 1, "BoundCov": 0.1, "SActCov": 0.2}],
         explanations=[{"model": P, "text": P, "tokens": P}],
         notes=[P],
+        consistency=Consistency(
+            cases=pa.Table.from_pylist(
+                [
+                    {
+                        "capability_id": P,
+                        "kind": P,
+                        "text": P,
+                        "expected_label": P,
+                        "parts": json.dumps([{"text": P, "needs": P, "judge": P, "lexicon": P}]),
+                        "judge_seed": P,
+                        "judge_text": P,
+                        "agree_judge": False,
+                        "agree_lexicon": False,
+                    }
+                ]
+            ),
+            summary=[{"capability": P, "agreement": 0.5}],
+            info={"judge": P, "notes": [P]},
+        ),
     )
     s = load_config(None).section("s2lct")
     return _page(s2lct_sections(runner, suite, grammar, [spec], s, evaluation))
@@ -293,7 +312,7 @@ def _violations():
 
 
 def _costello_page() -> str:
-    from checkray.jobs.costello.config import CostelloConfig
+    from checkray.engine.costello.config import CostelloConfig
     from checkray.jobs.costello.report import costello_sections
 
     cc = CostelloConfig(distance="l2", threshold="mu-2sigma")
@@ -318,30 +337,21 @@ def test_costello_report():
 
 
 def _repair_page() -> str:
-    from unittest import mock
+    from checkray.engine.costello.tables import costello_table3, violation_counts
+    from checkray.jobs.costello.report import repair_sections
 
-    import checkray.jobs.costello.repair as repair
-
-    job = SimpleNamespace(
+    inputs = SimpleNamespace(
         cc=SimpleNamespace(distance="l2", threshold="mu-2sigma"),
         settings=SimpleNamespace(epochs=1, learning_rate=0.01, alpha=0.5),
-        model=P,
-        src=None,
+        spec=SimpleNamespace(name=P),
         suite=P,
-        before=_violations(),
         violated=[1],
         benign=[2],
     )
-    runner = FakeRunner(
-        {
-            ("retest", "violations"): _violations().to_pylist(),
-            ("retest", "classifiers"): [{"accuracy": 0.7}],
-            ("train", "history"): [{"epoch": 1, "note": P, "loss_before": 1.0, "loss_after": 0.5}],
-        }
-    )
-    published = pa.table({"model": [P], "accuracy": [0.8]})
-    with mock.patch.object(repair, "read_published", lambda src, name: published):
-        return _page(repair.RepairJob.publish(job, runner))
+    counts = violation_counts(_violations(), "l2", "mu-2sigma")
+    table3 = pa.Table.from_pylist(costello_table3(counts, counts, 0.8, 0.7))
+    history = pa.Table.from_pylist([{"epoch": 1, "note": P, "loss_before": 1.0, "loss_after": 0.5}])
+    return _page(repair_sections(inputs, table3, history, P))
 
 
 def test_costello_repair_report():
@@ -349,9 +359,10 @@ def test_costello_repair_report():
 
 
 def _testaug_page() -> str:
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.testaug.config import TestAugConfig
     from checkray.engine.testaug.prompt import Description
-    from checkray.jobs.testaug.config import TestAugConfig
-    from checkray.jobs.testaug.report import failure_section, testaug_sections
+    from checkray.jobs.testaug.report import testaug_sections
 
     decision = {
         "first_sample": 3,
@@ -384,20 +395,21 @@ def _testaug_page() -> str:
             ("diversity", "table4"): [{"description": P, "saved": 0.5}],
             ("diversity", "table5"): [{"suite": P, "self_bleu": 0.3}],
             ("expand", "templates"): [{"key": "d01", "template": json.dumps([P, "{x}"]), "source": P, "cases": 2}],
+            ("benchmark", "data"): [
+                {"suite": P, "capability": P, "topic": P, "model": P, "n": 2, "failures": 1, "failure_rate": 0.5}
+            ],
+            ("patch", "data"): [{"model": P, "seed": 11, "column": "Unpatched", "failure_rate": 0.5}],
+            ("patch", "skipped"): [{"model": P, "reason": P}],
         }
     )
     descs = [Description("d01", P, P, P, False, [])]
-    summary = pa.Table.from_pylist(
-        [{"suite": P, "capability": P, "topic": P, "model": P, "n": 2, "failures": 1, "failure_rate": 0.5}]
-    )
-    t = TestAugConfig()
-    sections = testaug_sections(runner, t, descs, pa.table({"x": [1]}), pa.table({"x": [1]}), summary, None, P)
-    return _page(sections + [failure_section(summary)])
+    specs = [ModelSpec.model_validate({"name": P, "family": "sklearn", "path": "/x", "accuracy": 0.8})]
+    return _page(testaug_sections(runner, TestAugConfig(), descs, specs, P))
 
 
 def test_testaug_report():
     page = _testaug_page()
-    assert "LLM labeler answers" in page
+    assert "LLM labeler answers" in page and "failure rates per description" in page and "Table 3 shape" in page
     assert_escaped(page)
 
 

@@ -16,7 +16,7 @@ import pytest
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section
 from checkray.engine.stages import RunDir, Stage
-from checkray.jobs.base import Job, run_job
+from checkray.jobs.base import Job, QualityTable, run_job
 from checkray.jobs.config import CheckrayConfig
 from checkray.jobs.index import INDEX, find_runs, write_index
 
@@ -40,13 +40,14 @@ class TinyJob(Job):
 
 
 class GatedJob(TinyJob):
-    """Records its gates where the MFT job does (stage 'generate', output 'gates')."""
+    """Publishes its gates as the MFT job does (gates.parquet, listed as a quality table)."""
 
     name = "mft"
-    published = ()
+    published = ("gates.parquet",)
+    quality = (QualityTable("gates.parquet", "MFT gates: cases kept and dropped at each gate", ("gate", "kept")),)
 
     def stages(self):
-        from checkray.jobs.mft.generate import GATE_SCHEMA
+        from checkray.engine.mft.generation import GATE_SCHEMA
 
         rows = [
             {"gate": "parse", "split": "train", "version": 1, "kept": 9, "dropped": 3, "note": HOSTILE, "seconds": 1.0},
@@ -57,6 +58,7 @@ class GatedJob(TinyJob):
         )
 
     def publish(self, runner):
+        runner.run.write_table("gates.parquet", runner.output("generate", "gates"))
         return [Section("Gates", [], "2 gates")]
 
 
@@ -90,6 +92,16 @@ def test_index_of_a_folder_of_runs(tmp_path):
     assert runs[0].wall is not None and runs[0].wall >= 0  # the manifest's "seconds"
     gates = runs[1].quality[0]
     assert gates.title.startswith("MFT gates") and [r["kept"] for r in gates.rows] == [9, 7]
+
+    # The index reads only what a run published: without the private stages/ folders it
+    # shows the same stage times and gates.
+    import shutil
+
+    for stages in top.rglob("stages"):
+        shutil.rmtree(stages)
+    again = find_runs(str(top))
+    assert [s["seconds"] for s in again[0].stages] == [s["seconds"] for s in runs[0].stages]
+    assert [r["kept"] for r in again[1].quality[0].rows] == [9, 7]
 
     path = write_index(RunDir(str(top)))
     page = Path(path).read_text()

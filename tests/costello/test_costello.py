@@ -10,14 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checkray.engine.costello.metrics import (
-    distance,
-    ground_truth,
-    nearest_neighbour_distances,
-    table2,
-    thresholds,
-    violates,
-)
+from checkray.engine.costello.distances import distance
+from checkray.engine.costello.metrics import ground_truth, thresholds, violates
 from checkray.engine.costello.mutations import (
     Variant,
     gender_lexicon,
@@ -28,6 +22,8 @@ from checkray.engine.costello.mutations import (
     substitutions,
     tokens_from_doc,
 )
+from checkray.engine.costello.neighbours import nearest_neighbour_distances
+from checkray.engine.costello.tables import costello_table2
 from checkray.engine.costello.triples import Seed, combine, triple_table, triples_to_cases
 from checkray.engine.errors import InputError
 from checkray.engine.lang.polarity import polarity_class
@@ -238,7 +234,7 @@ def test_table2_layout_and_precision():
                     "gt_b": True,
                 }
             )
-    (rec,) = table2(rows, ["CR1", "CR2"])
+    (rec,) = costello_table2(rows, ["CR1", "CR2"])
     assert rec["CR1 N_M"] == 2 and rec["CR1 N_V"] == 1.5
     assert rec["CR1 P_A%"] == 75.0 and rec["CR1 P_B%"] == 100.0  # mean of 50% and 100%
     assert rec["CR2 N_M"] == 0 and rec["CR2 P_A%"] is None
@@ -261,8 +257,9 @@ def test_epoch_plan_halves_and_upsamples():
 
 @pytest.mark.timeout(120)
 def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
-    from checkray.actors.costello.embedders import EmbedderSpec, load_encoder
-    from checkray.actors.costello.repair import RepairSettings, mean_triplet_loss, train_repair
+    from checkray.actors.costello.repair import mean_triplet_loss, train_repair
+    from checkray.actors.costello.st_embedder import load_encoder
+    from checkray.engine.costello.config import EmbedderSpec, RepairSettings
     from tests.fakes.tiny_hf import build_tiny_bert
 
     violated = [
@@ -302,9 +299,9 @@ def test_shipped_embedder_lists_and_inversion_table_parse(tmp_path):
 
 def test_paper_config_and_its_embedder_lists_load():
     """configs/costello_paper.yaml validates without opening its data paths (they are outside the repository)."""
+    from checkray.engine.costello.config import CostelloConfig, RepairConfig
     from checkray.engine.costello.mutations import read_gender_pairs
     from checkray.jobs.config import load_config
-    from checkray.jobs.costello.config import CostelloConfig, RepairConfig
     from checkray.jobs.costello.job import read_embedders
 
     root = Path(__file__).resolve().parents[2]
@@ -316,3 +313,95 @@ def test_paper_config_and_its_embedder_lists_load():
     names += [s.name for s in read_embedders(str(root / "configs/costello/embedders_paper_mpnet.yaml"))]
     assert {"minilm_mean", "minilm_cls", "spacy_md", "mpnet_mean"} <= set(names)
     assert len(read_gender_pairs(root / cc.gender_pairs)) >= 20
+
+
+# ------------------------------------------------------------------ embedder kinds, repair choices
+
+
+def test_embedder_kinds_are_records_with_traits():
+    from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS, embedder_kind
+
+    assert EMBEDDER_KINDS.names() == ["sentence-transformers", "spacy"]
+    st, spacy = embedder_kind("sentence-transformers"), embedder_kind("spacy")
+    assert st.shares_cpus and st.trainable and st.pooling_variants
+    assert not (spacy.shares_cpus or spacy.trainable or spacy.pooling_variants)
+    for name in EMBEDDER_KINDS:  # every ref imports and implements the Embedder methods
+        cls = EMBEDDER_KINDS.get(name)
+        assert all(callable(getattr(cls, m)) for m in ("check", "identity", "vocabulary", "encode"))
+
+
+def test_an_unknown_embedder_kind_is_a_one_line_error(tmp_path):
+    from checkray.engine.errors import ConfigError
+    from checkray.jobs.costello.inputs import read_embedders
+
+    path = tmp_path / "emb.yaml"
+    path.write_text("embedders:\n  - {name: a, model: builtin:minilm}\n  - {name: b, kind: glove, model: x}\n")
+    with pytest.raises(ConfigError) as err:
+        read_embedders(str(path))
+    assert str(err.value) == (
+        f"{path}: embedders[1].kind: unknown embedder kind 'glove' (have: sentence-transformers, spacy)"
+    )
+
+
+def test_repair_picks_the_most_violated_trainable_model_and_splits_its_triples():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from checkray.engine.costello.repair import most_violated_model, split_triples
+
+    def row(model, triple, verdict, threshold="zero", suite="s"):
+        return {
+            "model": model,
+            "triple": triple,
+            "suite": suite,
+            "distance": "l2",
+            "threshold": threshold,
+            "verdict": verdict,
+        }
+
+    v = pa.Table.from_pylist(
+        [row("a", "t1", True), row("a", "t2", False), row("b", "t1", True), row("b", "t2", True)]
+        + [row("a", "t1", True, "min"), row("a", "t2", True, "min"), row("c", "t1", True), row("c", "t2", True)]
+        + [row("a", "t3", True, suite="other")] * 3
+    )
+    assert most_violated_model(v, {"a", "b"}, "l2", "zero", "s") == "b"  # c is not trainable
+    assert most_violated_model(v, {"a", "b"}, "l2", "min", "s") == "a"
+    assert most_violated_model(v, {"a"}, "l2", "zero", "missing") == "a"  # a suite not scored: every suite
+    with pytest.raises(InputError):
+        most_violated_model(v, set(), "l2", "zero", "s")
+    wide = pa.Table.from_pylist(
+        [
+            {"triple": t, "seed": f"{t}s", "positive": f"{t}p", "negative": f"{t}n", "seed_pair": pair}
+            for t, pair in (("t1", None), ("t2", None), ("t3", "x"))
+        ]
+    )
+    a = v.filter(pc.equal(v["model"], "a"))
+    assert split_triples(wide, a, "l2", "zero") == ([("t1s", "t1p", "t1n")], [("t2s", "t2p", "t2n")])
+
+
+def test_costello_table3_fixing_rates():
+    import pyarrow as pa
+
+    from checkray.engine.costello.tables import costello_table3, violation_counts
+
+    def rows(verdicts):
+        return pa.Table.from_pylist(
+            [
+                {"capability": cr, "distance": "l2", "threshold": "zero", "verdict": v, "gt_a": v, "gt_b": True}
+                for cr, v in verdicts
+            ]
+        )
+
+    before = violation_counts(rows([("CR1", True), ("CR1", True), ("CR2", True), ("CR2", False)]), "l2", "zero")
+    after = violation_counts(rows([("CR1", False), ("CR1", True), ("CR2", True), ("CR2", False)]), "l2", "zero")
+    n_v, gt_a, gt_b, acc = costello_table3(before, after, 0.8, 0.75)
+    assert (n_v["CR1"], n_v["CR2"], n_v["CR3"], n_v["ALL"]) == (50.0, 0.0, None, pytest.approx(33.33))
+    assert n_v["CR1 before→after"] == "2→1" and gt_b["ALL"] == 0.0 and gt_a["metric"] == "GT_A"
+    assert acc == {"metric": "downstream accuracy", "ALL": -5.0, "ALL before→after": "0.8→0.75"}
+
+
+def test_repair_config_settings_are_the_training_fields():
+    from checkray.engine.costello.config import RepairConfig, RepairSettings
+
+    rc = RepairConfig(model="m", epochs=2, learning_rate=0.01, threshold="zero")
+    assert rc.settings() == RepairSettings(epochs=2, learning_rate=0.01)

@@ -46,7 +46,8 @@ def _cache_rows(cache_dir: Path) -> int:
 @pytest.mark.timeout(600)
 def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monkeypatch):
     import checkray.actors.pool
-    from checkray.actors.costello.embedders import EmbedderSpec, contrast_identity, embed_all
+    from checkray.actors.costello.embedders import contrast_identity, embed_all
+    from checkray.engine.costello.config import EmbedderSpec
 
     model = _tiny(tmp_path)
     specs = [
@@ -140,15 +141,16 @@ def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anc
         assert pq.read_table(tmp_path / "first" / name).equals(pq.read_table(tmp_path / "second" / name)), name
 
     # The repair's anchors (the original model on the benign triples) come from the cache.
+    from checkray.engine.cache import CacheConfig
+    from checkray.engine.costello.config import RepairConfig
+    from checkray.engine.stages import RunDir
     from checkray.jobs.config import load_config
-    from checkray.jobs.costello.repair import RepairJob
+    from checkray.jobs.costello.repair import cached_anchors, read_repair_inputs
 
-    job = RepairJob(
-        load_config(None, {"repair.threshold": "zero"}), violations_dir=str(tmp_path / "first"), model="tiny"
-    )
-    job.check()
-    anchors = job.cached_anchors()
-    benign = {t for triple in job.benign for t in triple}
+    cfg = load_config(None, {"repair.threshold": "zero"})
+    inputs = read_repair_inputs(RunDir(str(tmp_path / "first")), cfg.section(RepairConfig), "tiny")
+    anchors = cached_anchors(cfg.section(CacheConfig), inputs.spec, inputs.benign)
+    benign = {t for triple in inputs.benign for t in triple}
     assert benign and set(anchors) == benign
     stage = tmp_path / "first" / "stages" / "embed"
     vectors = column_to_numpy(pq.read_table(stage / "emb-tiny.parquet").column("embedding"))
@@ -157,7 +159,8 @@ def test_a_costello_rerun_into_a_new_out_embeds_nothing_and_repair_reads_its_anc
 
 
 def test_pooling_variants_of_one_encoder_share_a_group():
-    from checkray.actors.costello.embedders import EmbedderSpec, encoder_groups
+    from checkray.actors.costello.embedders import encoder_groups
+    from checkray.engine.costello.config import EmbedderSpec
 
     def spec(name, model="m", pooling="mean", **kw):
         return EmbedderSpec(name=name, model=model, pooling=pooling, **kw)
@@ -177,7 +180,8 @@ def test_pooling_variants_of_one_encoder_share_a_group():
 
 @pytest.mark.timeout(600)
 def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs(ray_session, tmp_path, monkeypatch):
-    from checkray.actors.costello.embedders import EmbedderSpec, embed_all
+    from checkray.actors.costello.embedders import embed_all
+    from checkray.engine.costello.config import EmbedderSpec
 
     model = _tiny(tmp_path)
     specs = [
@@ -198,7 +202,8 @@ def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs
 def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(ray_session, tmp_path, monkeypatch):
     import ray
 
-    from checkray.actors.costello.embedders import EmbedderSpec, embed_all
+    from checkray.actors.costello.embedders import embed_all
+    from checkray.engine.costello.config import EmbedderSpec
 
     model = _tiny(tmp_path)
     specs = [
@@ -208,7 +213,7 @@ def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(r
     ]
     starts = _record_actor_starts(monkeypatch)
     out = embed_all(WORDS, specs)
-    started = [(s["spec"]["name"], s["threads"]) for s in starts]
+    started = [(s["spec"].name, s["threads"]) for s in starts]
     cpus = int(ray.cluster_resources()["CPU"])
     assert sorted(started[:2]) == [("mean", max(1, cpus // 2)), ("short", max(1, cpus // 2))]
     assert started[2] == ("vectors", cpus)  # after the transformers, every thread

@@ -217,8 +217,8 @@ def test_classifier_rows_prefer_non_seeds_then_top_up():
 
 
 def test_whole_tokenizer_vocabulary_is_the_dictionary(tmp_path):
-    from checkray.actors.costello.embedders import EmbedderSpec
-    from checkray.jobs.costello.inputs import tokenizer_vocabulary
+    from checkray.actors.costello.st_embedder import tokenizer_vocabulary
+    from checkray.engine.costello.config import EmbedderSpec
     from tests.fakes.tiny_hf import build_tiny_bert
 
     path = build_tiny_bert(tmp_path / "bert", ["good film", "bad 2 films"])

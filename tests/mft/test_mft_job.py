@@ -3,13 +3,14 @@
 import json
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
+from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
 from checkray.engine.schema import validate_cases
+from checkray.jobs.base import run_job
 from checkray.jobs.config import load_config
-from checkray.jobs.mft.job import run_mft
+from checkray.jobs.mft.job import MFTJob, run_mft
 from tests.fakes.llm import RuleBasedChat
 
 pytestmark = pytest.mark.ray
@@ -41,8 +42,8 @@ def _cfg(**over):
 def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000
     chat = RuleBasedChat(malformed_every=7)
-    run, _ = run_mft(_cfg(), str(topics_dir), str(tmp_path / "mft"), chat=chat, embed=_embed)
-    suite = validate_cases(pq.read_table(run.path("suite.parquet")))
+    result = run_mft(_cfg(), str(topics_dir), str(tmp_path / "mft"), chat=chat, embed=_embed)
+    suite = validate_cases(result.table("suite.parquet"))
     names = set(suite.column("suite").to_pylist())
     assert names == {"mft-train-original", "mft-train-extended", "mft-test-original", "mft-test-extended"}
     rows = suite.to_pylist()
@@ -54,7 +55,7 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
         r["suite"].endswith("extended") for r, m in zip(rows, metas) if m["paraphrase_of"]
     )
     assert len({r["topic"] for r in rows}) == 3  # second-level MFT topics
-    gates = pq.read_table(run.path("stages/generate/gates.parquet")).to_pylist()
+    gates = result.table("gates.parquet").to_pylist()
     assert {g["gate"] for g in gates} >= {
         "few-shot examples",
         "generated MFTs",
@@ -64,10 +65,40 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     }
     label = [g for g in gates if g["gate"] == "label check"]
     assert sum(g["dropped"] for g in label) > 0  # VADER disagrees or finds neutral text
-    parsing = {p["step"]: p for p in pq.read_table(run.path("stages/generate/parsing.parquet")).to_pylist()}
+    parsing = {p["step"]: p for p in result.run.read_table("stages/generate/parsing.parquet").to_pylist()}
     assert sum(p["unparsed"] for p in parsing.values()) > 0  # malformed answers were counted, not fatal
-    html = (tmp_path / "mft" / "report.html").read_text()
+    html = result.text("report.html")
     assert "Kept and dropped at every gate" in html and "Example cases per MFT topic" in html
+    assert "Table 7" not in html and "evaluate" not in result.stages  # no models: no evaluation
+
+
+@pytest.mark.timeout(600)
+def test_models_are_evaluated_in_a_stage_and_a_rerun_reuses_it(topics_run_2000, tmp_path):
+    _, topics_dir = topics_run_2000
+    cfg = _cfg(**{"mft.versions": 1, "mft.splits": ["test"]})
+    kw = ModelSpec(name="kw", family="callable", path="tests.fakes.models:keyword_sentiment", accuracy=0.75)
+    out = str(tmp_path / "mft")
+    job = MFTJob(cfg, [kw], topics_dir=str(topics_dir), chat=RuleBasedChat(), embed=_embed)
+    first = run_job(job, out)
+    assert not first.stages["evaluate"].skipped
+    assert first.run.exists("benchmark", "results.parquet")  # the benchmark's run, where it always was
+    table7 = first.run.read_table("stages/evaluate/table7.parquet").to_pylist()
+    assert [r["model"] for r in table7] == ["kw"] and table7[0]["Test"] == "75.0%"
+    assert table7[0]["Test MFT (Original)"].endswith("%") and table7[0]["Train MFT (Original)"] == "—"
+    table8 = first.run.read_table("stages/evaluate/table8.parquet").to_pylist()
+    suite = first.table("suite.parquet", columns=["suite", "topic"]).to_pylist()
+    original_topics = {r["topic"] for r in suite if r["suite"].endswith("-original")}
+    assert [r["model"] for r in table8] == ["kw"] and set(table8[0]) == {"model", *original_topics}
+    html = first.text("report.html")
+    assert "Table 7 layout" in html and "Table 8 layout" in html and "75.0%" in html
+
+    again = run_job(MFTJob(cfg, [kw], topics_dir=str(topics_dir), chat=RuleBasedChat(), embed=_embed), out)
+    assert all(rec.skipped for rec in again.stages.values())  # nothing recomputed, the evaluation included
+    assert again.text("report.html").count("75.0%") == html.count("75.0%")
+    retrained = kw.model_copy(update={"accuracy": 0.5})
+    third = run_job(MFTJob(cfg, [retrained], topics_dir=str(topics_dir), chat=RuleBasedChat(), embed=_embed), out)
+    assert not third.stages["evaluate"].skipped and third.stages["suite"].skipped
+    assert third.run.read_table("stages/evaluate/table7.parquet").column("Test").to_pylist() == ["50.0%"]
 
 
 @pytest.mark.timeout(120)
@@ -84,7 +115,7 @@ def test_llm_that_labels_everything_hard_gives_a_clear_error(topics_run_2000, tm
 
 
 def test_not_a_topics_run(tmp_path):
-    with pytest.raises(InputError, match="not a finished topics run"):
+    with pytest.raises(InputError, match="not a finished 'topics' run"):
         run_mft(_cfg(), str(tmp_path), str(tmp_path / "m"), chat=RuleBasedChat(), embed=_embed)
 
 

@@ -124,7 +124,7 @@ def test_lexicon_rule_is_vaders_compound():
 
 
 def test_judge_choice_avoids_models_trained_on_the_seed_sentences(tmp_path):
-    from checkray.jobs.s2lct.consistency import choose_judge
+    from checkray.engine.s2lct.consistency import choose_judge
 
     sentences = [f"sentence number {i} is here" for i in range(50)]
     corpus = tmp_path / "train.csv"
@@ -136,11 +136,11 @@ def test_judge_choice_avoids_models_trained_on_the_seed_sentences(tmp_path):
     seen = ModelSpec(name="seen", family="sklearn", path="x", accuracy=0.9, meta=meta)
     zero = ModelSpec(name="zero", family="llm_zero_shot", accuracy=0.7)
     lex = ModelSpec(name="lex", family="vader", accuracy=0.95)
-    spec, share, notes = choose_judge([seen, zero, lex], None, sentences, 0.05)
-    assert spec.name == "zero" and share == 0.0 and "WARNING" not in " ".join(notes)
-    spec, share, notes = choose_judge([seen, lex], None, sentences, 0.05)
-    assert spec.name == "seen" and 0.7 <= share <= 0.9 and "WARNING" in notes[1]  # 80% train split
-    spec, share, _ = choose_judge([seen, zero], None, ["never seen before"], 0.05)
-    assert spec.name == "seen" and share == 0.0  # other data: the stronger model judges
+    judge = choose_judge([seen, zero, lex], None, sentences, 0.05)
+    assert judge.spec.name == "zero" and judge.overlap == 0.0 and "WARNING" not in " ".join(judge.notes)
+    judge = choose_judge([seen, lex], None, sentences, 0.05)
+    assert judge.spec.name == "seen" and 0.7 <= judge.overlap <= 0.9 and "WARNING" in judge.notes[1]  # 80% train split
+    judge = choose_judge([seen, zero], None, ["never seen before"], 0.05)
+    assert judge.spec.name == "seen" and judge.overlap == 0.0  # other data: the stronger model judges
     with pytest.raises(InputError, match="no model named nope"):
         choose_judge([seen], "nope", sentences, 0.05)

@@ -251,8 +251,8 @@ def test_bigram_lm_prefers_the_seen_continuation():
 
 
 def test_table3_counts_pass_to_fail():
+    from checkray.engine.s2lct.tables import s2lct_table3
     from checkray.engine.schema import make_cases
-    from checkray.jobs.s2lct.evaluate import table3
 
     def case(cid, kind, seed=None):
         meta = {"kind": kind, **({"seed_case_id": seed} if seed else {})}
@@ -277,7 +277,7 @@ def test_table3_counts_pass_to_fail():
     )
     outcome = {"s1": True, "s2": False, "e1": False, "e2": True, "e3": False}
     results = pa.table({"model": ["m"] * 5, "case_id": list(outcome), "pass": list(outcome.values())})
-    [row] = table3(results, suite)
+    [row] = s2lct_table3(results, suite).to_pylist()
     assert row == {
         "model": "m",
         "capability": "LC9",
@@ -287,6 +287,67 @@ def test_table3_counts_pass_to_fail():
         "exp_fail_pct": 66.67,
         "pass_to_fail": 1,
     }
+
+
+def test_failures_explained_first_are_pass_to_fail_one_per_capability():
+    from checkray.engine.s2lct.explain import pick_failures
+
+    meta = {"s1": {"kind": "seed"}, "e1": {"kind": "expansion", "seed_case_id": "s1"}, "s2": {"kind": "seed"}}
+    meta |= {"e2": {"kind": "expansion", "seed_case_id": "s1"}, "s3": {"kind": "seed"}}
+
+    def row(cid, cap, passed, predicted="negative"):
+        return {"case_id": cid, "capability": cap, "pass": passed, "predicted": predicted}
+
+    rows = [
+        row("s1", "LC1", True),
+        row("s2", "LC1", False),
+        row("s3", "LC2", False),
+        row("e1", "LC1", False),
+        row("e2", "LC1", False),
+        row("x", "LC3", False, predicted="neutral"),  # not one of the model's labels: cannot be explained
+    ]
+    meta["x"] = {"kind": "seed"}
+    picked = [r["case_id"] for r in pick_failures(rows, meta, ["negative", "positive"], 3)]
+    assert picked == ["e1", "s3", "e2"]  # pass-to-fail first, then one of another capability, then the rest
+    assert [r["case_id"] for r in pick_failures(rows, meta, ["negative", "positive"], 1)] == ["e1"]
+
+
+def test_evaluation_models_follow_the_family_traits():
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.s2lct.config import S2lctConfig
+    from checkray.engine.s2lct.models import evaluation_models
+
+    torch = ModelSpec(name="minilm_ft", family="hf", path="x")
+    lr = ModelSpec(name="tfidf_lr", family="sklearn", path="y")
+    vader = ModelSpec(name="vader", family="vader")
+    plan = evaluation_models([lr, torch, vader], S2lctConfig())
+    assert [sp.name for sp in plan.coverage] == [sp.name for sp in plan.explain] == ["minilm_ft"]
+    assert len(plan.benchmark) == 3 and not plan.notes
+    plan = evaluation_models([lr, vader], S2lctConfig())
+    assert not plan.coverage and [sp.name for sp in plan.explain] == ["tfidf_lr"]  # no neurons: the first model
+    assert plan.notes == ("neuron coverage: no torch model (family hf) among the models under test",)
+    off = S2lctConfig.model_validate({"coverage": {"enabled": False}, "explain": {"failures": 0}})
+    plan = evaluation_models([lr, torch], off)
+    assert not plan.coverage and not plan.explain and not plan.notes
+    chosen = S2lctConfig.model_validate({"explain": {"models": ["vader"]}, "coverage": {"models": []}})
+    plan = evaluation_models([lr, torch, vader], chosen)
+    assert not plan.coverage and [sp.name for sp in plan.explain] == ["vader"]
+
+
+def test_filler_backends_are_registry_records():
+    from pydantic import ValidationError
+
+    from checkray.engine.s2lct.config import FillerConfig, filler_backend, filler_name
+    from checkray.engine.s2lct.fillers import FILLERS
+
+    assert FILLERS.names() == ["hf", "offline"]
+    assert FILLERS.record("offline").lm_scored and not FILLERS.record("hf").lm_scored
+    assert filler_backend(FillerConfig()) == "offline" and filler_name(FillerConfig()) == "bigram-lm+vectors:builtin:md"
+    mlm = FillerConfig(hf_model="some/mlm")
+    assert filler_backend(mlm) == "hf" and filler_name(mlm) == "hf:some/mlm"
+    assert filler_backend(FillerConfig(backend="offline", hf_model="some/mlm")) == "offline"
+    with pytest.raises(ValidationError, match=r"one of: auto, hf, offline \(got 'bert'\)"):
+        FillerConfig(backend="bert")
 
 
 def reversed_bounds(values, low, high):
@@ -324,22 +385,22 @@ def test_boundary_coverage_and_minimal_tokens():
     assert expl.kept == [1, 3]
 
 
-def test_layer_activations_of_a_tiny_bert(tmp_path):
+def test_layer_summaries_of_a_tiny_bert(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from checkray.engine.s2lct.coverage import layer_activations, layer_summaries
+    from checkray.engine.s2lct.coverage import layer_summaries
     from tests.fakes.tiny_hf import build_tiny_bert
 
     texts = ["the film is good", "the film is bad", "a dull film"]
     path = build_tiny_bert(tmp_path / "bert", texts)
     model = AutoModelForSequenceClassification.from_pretrained(path)
     tok = AutoTokenizer.from_pretrained(path)
-    acts = layer_activations(model, tok, texts, batch_size=2)
+    acts = layer_summaries(model, tok, texts, batch_size=1)["mean"]  # no padding at all
     assert acts.shape == (3, 2 * 32)  # 2 layers x hidden 32
     assert not np.allclose(acts[0], acts[2])
     assert json.dumps(acts.tolist())  # finite numbers
     summary = layer_summaries(model, tok, texts, batch_size=2)
-    assert np.allclose(summary["mean"], acts)
+    assert np.allclose(summary["mean"], acts, atol=1e-5)  # padding does not count in the mean
     assert np.all(summary["max"] >= summary["mean"] - 1e-6) and np.all(summary["min"] <= summary["mean"] + 1e-6)
     assert np.any(summary["max"] > summary["mean"] + 1e-3)  # a unit varies over the tokens
     # Padding is not a token: a sentence's extremes do not change with the batch it is in.
@@ -356,6 +417,9 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
     from checkray.actors.s2lct.mask_filler import ExpansionActor
+    from checkray.engine.s2lct.config import FillerConfig
+    from checkray.engine.s2lct.grammar import MaskSampling
+    from checkray.engine.s2lct.reference import ReferenceGrammar
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     words = ["or", "both", ".", "ways", "things", "disasters"]
@@ -371,16 +435,9 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     )
     BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
     tokenizer.save_pretrained(tmp_path / "mlm")
-    actor = ExpansionActor(
-        reference={"NP": [(["DT", "NNS"], 3)]},
-        vocabulary={},
-        backend="hf",
-        hf_model=str(tmp_path / "mlm"),
-        k=2,
-        candidates=len(specials) + len(words),
-        keep=3,
-        keep_columns=("case_id",),
-    )
+    filler = FillerConfig(backend="hf", hf_model=str(tmp_path / "mlm"), candidates=len(specials) + len(words), keep=3)
+    grammar = ReferenceGrammar(productions={"NP": [(("DT", "NNS"), 3)]}, vocabulary={}, unigrams={}, bigrams={})
+    actor = ExpansionActor(filler, grammar, MaskSampling(k=2), keep_columns=("case_id",))
     out = actor(pa.table({"case_id": ["s1"], "text": ["Or both."], "rule": pa.nulls(1, pa.string())})).to_pylist()[0]
     assert out["tree"] == "(FRAG (CC Or) (NP (DT both)) (. .))" and out["parser"] == "spacy-dep2const"
     [masked] = json.loads(out["expansions"])
@@ -396,7 +453,7 @@ def test_saved_grammar_is_read_back_and_a_wrong_file_is_one_line_error(tmp_path)
     import pyarrow.parquet as pq
 
     from checkray.engine.errors import InputError
-    from checkray.jobs.s2lct.job import read_grammar
+    from checkray.jobs.s2lct.stages import read_grammar
 
     grammar = grammar_table(count_productions(["(NP (DT some) (NNS things))", "(NP (DT all))"]))
     pq.write_table(grammar, tmp_path / "grammar.parquet")

@@ -69,10 +69,10 @@ def test_the_judge_reads_only_what_no_run_had_it_read(tmp_path, counting):
 
 
 def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
-    from checkray.jobs.s2lct.config import S2lctConfig
-    from checkray.jobs.s2lct.evaluate import explanation_rows
+    from checkray.engine.s2lct.config import ExplainConfig
+    from checkray.jobs.s2lct.evaluate import explain_failures
 
-    s = S2lctConfig.model_validate({"explain": {"failures": 2}})
+    e = ExplainConfig(failures=2)
     suite = pa.table(
         {
             "case_id": ["a", "b"],
@@ -93,7 +93,7 @@ def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
         from checkray.actors.models import load_model
 
         clf = load_model(KEYWORD)
-        return explanation_rows(results, suite, [(KEYWORD, clf)], s, with_cache), clf
+        return explain_failures(results, suite, [(KEYWORD, clf)], e, with_cache), clf
 
     cold, clf = explain(cache)
     assert len(cold) == 2 and clf.predicted  # occlusions and prefixes were scored

@@ -138,7 +138,17 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     assert (out / "benchmark" / "results.parquet").exists()
     assert not list(out.glob("*.tmp-*"))
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["job"] == "s2lct" and manifest["published"] == ["suite.parquet", "grammar.parquet", "report.html"]
+    assert manifest["job"] == "s2lct" and manifest["published"] == [
+        "suite.parquet",
+        "grammar.parquet",
+        "table3.parquet",  # no torch model among the models: no coverage.parquet
+        "consistency.parquet",
+        "consistency_summary.parquet",
+        "report.html",
+    ]
+    assert [q["file"] for q in manifest["quality"]] == ["consistency_summary.parquet"]
+    # The evaluation ran as stages: a rerun reuses every one of them.
+    assert {"suite", "benchmark", "table3", "explain", "consistency"} <= set(manifest["stages"])
 
 
 def test_bad_capability_file_is_one_line_error(tmp_path, monkeypatch, capsys, corpus_csv):

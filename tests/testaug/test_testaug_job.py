@@ -16,6 +16,7 @@ from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import ConfigError, InputError
 from checkray.engine.llm import make_generation
 from checkray.engine.schema import validate_cases
+from checkray.engine.testaug.config import ValidityConfig
 from checkray.jobs.config import load_config
 from checkray.jobs.testaug.job import run_testaug
 from tests.fakes.llm import RuleBasedAugChat
@@ -92,8 +93,9 @@ def test_testaug_end_to_end(ray_session, tmp_path):
         ModelSpec(name="keywords", family="callable", path="tests.fakes.models:keyword_sentiment"),
     ]
     chat = RuleBasedAugChat()
-    run, sections = run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)
-    suite = validate_cases(pq.read_table(run.path("suite.parquet")))
+    result = run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)
+    run = result.run
+    suite = validate_cases(result.table("suite.parquet"))
     rows = suite.to_pylist()
     assert {r["suite"] for r in rows} == {"testaug-gpt", "testaug-expansion"}
     assert all(r["method"] == "testaug" for r in rows)
@@ -117,6 +119,7 @@ def test_testaug_end_to_end(ray_session, tmp_path):
     assert 0 < table5["T_TestAug"]["self_bleu4"] < 1
     summary = pq.read_table(run.path("benchmark/summary.parquet")).to_pylist()
     assert {r["model"] for r in summary} == {"tiny_lr", "keywords"}
+    assert pq.read_table(run.path("stages/benchmark/data.parquet")).to_pylist() == summary  # the report's table
     assert {r["topic"] for r in summary} == {d["description"] for d in SPEC}
     patch = pq.read_table(run.path("stages/patch/data.parquet")).to_pylist()
     assert {r["column"] for r in patch} == {
@@ -138,11 +141,17 @@ def test_testaug_end_to_end(ray_session, tmp_path):
         "failure rates per description",
     ):
         assert needle in html
-    sheet = [json.loads(x) for x in (tmp_path / "out" / "annotate.jsonl").read_text().splitlines()]
+    sheet = [json.loads(x) for x in result.text("annotate.jsonl").splitlines()]
     assert len(sheet) == 12 and all(s["validity"] is None and s["llm_validity"] in (0, 1) for s in sheet)
+    assert list(sheet[0]) == ["description", "capability", "label", "text", "text_pair", "validity", "llm_validity"]
+    decided = result.table("validity_decisions.parquet").to_pylist()
+    assert [d["key"] for d in decided] == ["d01", "d02"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert [q["file"] for q in manifest["quality"]] == ["validity_decisions.parquet"]
     calls = chat.calls
-    run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)  # rerun: every stage cached, no LLM call
-    assert chat.calls == calls
+    again = run_testaug(cfg, str(tmp_path / "out"), specs, chat=chat)  # rerun: every stage cached, no LLM call
+    assert chat.calls == calls and all(rec.skipped for rec in again.stages.values())
+    assert again.table("suite.parquet").equals(result.table("suite.parquet"))
 
 
 def test_missing_spec_is_one_line(tmp_path):
@@ -191,22 +200,22 @@ def test_people_annotations_and_classifier_filter(tmp_path):
     from checkray.actors.testaug.validity import train_validity
 
     over = _small_run(tmp_path, **{"testaug.llm_labeler": False})
-    first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
+    first = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat()).run
     parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
     people = [{"text": r["text"], "validity": int("pilot" not in r["text"])} for r in parsed[:4]]
     assert 0 < sum(p["validity"] for p in people) < 4  # under 90 % valid: d01 must be filtered
     (tmp_path / "people.jsonl").write_text("".join(json.dumps(p) + "\n" for p in people), encoding="utf-8")
     clf_rows = [{"text": r["text"], "validity": int("really" not in r["text"])} for r in parsed]
-    train_validity(clf_rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
+    train_validity(clf_rows, ValidityConfig(backend="embedding_lr", seed=0)).save(str(tmp_path / "clf"))
     chat = RuleBasedAugChat()
-    run, _ = run_testaug(
+    run = run_testaug(
         load_config(
             None,
             {**over, "testaug.annotations": str(tmp_path / "people.jsonl"), "testaug.validity": str(tmp_path / "clf")},
         ),
         str(tmp_path / "b"),
         chat=chat,
-    )
+    ).run
     decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
     assert decisions["d01"]["annotated_by"] == "people" and decisions["d01"]["filter"]
     assert decisions["d01"]["valid_share"] == sum(p["validity"] for p in people) / 4
@@ -229,22 +238,22 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
     from checkray.actors.testaug.validity import train_validity
 
     over = _small_run(tmp_path)
-    first, _ = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat())
+    first = run_testaug(load_config(None, over), str(tmp_path / "a"), chat=RuleBasedAugChat()).run
     parsed = [r for r in pq.read_table(first.path("stages/parse/data.parquet")).to_pylist() if r["key"] == "d01"]
     rows = [
         {"text": r["text"], "validity": int("really" not in r["text"]), "description": SPEC[0]["description"]}
         for r in parsed
     ]
     assert 0 < sum(r["validity"] for r in rows) < len(rows)
-    train_validity(rows, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf"))
+    train_validity(rows, ValidityConfig(backend="embedding_lr", seed=0)).save(str(tmp_path / "clf"))
     meta = json.loads((tmp_path / "clf" / "metadata.json").read_text())
     assert meta["descriptions"] == [SPEC[0]["description"]]
 
-    run, _ = run_testaug(
+    run = run_testaug(
         load_config(None, {**over, "testaug.validity": str(tmp_path / "clf"), "testaug.threshold": 1.0}),
         str(tmp_path / "b"),
         chat=RuleBasedAugChat(),
-    )
+    ).run
     decisions = {d["key"]: d for d in pq.read_table(run.path("stages/validity/decisions.parquet")).to_pylist()}
     assert decisions["d01"]["classifier"] and not decisions["d02"]["classifier"]
     cases = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
@@ -258,12 +267,12 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
     assert decisions["d02"]["filter"] and {c["decided_by"] for c in d02} == {"llm labeler"}
 
     other = [{**r, "description": "A neutral sentence about the weather."} for r in rows]
-    train_validity(other, "embedding_lr", "builtin:minilm").save(str(tmp_path / "clf_other"))
-    run, _ = run_testaug(
+    train_validity(other, ValidityConfig(backend="embedding_lr", seed=0)).save(str(tmp_path / "clf_other"))
+    run = run_testaug(
         load_config(None, {**over, "testaug.validity": str(tmp_path / "clf_other"), "testaug.llm_labeler": False}),
         str(tmp_path / "c"),
         chat=RuleBasedAugChat(),
-    )
+    ).run
     cases = pq.read_table(run.path("stages/validity/data.parquet")).to_pylist()
     assert all(c["valid_p"] is None for c in cases) and "classifier" not in {c["decided_by"] for c in cases}
 
@@ -271,9 +280,11 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
 def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_path):
     """By default a model's common test set holds the cases whose label it can produce: a
     binary model is not scored on neutral cases (``patch.test_cases: all`` scores them)."""
+    from checkray.actors.testaug.patch import patched_failure_rates
     from checkray.engine.benchmark.expectations import ExpectationSettings
     from checkray.engine.schema import make_cases
-    from checkray.jobs.testaug.patch import patched_failure_rates
+    from checkray.engine.testaug.config import PatchConfig
+    from checkray.jobs.zoo.job import embed_stage_name
 
     spec = _zoo_model(tmp_path)
     polar = [("a great flight", "positive"), ("a terrible seat", "negative"), ("good fun", "positive")] * 4
@@ -294,7 +305,8 @@ def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_pa
     settings = ExpectationSettings()
     by_mode = {}
     for mode in ("trainable", "all"):
-        out, skipped = patched_failure_rates(suites, [spec], [11], 0.5, settings, test_cases=mode)
+        patch = PatchConfig(seeds=[11], test_fraction=0.5, test_cases=mode)
+        out, skipped = patched_failure_rates(suites, [spec], patch, settings, embeddings_stage=embed_stage_name)
         assert not skipped and {r["column"] for r in out} == {"Unpatched", "T_A", "T_B"}
         by_mode[mode] = out
     n_all = by_mode["all"][0]["test_cases"]
@@ -341,13 +353,13 @@ def test_descriptions_short_of_min_kept_are_topped_up_and_resume_without_asking_
     description more prompts (round by round, within its budget) until it has enough kept
     cases; the new cases flow into expansion and the suite; a rerun asks the LLM nothing."""
     over = _small_run(tmp_path, **{"testaug.prompts_per_description": 1, "testaug.first_sample": 3})
-    plain, _ = run_testaug(load_config(None, over), str(tmp_path / "plain"), chat=_StrictLabeler())
+    plain = run_testaug(load_config(None, over), str(tmp_path / "plain"), chat=_StrictLabeler()).run
     before = {d["key"]: d for d in pq.read_table(plain.path("stages/topup/decisions.parquet")).to_pylist()}
     assert all(d["filter"] and d["topup_prompts"] == 0 and d["kept"] < 8 for d in before.values())
 
     over = {**over, "testaug.min_kept": 8, "testaug.max_prompts_per_description": 6}
     chat = _StrictLabeler()
-    run, _ = run_testaug(load_config(None, over), str(tmp_path / "topped"), chat=chat)
+    run = run_testaug(load_config(None, over), str(tmp_path / "topped"), chat=chat).run
     decisions = {d["key"]: d for d in pq.read_table(run.path("stages/topup/decisions.parquet")).to_pylist()}
     for key, d in decisions.items():
         assert d["topup_prompts"] > 0 and d["kept"] > before[key]["kept"]

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from checkray.engine.errors import InputError
+from checkray.engine.testaug.config import TestAugConfig as AugSection
 from checkray.jobs.config import load_config
-from checkray.jobs.testaug.config import TestAugConfig as AugSection
 from checkray.jobs.testaug.job import load_descriptions, spec_labels
 
 POOL = {"adj": ["good", "great"], "noun": ["flight", "seat"]}

@@ -100,7 +100,7 @@ def test_a_server_that_never_answers_stops_the_run_in_one_line(ray_session, tmp_
 @pytest.mark.timeout(300)
 def test_malformed_usage_is_harmless(ray_session, tmp_path):
     with FaultyLLMServer("bad_usage") as server:
-        run, _ = run_testaug(load_config(config_file(tmp_path, server)), str(tmp_path / "out"))
+        result = run_testaug(load_config(config_file(tmp_path, server)), str(tmp_path / "out"))
         assert server.count() == server.count(ok=True) > 6
     assert json.loads((tmp_path / "out/manifest.json").read_text())["incomplete"] == {}
-    assert run.read_table("suite.parquet").num_rows > 0
+    assert result.table("suite.parquet").num_rows > 0

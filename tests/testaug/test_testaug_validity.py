@@ -9,6 +9,7 @@ import pytest
 
 from checkray.actors.testaug.validity import ValidityClassifier, score_validity, train_validity
 from checkray.engine.errors import InputError
+from checkray.engine.testaug.config import ValidityConfig
 from checkray.engine.testaug.validity import read_annotations, repeated_annotations
 from checkray.engine.training import FineTuneConfig
 
@@ -156,8 +157,8 @@ def test_annotations_as_csv_or_parquet_read_as_their_json_lines(tmp_path, annota
 
 
 def test_each_backend_defaults_to_the_encoder_it_scores_best_with():
+    from checkray.engine.errors import ConfigError
     from checkray.jobs.config import load_config
-    from checkray.jobs.testaug.config import ValidityConfig
 
     default = load_config(None, {}).section(ValidityConfig)
     assert (default.backend, default.encoder) == ("finetune", "builtin:mpnet")
@@ -166,6 +167,8 @@ def test_each_backend_defaults_to_the_encoder_it_scores_best_with():
     assert (quick.backend, quick.encoder) == ("embedding_lr", "builtin:minilm")
     chosen = load_config(None, {"validity.backend": "embedding_lr", "validity.encoder": "/m"}).section(ValidityConfig)
     assert chosen.encoder == "/m"
+    with pytest.raises(ConfigError, match="one of: embedding_lr, finetune"):
+        load_config(None, {"validity.backend": "svm"})
 
 
 @pytest.mark.timeout(120)
@@ -189,15 +192,8 @@ def test_finetune_backend_saves_and_reloads(tmp_path, annotations):
 
     rows = read_annotations(annotations)
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
-    clf = train_validity(
-        rows,
-        "finetune",
-        str(base),
-        seed=0,
-        finetune=FineTuneConfig(
-            train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0
-        ),
-    )
+    ft = FineTuneConfig(train_size=None, epochs=20, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
+    clf = train_validity(rows, ValidityConfig(backend="finetune", encoder=str(base), seed=0, finetune=ft))
     before = clf.predict_proba([r["text"] for r in rows])
     clf.save(str(tmp_path / "ft"))
     again = ValidityClassifier.load(str(tmp_path / "ft"))
@@ -214,8 +210,8 @@ def test_a_save_cut_off_over_an_older_classifier_is_refused_not_mixed(tmp_path, 
 
     rows = read_annotations(annotations)
     out = str(tmp_path / "clf")
-    train_validity(rows, "embedding_lr", "builtin:minilm", seed=0).save(out)
-    newer = train_validity(rows[:-1], "embedding_lr", "builtin:minilm", seed=1)
+    train_validity(rows, ValidityConfig(backend="embedding_lr", seed=0)).save(out)
+    newer = train_validity(rows[:-1], ValidityConfig(backend="embedding_lr", seed=1))
 
     write = RunDir.write_bytes
 
@@ -250,7 +246,8 @@ def test_one_classifier_for_several_descriptions_reads_each_cases_description(tm
     rows += [{"text": t, "validity": 1, "description": PRAISE} for t in INVALID]
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID + [NEGATED, PRAISE])
     ft = FineTuneConfig(train_size=None, epochs=30, max_length=32, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
-    clf = train_validity(rows, "finetune", str(base), seed=0, finetune=ft, class_weight="none")
+    config = ValidityConfig(backend="finetune", encoder=str(base), seed=0, finetune=ft)
+    clf = train_validity(rows, config.model_copy(update={"class_weight": "none"}))
     assert clf.reads_description and clf.descriptions == [NEGATED, PRAISE]
     clf.save(str(tmp_path / "clf"))
     again = ValidityClassifier.load(str(tmp_path / "clf"))
@@ -259,15 +256,20 @@ def test_one_classifier_for_several_descriptions_reads_each_cases_description(tm
 
     unnamed = [*rows, {"text": "No one enjoys it.", "validity": 1, "description": None}]
     with pytest.raises(InputError, match="judges 2 descriptions but 1 rows name none"):
-        train_validity(unnamed, "finetune", str(base), seed=0, finetune=ft)
+        train_validity(unnamed, config)
     with pytest.raises(InputError, match="judges 2 descriptions but 1 rows name none"):
         score_validity(again, unnamed)
 
 
-def test_the_job_leads_cases_with_their_description_for_such_a_classifier(monkeypatch):
+def _case(key: str, text: str):
+    from checkray.engine.testaug.judges import GeneratedCase
+
+    return GeneratedCase(key, 0, text, None, "[]")
+
+
+def test_the_job_leads_cases_with_their_description_for_such_a_classifier():
+    from checkray.engine.testaug.judges import CaseJudges
     from checkray.engine.testaug.prompt import Description
-    from checkray.jobs.testaug.config import TestAugConfig
-    from checkray.jobs.testaug.metrics import CaseJudges
 
     seen = []
 
@@ -278,18 +280,18 @@ def test_the_job_leads_cases_with_their_description_for_such_a_classifier(monkey
 
     for reads in (True, False):
         meta = {"descriptions": [NEGATED, PRAISE], "reads_description": reads}
-        monkeypatch.setattr(ValidityClassifier, "load", classmethod(lambda cls, d, m=meta: Reader("finetune", meta=m)))
         descs = [Description(k, "cap", d, "negative", False, []) for k, d in (("d01", NEGATED), ("d02", PRAISE))]
-        judges = CaseJudges(TestAugConfig(validity="clf"), descs)
+        judges = CaseJudges(descs, classifier=Reader("finetune", meta=meta))
         seen.clear()
-        judges.annotate([{"key": "d02", "text": "What a crew!", "text_pair": None}])
+        case = _case("d02", "What a crew!")
+        judges.annotate([case])
         assert seen == ([f"{PRAISE} [SEP] What a crew!"] if reads else ["What a crew!"])
+        assert (case.valid_p, case.valid_clf) == (0.9, 1)
 
 
 def test_the_job_matches_peoples_verdicts_by_description_and_text(tmp_path):
+    from checkray.engine.testaug.judges import CaseJudges, people_verdicts
     from checkray.engine.testaug.prompt import Description
-    from checkray.jobs.testaug.config import TestAugConfig
-    from checkray.jobs.testaug.metrics import CaseJudges
 
     ann = _write(
         tmp_path / "people.jsonl",
@@ -301,9 +303,9 @@ def test_the_job_matches_peoples_verdicts_by_description_and_text(tmp_path):
         ],
     )
     descs = [Description(k, "cap", d, "negative", False, []) for k, d in (("d01", NEGATED), ("d02", PRAISE))]
-    judges = CaseJudges(TestAugConfig(annotations=str(ann), llm_labeler=False), descs)
+    judges = CaseJudges(descs, people=people_verdicts(read_annotations(ann), descs))
     cases = [
-        {"key": key, "text": text, "text_pair": None}
+        _case(key, text)
         for key, text in (
             ("d01", "What a crew!"),
             ("d02", "what a  CREW"),
@@ -313,7 +315,7 @@ def test_the_job_matches_peoples_verdicts_by_description_and_text(tmp_path):
         )
     ]
     judges.annotate(cases)
-    assert [c["valid_people"] for c in cases] == [0, 1, 1, 0, None]
+    assert [c.valid_people for c in cases] == [0, 1, 1, 0, None]
 
 
 def test_a_classifier_of_one_description_reads_the_text_alone():
@@ -341,13 +343,12 @@ def test_a_finetune_ensemble_averages_its_members_and_reloads(tmp_path, annotati
     base = build_tiny_bert(tmp_path / "tiny", VALID + INVALID)
     ft = FineTuneConfig(train_size=None, epochs=3, max_length=16, batch_size=8, learning_rate=5e-3, warmup_ratio=0.0)
     steps = []
-    clf = train_validity(
-        rows, "finetune", str(base), seed=0, finetune=ft, ensemble=2, on_step=lambda *s: steps.append(s)
-    )
-    assert len(clf._members) == 2 and clf.meta["finetune"]["ensemble"] == 2
+    config = ValidityConfig(backend="finetune", encoder=str(base), seed=0, finetune=ft)
+    clf = train_validity(rows, config.model_copy(update={"ensemble": 2}), on_step=lambda *s: steps.append(s))
+    assert len(clf.model.members) == 2 and clf.meta["finetune"]["ensemble"] == 2
     # progress over both members: 16 oversampled cases, batches of 8, 3 epochs = 6 steps each
     assert steps == [(done, 12) for done in range(1, 13)]
-    single = [train_validity(rows, "finetune", str(base), seed=s, finetune=ft).predict_proba(texts) for s in (0, 1)]
+    single = [train_validity(rows, config.model_copy(update={"seed": s})).predict_proba(texts) for s in (0, 1)]
     assert abs(single[0] - single[1]).max() > 1e-4, "members of other seeds differ"
     assert abs(clf.predict_proba(texts) - (single[0] + single[1]) / 2).max() < 1e-5
     clf.save(str(tmp_path / "ens"))
@@ -359,9 +360,9 @@ def test_a_finetune_ensemble_averages_its_members_and_reloads(tmp_path, annotati
 
 
 def test_the_llm_labeler_shows_the_descriptions_valid_examples_when_given():
-    from checkray.actors.testaug.validity import llm_label
     from checkray.engine.llm import GenerationParams, make_generation
     from checkray.engine.testaug.prompt import ParseCount
+    from checkray.engine.testaug.validity import llm_label
 
     seen = []
 

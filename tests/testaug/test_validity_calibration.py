@@ -34,3 +34,27 @@ def test_predict_uses_the_threshold():
 def test_unknown_class_weight_is_one_line():
     with pytest.raises(InputError, match="unknown class_weight 'heavy'"):
         ValidityClassifier("embedding_lr", class_weight="heavy")
+
+
+def _fake_fit(monkeypatch, cls, sizes: list[int]):
+    """``cls``'s fit records how many cases it was fitted on; P(valid) = 0.9 for 'no' texts."""
+
+    def fit(self, texts, valid, seed, on_step=None):
+        sizes.append(len(texts))
+        return {}
+
+    monkeypatch.setattr(cls, "fit", fit)
+    monkeypatch.setattr(cls, "predict_proba", lambda self, texts: np.array([0.9 if "no" in t else 0.2 for t in texts]))
+
+
+@pytest.mark.parametrize("backend, fits", [("embedding_lr", [11, 14]), ("finetune", [11])])
+def test_calibration_holds_out_a_fifth_and_a_quick_backend_refits_on_every_case(monkeypatch, backend, fits):
+    from checkray.actors.testaug.validity import EmbeddingHead, FineTunedEncoder
+
+    sizes: list[int] = []
+    _fake_fit(monkeypatch, EmbeddingHead if backend == "embedding_lr" else FineTunedEncoder, sizes)
+    texts = [f"no {i}" for i in range(7)] + [f"yes {i}" for i in range(7)]
+    clf = ValidityClassifier(backend, calibrate=True).fit(texts, [1] * 7 + [0] * 7, seed=0)
+    assert sizes == fits  # the quick backend is refitted on all 14 once the threshold is chosen
+    assert clf.meta["calibration"] == {"cases": 3, "threshold": clf.threshold}
+    assert 0.2 < clf.threshold <= 0.9 and clf.meta["n_train"] == 14

@@ -10,6 +10,7 @@ import pytest
 from checkray.engine.config import RuntimeConfig
 from checkray.engine.errors import InputError
 from checkray.engine.runtime import ActorPlan
+from checkray.engine.testaug.config import ValidityConfig
 from checkray.engine.training import FineTuneConfig
 from checkray.jobs.testaug.validity import cluster_gpu_plan, train_on_cluster, training_plan
 
@@ -44,11 +45,12 @@ def test_the_task_returns_a_classifier_the_driver_can_use(ray_session, tmp_path)
     base = str(build_tiny_bert(tmp_path / "tiny", VALID + INVALID))
     rows = [{"text": t, "validity": 1} for t in VALID] + [{"text": t, "validity": 0} for t in INVALID]
     plan = ActorPlan("cpu", 1, num_cpus=1.0, num_gpus=0.0, threads=1)  # the GPU plan's task, on a CPU
-    clf = train_on_cluster(plan, (rows, "finetune", base, 0, TINY, "balanced", False, 1), 240)
+    config = ValidityConfig(backend="finetune", encoder=base, seed=0, finetune=TINY)
+    clf = train_on_cluster(plan, rows, config, 240)
     probs = clf.predict_proba([r["text"] for r in rows])
     assert ((probs >= 0.5) == np.array([r["validity"] for r in rows])).mean() >= 0.75
     clf.save(str(tmp_path / "clf"))
     assert ValidityClassifier.load(str(tmp_path / "clf")).backend == "finetune"
     only_valid = [{"text": t, "validity": 1} for t in VALID]
     with pytest.raises(InputError, match="need valid and invalid cases"):
-        train_on_cluster(plan, (only_valid, "finetune", base, 0, TINY, "balanced", False, 1), 240)
+        train_on_cluster(plan, only_valid, config, 240)

@@ -59,10 +59,11 @@ def test_rerun_resumes_from_checkpoints_with_identical_output(topics_run):
     reps_before = pq.read_table(out / "representatives.parquet")
     marker = json.loads((out / "stages/layout/_SUCCESS.json").read_text())
     os.remove(out / "stages/describe/_SUCCESS.json")  # as if the job died in the last stage
-    run_topics(cfg, str(out))
+    result = run_topics(cfg, str(out))
     assert json.loads((out / "stages/layout/_SUCCESS.json").read_text()) == marker  # not recomputed
-    assert pq.read_table(out / "assignments.parquet").equals(before)
-    assert pq.read_table(out / "representatives.parquet").equals(reps_before)
+    assert result.stages["layout"].skipped and not result.stages["describe"].skipped
+    assert result.table("assignments.parquet").equals(before)
+    assert result.table("representatives.parquet").equals(reps_before)
 
 
 def _cli(*args, cwd=None):

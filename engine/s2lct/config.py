@@ -1,14 +1,14 @@
-"""Config section(s) of the job: ReferenceSource, FillerConfig, CoverageConfig, ExplainConfig, S2lctConfig;
-and the filler's resolved backend and name (read by the job and by its report, so they live
-here, below both)."""
+"""The ``s2lct:`` config section (``S2lctConfig``) and its sub-sections; the mask filler's
+resolved backend and name (read by the job, its stages and its report)."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
+from checkray.engine.s2lct.fillers import FILLERS
 from checkray.engine.s2lct.grammar import CONTENT_TAGS
 
 
@@ -19,7 +19,7 @@ class ReferenceSource(Section):
 
 
 class FillerConfig(Section):
-    backend: Literal["auto", "offline", "hf"] = "auto"  # auto: hf when hf_model is set, else offline
+    backend: str = "auto"  # a name in engine/s2lct/fillers.FILLERS; auto: hf when hf_model is set, else offline
     hf_model: Optional[str] = None  # a fill-mask (MLM) model: local path or hub id
     pipeline: str = "builtin:md"  # spaCy pipeline with word vectors; also tags the fills
     vocabulary_per_tag: int = Field(default=200, ge=1)  # candidate words per Penn tag
@@ -30,10 +30,17 @@ class FillerConfig(Section):
     vector_weight: float = Field(default=1.0, ge=0)  # offline score = bigram log-prob + weight x cosine
     min_score: Optional[float] = -14.0  # offline: fills scored lower are dropped as implausible (None: keep all)
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value != "auto" and value not in FILLERS:
+            raise ValueError(f"Input should be one of: auto, {', '.join(FILLERS.names())} (got {value!r})")
+        return value
+
 
 class CoverageConfig(Section):
     enabled: bool = True
-    models: Optional[list[str]] = None  # None: every zoo model of family hf (torch)
+    models: Optional[list[str]] = None  # None: every zoo model whose family exposes neurons (hf, torch)
     train_sample: Optional[int] = Field(default=1000, ge=10)  # training sentences that set the bounds (None: all)
     max_cases: int = Field(default=500, ge=1)  # cases per suite (same number for both suites)
     points: int = Field(default=4, ge=1)  # suite sizes on the coverage curve
@@ -93,9 +100,11 @@ class S2lctConfig(JobSection):
 
 
 def filler_backend(f: FillerConfig) -> str:
+    """The backend that fills the masks: the configured one, or for ``auto`` ``hf`` when
+    a fill-mask model is named, else ``offline``."""
     return f.backend if f.backend != "auto" else ("hf" if f.hf_model else "offline")
 
 
 def filler_name(f: FillerConfig) -> str:
     """The mask filler as named in the suite's provenance and the report."""
-    return f"hf:{f.hf_model}" if filler_backend(f) == "hf" else f"bigram-lm+vectors:{f.pipeline}"
+    return FILLERS.record(filler_backend(f)).provenance.format(**f.model_dump())

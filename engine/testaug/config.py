@@ -1,4 +1,7 @@
-"""Config section(s) of the job: PatchConfig, TestAugConfig, ValidityConfig."""
+"""The ``testaug:`` and ``validity:`` config sections (Yang et al., TestAug): what the
+testaug job generates, filters, expands and measures (``TestAugConfig``, with
+``PatchConfig`` for Table 3), and how ``checkray validity train`` trains its classifier
+(``ValidityConfig``)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
 from checkray.engine.llm import GenerationParams
-from checkray.engine.testaug.validity import ValidityBackend
+from checkray.engine.testaug.validity import VALIDITY_BACKENDS
 from checkray.engine.training import FineTuneConfig
 
 
@@ -36,7 +39,7 @@ class TestAugConfig(JobSection):
     seeds_per_template: int = Field(default=10, ge=1)
     demonstrations: int = Field(default=3, ge=1)  # seed cases shown per prompt (the paper: 3)
     prompts_per_description: int = Field(default=4, ge=1)
-    # Top-up (jobs/testaug/topup.py): a description with fewer kept cases than min_kept
+    # Top-up (the topup stage): a description with fewer kept cases than min_kept
     # after the validity filter gets more prompts, one per round, up to
     # max_prompts_per_description in all (None: 4 x prompts_per_description). 0: off.
     min_kept: int = Field(default=0, ge=0)
@@ -83,7 +86,7 @@ class TestAugConfig(JobSection):
 # The encoder each backend scores best with on TestAug's annotations (docs/testaug.md,
 # Measured): a frozen mpnet under a logistic head is worse than MiniLM (0.713 vs 0.815),
 # while mpnet fine-tuned end to end is the best classifier measured (0.889 over five splits).
-DEFAULT_VALIDITY_ENCODER: dict[str, str] = {"embedding_lr": "builtin:minilm", "finetune": "builtin:mpnet"}
+DEFAULT_VALIDITY_ENCODER: dict[str, str] = {b.name: b.default_encoder for b in VALIDITY_BACKENDS.records()}
 
 
 class ValidityConfig(JobSection):
@@ -91,7 +94,7 @@ class ValidityConfig(JobSection):
 
     # TestAug's classifier is a fine-tuned encoder (§4.2): the default, minutes on CPU;
     # embedding_lr is the seconds-long, less accurate choice.
-    backend: ValidityBackend = "finetune"
+    backend: str = "finetune"  # a name in VALIDITY_BACKENDS (engine/testaug/validity.py)
     encoder: str | None = None  # None: the backend's default (DEFAULT_VALIDITY_ENCODER)
     seed: int = 42  # the paper fixes the fine-tuning seed to 42
     class_weight: Literal["balanced", "none"] = "balanced"  # fine-tune: the minority class oversampled
@@ -102,6 +105,13 @@ class ValidityConfig(JobSection):
     finetune: FineTuneConfig = FineTuneConfig(
         train_size=None, epochs=4, max_length=64, batch_size=16, learning_rate=3e-5
     )
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        if value not in VALIDITY_BACKENDS:
+            raise ValueError(f"Input should be one of: {', '.join(VALIDITY_BACKENDS.names())} (got {value!r})")
+        return value
 
     @model_validator(mode="before")
     @classmethod

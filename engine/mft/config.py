@@ -1,4 +1,4 @@
-"""Config section(s) of the job: MFTConfig."""
+"""The ``mft:`` config section (Li et al.): what the mft job generates and how."""
 
 from __future__ import annotations
 
@@ -37,6 +37,6 @@ class MFTConfig(JobSection):
     generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=320, repetition_penalty=1.15)
     paraphrase_generation: GenerationParams = GenerationParams(temperature=0.7, max_tokens=160, repetition_penalty=1.15)
     label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=40)
-    # Registry or zoo recipe to evaluate on the suite (Table 7/8). No stage reads it (the
-    # evaluation follows the stages), so naming models never re-asks the LLM.
+    # Registry or zoo recipe to evaluate on the suite (Tables 7/8). Only the evaluate stage
+    # reads it (the models it is given), so naming models never re-asks the LLM.
     models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)

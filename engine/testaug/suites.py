@@ -1,4 +1,7 @@
-"""TestAug's suites from the filtered and expanded cases (T_TestAug and the generated-only baseline), and the annotation sheet of each description's phase-1 sample."""
+"""TestAug's suites from the filtered and expanded cases: T_TestAug (``<suite>-gpt``, the
+valid generated cases, and ``<suite>-expansion``, the cases of the new templates) and the
+template-only baseline T_CheckList; and the annotation sheet of each description's
+phase-1 sample."""
 
 from __future__ import annotations
 
@@ -8,25 +11,24 @@ import pyarrow as pa
 
 from checkray.engine.schema import make_cases
 from checkray.engine.templates.expand import expand
-from checkray.engine.testaug.prompt import (
-    Description,
-    SeedCase,
-)
-from checkray.jobs.testaug.config import TestAugConfig
+from checkray.engine.testaug.prompt import Description
 
 METHOD = "testaug"  # the test-case schema's method column
 
 
-def shown_seed(entry: str) -> SeedCase:
-    """A seed shown in a prompt, as the generate stage recorded it ("template_id<TAB>filling")."""
-    template_id, filling = entry.split("\t", 1)
-    return SeedCase("", None, template_id, json.loads(filling))
-
-
 def build_suites(
-    t: TestAugConfig, descs: list[Description], valid: pa.Table, expanded: pa.Table, generator: str, seed: int
+    descs: list[Description],
+    valid: pa.Table,
+    expanded: pa.Table,
+    *,
+    suite: str,
+    baseline_nsamples: int,
+    generator: str,
+    seed: int,
 ) -> tuple[pa.Table, pa.Table]:
-    """(TestAug suite: <suite>-gpt + <suite>-expansion, template-only baseline suite)."""
+    """(TestAug suite: ``<suite>-gpt`` + ``<suite>-expansion``, template-only baseline
+    suite of ``baseline_nsamples`` cases per template), in the test-case schema.
+    ``valid``: the judged cases (``VALIDITY_SCHEMA``), ``expanded``: the expansion's cases."""
     by_key = {d.key: d for d in descs}
     rows = []
     for r in valid.to_pylist():
@@ -35,7 +37,7 @@ def build_suites(
         d = by_key[r["key"]]
         rows.append(
             _case(
-                f"{t.suite}-gpt",
+                f"{suite}-gpt",
                 d,
                 r["text"],
                 r["text_pair"],
@@ -49,7 +51,7 @@ def build_suites(
         d = by_key[r["key"]]
         rows.append(
             _case(
-                f"{t.suite}-expansion",
+                f"{suite}-expansion",
                 d,
                 r["text"],
                 r["text_pair"],
@@ -59,7 +61,7 @@ def build_suites(
                 {"template": json.loads(r["template"]), "source": r["source"], "fillings": json.loads(r["filling"])},
             )
         )
-    base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=t.baseline_nsamples, seed=seed)
+    base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=baseline_nsamples, seed=seed)
     desc_of = {x.template_id: d for d in descs for x in d.templates}
     base_rows = [
         {
@@ -89,11 +91,24 @@ def _case(
     }
 
 
-def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
+ANNOTATION_SCHEMA = pa.schema(
+    [
+        ("description", pa.string()),
+        ("capability", pa.string()),
+        ("label", pa.string()),
+        ("text", pa.string()),
+        ("text_pair", pa.string()),
+        ("validity", pa.int64()),
+        ("llm_validity", pa.int64()),
+    ]
+)
+
+
+def annotation_sheet(valid: pa.Table, descs: list[Description]) -> pa.Table:
     """Each description's phase-1 sample; ``validity`` is people's label when known, else
     null for an annotator to fill (the LLM's verdict is shown as ``llm_validity``)."""
     by_key = {d.key: d for d in descs}
-    return [
+    rows = [
         {
             "description": by_key[r["key"]].description,
             "capability": by_key[r["key"]].capability,
@@ -106,3 +121,4 @@ def annotation_sheet(valid: pa.Table, descs: list[Description]) -> list[dict]:
         for r in valid.to_pylist()
         if r["first_sample"]
     ]
+    return pa.Table.from_pylist(rows, schema=ANNOTATION_SCHEMA)

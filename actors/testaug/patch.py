@@ -1,35 +1,29 @@
-"""Patched failure rate (TestAug §5.2.1, Table 3): which suite finds more bugs?
+"""Patched failure rate (TestAug §5.2.1, Table 3): the refits, which hold models.
 
-Per seed: merge the suites T_1..T_N, sample a common test set T_test from the merged
-cases, and for every trainable zoo model and every suite n refit the model on its
-original training data plus T_n minus T_test; the failure rate of the refitted model on
-T_test is suite n's patched failure rate (lower: the suite taught the model more, i.e.
-found more of its bugs). Reported as mean ± std over the seeds, next to the model's
-held-out error ("Original") and its failure rate on T_test before patching ("Unpatched").
+For each seed's common test set (``engine/testaug/patch.py``) every trainable zoo model is
+refitted once per suite, on its original training data plus the suite's remainder, and
+scored on the test set; the "Unpatched" run scores the model as it is.
 
-Trainable: the ``sklearn`` family (TF-IDF pipelines, refitted from a clone of the saved
-pipeline) and ``st_head`` (a clone of the head refitted on encoder embeddings); both retrain
-in seconds. The original training data is the zoo's split (``<zoo>/stages/split``, and the
-embeddings the zoo computed once), found next to the model file. A case whose label the
-model cannot produce (neutral for a binary model) is not used for training, and by
-default (``patch.test_cases: trainable``) not for testing either: patching a binary model
-with polar cases makes it surer, so its failures on neutral cases under CheckList's band
-rule grow whichever suite patched it, which says nothing about the suite. With
-``test_cases: all`` they are tested by the band rule, as in the benchmark.
+Trainable (``has_trait(spec, "trainable")``): TF-IDF pipelines (``sklearn``, refitted from
+a clone of the saved pipeline) and heads on a shared encoder's embeddings (``st_head``, a
+clone of the head refitted on the embeddings); both retrain in seconds. The original
+training data is the zoo's split (``<zoo>/stages/split``, and the embeddings the zoo
+computed once), found next to the model file. Every refit is a Ray task when Ray is up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from checkray.engine.benchmark.expectations import ExpectationSettings, evaluate_cases
+from checkray.engine.benchmark.families import has_trait
 from checkray.engine.benchmark.registry import ModelSpec
-
-TRAINABLE = ("sklearn", "st_head")
+from checkray.engine.testaug.config import PatchConfig
+from checkray.engine.testaug.patch import UNPATCHED, cases_with_labels, common_test_split, merged_cases
 
 
 def zoo_dir_of(spec: ModelSpec) -> Path | None:
@@ -42,9 +36,10 @@ def zoo_dir_of(spec: ModelSpec) -> Path | None:
 
 
 class PatchableModel:
-    """One trainable model: its estimator and original training data, as features."""
+    """One trainable model: its estimator and original training data, as features.
+    ``embeddings_stage(encoder)``: the zoo stage that embedded its split with ``encoder``."""
 
-    def __init__(self, spec: ModelSpec, embed_cache: dict):
+    def __init__(self, spec: ModelSpec, embed_cache: dict, embeddings_stage: Callable[[str], str]):
         from checkray.actors.models.sklearn_models import load_estimator
         from checkray.engine.stages import RunDir
 
@@ -60,17 +55,17 @@ class PatchableModel:
         self.encoder = str(spec.options.get("encoder", "builtin:minilm"))
         self.embed_cache = embed_cache
         self.base = texts
-        if spec.family == "st_head":
+        self.reads_embeddings = has_trait(spec, "shared_encoder")  # a head on encoder embeddings, else texts
+        if self.reads_embeddings:
             from checkray.actors.zoo.trainers import read_embeddings
-            from checkray.jobs.zoo.job import embed_stage_name
 
             try:  # the embeddings the zoo computed once for this encoder
-                self.base = read_embeddings(RunDir(str(zoo)), embed_stage_name(self.encoder))[train]
+                self.base = read_embeddings(RunDir(str(zoo)), embeddings_stage(self.encoder))[train]
             except (OSError, FileNotFoundError):
                 self.base = embed(embed_cache, self.encoder, texts)
 
     def features(self, texts: list[str]):
-        return texts if self.spec.family == "sklearn" else embed(self.embed_cache, self.encoder, texts)
+        return embed(self.embed_cache, self.encoder, texts) if self.reads_embeddings else texts
 
 
 def refit_failure_rate(
@@ -93,12 +88,12 @@ def refit_failure_rate(
     if add is not None:
         labels = set(spec.labels)
         keep = [i for i, g in enumerate(add_gold) if g in labels]  # e.g. no neutral for a binary model
-        if spec.family == "sklearn":
+        if not has_trait(spec, "shared_encoder"):  # a text pipeline
             X = list(base) + [add[i] for i in keep]
         else:
             X = np.vstack([base, add[keep]]) if keep else base
         estimator = clone(estimator).fit(X, list(base_gold) + [add_gold[i] for i in keep])
-    if spec.family == "sklearn":
+    if not has_trait(spec, "shared_encoder"):
         probs = SklearnTextModel(spec, estimator).predict_proba(test_features)
     else:
         probs = EncoderHeadModel(spec, estimator, None).predict_embeddings(test_features)
@@ -122,66 +117,55 @@ def embed(cache: dict, encoder: str, texts: list[str]) -> np.ndarray:
     return np.vstack([store["vectors"][t] for t in texts]) if texts else np.zeros((0, 1), dtype=np.float32)
 
 
-def _key(row: dict) -> tuple:
-    return row["text"], row["text_pair"], row["expected_label"]
+def patchable_models(
+    specs: Sequence[ModelSpec], only: Sequence[str] | None, embeddings_stage: Callable[[str], str]
+) -> tuple[list[PatchableModel], list[dict]]:
+    """(the models to refit, the others with the reason): trainable models with a zoo
+    split next to their file, among ``only`` when given."""
+    models, skipped, cache = [], [], {}
+    for spec in specs:
+        if only is not None and spec.name not in only:
+            continue
+        if not has_trait(spec, "trainable"):
+            skipped.append({"model": spec.name, "reason": f"family {spec.family} is not refitted (not trainable)"})
+            continue
+        try:
+            models.append(PatchableModel(spec, cache, embeddings_stage))
+        except LookupError as exc:
+            skipped.append({"model": spec.name, "reason": str(exc)})
+    return models, skipped
 
 
 def patched_failure_rates(
     suites: dict[str, pa.Table],
     specs: Sequence[ModelSpec],
-    seeds: Sequence[int],
-    test_fraction: float,
+    config: PatchConfig,
     settings: ExpectationSettings,
-    only: Sequence[str] | None = None,
-    test_cases: str = "trainable",
+    *,
+    embeddings_stage: Callable[[str], str],
 ) -> tuple[list[dict], list[dict]]:
     """(per-seed rows, skipped models with the reason). Rows: model, seed, column,
-    failure_rate, train_cases, test_cases. Every refit is a Ray task when Ray is up (one CPU each)."""
+    failure_rate, train_cases, test_cases. ``config``: the seeds, the test fraction, which
+    models and which test cases (``patch:``). Every refit is a Ray task when Ray is up
+    (one CPU each)."""
     import ray
 
-    from checkray.engine.schema import make_cases
-
-    merged: dict[tuple, dict] = {}
-    for table in suites.values():
-        for row in table.to_pylist():
-            if row["text_pair"] is None:  # the zoo's models read single texts
-                merged.setdefault(_key(row), row)
-    keys = sorted(merged, key=str)
-    models, skipped, cache = [], [], {}
-    for spec in specs:
-        if only is not None and spec.name not in only:
-            continue
-        if spec.family not in TRAINABLE:
-            skipped.append({"model": spec.name, "reason": f"family {spec.family} is not refitted (not in {TRAINABLE})"})
-            continue
-        try:
-            models.append(PatchableModel(spec, cache))
-        except LookupError as exc:
-            skipped.append({"model": spec.name, "reason": str(exc)})
+    merged = merged_cases(suites)
+    models, skipped = patchable_models(specs, config.models, embeddings_stage)
     parallel = ray.is_initialized()
     task = ray.remote(num_cpus=1)(refit_failure_rate) if parallel else None
     put = ray.put if parallel else (lambda x: x)
     bases = {m.spec.name: (put(m.estimator), put(m.base), put(m.gold)) for m in models}
     jobs, rows = [], []
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        n_test = max(1, int(round(test_fraction * len(keys))))
-        test_keys = {keys[i] for i in rng.choice(len(keys), size=n_test, replace=False)} if keys else set()
-        test = make_cases([{**merged[k], "suite": "common-test", "case_id": None} for k in sorted(test_keys, key=str)])
-        remainders = {
-            name: [r for r in t.to_pylist() if r["text_pair"] is None and _key(r) not in test_keys]
-            for name, t in suites.items()
-        }
+    for seed in config.seeds:
+        split = common_test_split(suites, merged, seed, config.test_fraction)
         for model in models:
             est, base, gold = bases[model.spec.name]
-            mine = test
-            if test_cases == "trainable":
-                labels = set(model.labels)
-                mine = test.filter(pa.array([g in labels for g in test.column("expected_label").to_pylist()]))
+            mine = cases_with_labels(split.test, model.labels) if config.test_cases == "trainable" else split.test
             test_features = model.features(mine.column("text").to_pylist())
-            runs = [("Unpatched", None, None)] + [
+            runs = [(UNPATCHED, None, None)] + [
                 (name, model.features([r["text"] for r in rest]), [r["expected_label"] for r in rest])
-                for name, rest in remainders.items()
+                for name, rest in split.remainders.items()
             ]
             for column, add, add_gold in runs:
                 args = (model.spec, est, base, gold, add, add_gold, test_features, mine, settings)
@@ -197,20 +181,3 @@ def patched_failure_rates(
                 )
     rates = ray.get(jobs) if parallel else jobs
     return [{**r, "failure_rate": rate} for r, rate in zip(rows, rates)], skipped
-
-
-def table3(rows: list[dict], specs: Sequence[ModelSpec], columns: Sequence[str]) -> list[dict]:
-    """Table 3 layout: model, Original (held-out error), Unpatched and one column per suite,
-    as "mean ± std" failure rates in percent over the seeds."""
-    out = []
-    accuracy = {s.name: s.accuracy for s in specs}
-    for model in dict.fromkeys(r["model"] for r in rows):
-        line = {"model": model, "Original": "" if accuracy.get(model) is None else f"{100 * (1 - accuracy[model]):.1f}"}
-        for column in ["Unpatched", *columns]:
-            vals = np.array([r["failure_rate"] for r in rows if r["model"] == model and r["column"] == column])
-            vals = vals[~np.isnan(vals)]
-            line[column] = (
-                f"{100 * vals.mean():.1f}±{100 * vals.std(ddof=1) if len(vals) > 1 else 0:.1f}" if len(vals) else ""
-            )
-        out.append(line)
-    return out

@@ -1,4 +1,4 @@
-"""Config section(s) of the job: TemplatesConfig."""
+"""The ``templates:`` config section: the capability spec and how it is expanded."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from checkray.engine.config import (
-    JobSection,
-)
+from checkray.engine.config import JobSection
 
 
 class TemplatesConfig(JobSection):

@@ -1,4 +1,4 @@
-"""Config section(s) of the job: TopicsConfig."""
+"""The ``topics:`` config section: embedder, reducer, clusterer, c-TF-IDF and MMR settings."""
 
 from __future__ import annotations
 

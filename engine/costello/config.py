@@ -1,13 +1,19 @@
-"""Config section(s) of the job: PairsConfig, CostelloConfig, RepairConfig."""
+"""COSTELLO's config types: the ``costello:`` and ``repair:`` sections, the matching pairs
+(CR4), one embedding model under test (``EmbedderSpec``, an entry of the embedders file),
+the repair's training settings and the mutation actors' settings. Actors take these typed
+objects (they pickle through Ray) rather than their fields one by one."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from checkray.actors.costello.repair import RepairSettings
 from checkray.engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
+from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS
+
+Distance = Literal["l1", "l2", "cos"]
+ThresholdName = Literal["zero", "min", "mu-2sigma", "mu-sigma"]
 
 
 class PairsConfig(Section):
@@ -20,6 +26,9 @@ class PairsConfig(Section):
     label_column: str | None = None
     keep_label: str | None = None  # only pairs with this label (MRPC: "1", paraphrases)
     limit: int | None = Field(default=None, ge=1)
+
+    def paths(self) -> list[str]:
+        return [self.path] if isinstance(self.path, str) else list(self.path)
 
 
 class CostelloConfig(JobSection):
@@ -66,11 +75,23 @@ class CostelloConfig(JobSection):
     classifier_train: int = Field(default=2000, ge=10)
     classifier_max_iter: int = Field(default=200, ge=10)
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    distance: Literal["l1", "l2", "cos"] = "l2"  # the default verdict (paper: L2, mu-2sigma)
-    threshold: Literal["zero", "min", "mu-2sigma", "mu-sigma"] = "mu-2sigma"
+    distance: Distance = "l2"  # the default verdict (paper: L2, mu-2sigma)
+    threshold: ThresholdName = "mu-2sigma"
     backend: Backend = "auto"
     batch_size: int = Field(default=128, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per Ray Data batch
     seed: int | None = None  # None: the top-level seed
+
+
+class RepairSettings(Section):
+    """How the repair trains (§5.4; the paper's defaults)."""
+
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0)
+    learning_rate: float = Field(default=1e-4, gt=0)
+    epochs: int = Field(default=8, ge=1)
+    batch_size: int = Field(default=16, ge=2)  # triples per batch: half violated, half benign
+    margin: float = Field(default=1.0, gt=0)  # TripletMarginLoss margin (torch default)
+    max_triples: int | None = Field(default=None, ge=1)  # cap on triples of each kind per epoch
+    seed: int = 0
 
 
 class RepairConfig(JobSection, RepairSettings):
@@ -79,6 +100,39 @@ class RepairConfig(JobSection, RepairSettings):
     model: str | None = None  # embedder to repair in the demo; "most-violated" picks it
     suite: str | None = None  # suite trained on and re-tested; None: the run's generated suite
     # The verdict whose violations are repaired; None: the costello run's default.
-    distance: Literal["l1", "l2", "cos"] | None = None
-    threshold: Literal["zero", "min", "mu-2sigma", "mu-sigma"] | None = None
+    distance: Distance | None = None
+    threshold: ThresholdName | None = None
     backend: str = Field(default="auto", pattern="^(auto|cpu|gpu)$")
+
+    def settings(self) -> RepairSettings:
+        """The training settings alone (what the repair actor reads)."""
+        return RepairSettings.model_validate(self.model_dump(include=set(RepairSettings.model_fields)))
+
+
+class EmbedderSpec(Section):
+    """One embedding model under test. ``kind`` names an ``EMBEDDER_KINDS`` record."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: str = "sentence-transformers"
+    model: str  # builtin:minilm, a local path, a hub id, zoo:<name>, or a spaCy pipeline
+    pooling: Literal["model", "mean", "cls"] = "model"
+    max_length: int = Field(default=128, ge=8)
+    encode_batch_size: int = Field(default=64, ge=1)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in EMBEDDER_KINDS:
+            raise ValueError(f"unknown embedder kind '{value}' (have: {', '.join(EMBEDDER_KINDS.names())})")
+        return value
+
+
+class MutationSettings(Section):
+    """What a mutation actor applies to each seed (file paths already resolved)."""
+
+    pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
+    inversions: str | None = None  # the semantic-inversion table (CR3)
+    polarity_guard: bool = True
+    per_word: int = Field(default=1, ge=1)  # synonyms / antonyms tried per word
+    gender_pairs: str | None = None  # extra gendered word pairs
+    dense_seed: int | None = None  # the authors' dense synonym substitution (CR3's positive), seeded

@@ -1,0 +1,94 @@
+"""Model families: what each kind of model under test *is*, in one record.
+
+A registry entry's ``family`` (``hf``, ``sklearn``, ``vader`` ...) names one of these
+records. The record says how to load such a model (``ref``: an adapter in
+``actors/models/``, imported only when a model of the family is loaded, so ``vader``
+never imports transformers) and its traits, which every job asks here instead of keeping
+its own set of family names: the benchmark gives a ``heavy`` model a host process of its
+own and feeds ``shared_encoder`` heads from one encoder; TestAug's patch refits
+``trainable`` models; S²LCT measures neuron coverage of models that expose ``neurons`` and
+picks its label judge among models that were ``trained_on_corpus``.
+
+A new family is its adapter module in ``actors/models/`` and one ``ModelFamily(...)``
+line below (docs/architecture.md, "Add a model backend").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.errors import InputError
+from checkray.engine.lazy import LazyRegistry
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """One family of models under test; ``ref`` is ``"module:function"`` taking a
+    ``ModelSpec`` and returning a ``ModelUnderTest``."""
+
+    name: str
+    ref: str
+    # Holds a network (a transformer, an LLM): gets a benchmark host process of its own;
+    # the others are cheap enough that several share one. ``options: {heavy: ...}`` overrides.
+    heavy: bool = False
+    # A classifier head on a sentence encoder's embeddings: the benchmark encodes each
+    # input once for all heads of one encoder (actors/benchmark/shared_encoder.py).
+    shared_encoder: bool = False
+    # Refitted in seconds from the zoo's training split (TestAug's patched failure rate).
+    trainable: bool = False
+    # Trained by the zoo on ``spec.meta["corpus"]``: its training split is known.
+    trained_on_corpus: bool = False
+    # A word-list model: never the label judge (VADER is the second judge anyway).
+    lexicon: bool = False
+    # An LLM asked for a label: trained on nothing, may answer none of its labels.
+    zero_shot: bool = False
+    # A torch network whose hidden units can be read (S²LCT neuron coverage).
+    neurons: bool = False
+
+
+FAMILIES: LazyRegistry = LazyRegistry("model family")
+for _family in [
+    ModelFamily("callable", "checkray.actors.models.callable_model:load_callable"),
+    ModelFamily("hf", "checkray.actors.models.hf_model:load_hf", heavy=True, trained_on_corpus=True, neurons=True),
+    ModelFamily("vader", "checkray.actors.models.lexicon_models:load_vader", lexicon=True),
+    ModelFamily("textblob", "checkray.actors.models.lexicon_models:load_textblob", lexicon=True),
+    ModelFamily("llm_zero_shot", "checkray.actors.models.llm_zero_shot:load_llm_zero_shot", heavy=True, zero_shot=True),
+    ModelFamily(
+        "sklearn", "checkray.actors.models.sklearn_models:load_sklearn", trainable=True, trained_on_corpus=True
+    ),
+    ModelFamily(
+        "st_head",
+        "checkray.actors.models.sklearn_models:load_st_head",
+        heavy=True,
+        shared_encoder=True,
+        trainable=True,
+        trained_on_corpus=True,
+    ),
+]:
+    FAMILIES.register(_family)
+
+
+def families() -> list[str]:
+    """The registered family names, sorted."""
+    return FAMILIES.names()
+
+
+def family_of(spec: ModelSpec) -> ModelFamily:
+    """The record of ``spec``'s family; an unknown family is a one-line error naming the model."""
+    if spec.family not in FAMILIES:
+        raise InputError(f"model '{spec.name}': unknown family '{spec.family}' (have: {', '.join(families())})")
+    return FAMILIES.record(spec.family)
+
+
+def is_heavy(spec: ModelSpec) -> bool:
+    """Whether a model gets its own host; ``options: {heavy: true|false}`` overrides the family."""
+    flag = spec.options.get("heavy")
+    if flag is not None:
+        return bool(flag)
+    return spec.family in FAMILIES and FAMILIES.record(spec.family).heavy
+
+
+def has_trait(spec: ModelSpec, trait: str) -> bool:
+    """Whether ``spec``'s family has ``trait`` (False for an unknown family)."""
+    return spec.family in FAMILIES and bool(getattr(FAMILIES.record(spec.family), trait))

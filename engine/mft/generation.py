@@ -1,0 +1,258 @@
+"""One split x version of Li et al.'s generation (§2.2-2.4), step by step, and the tables
+it leaves: the kept cases, the counts at every gate, what the parsers could read.
+
+    few-shot examples -> MFT generation -> de-duplication -> paraphrases -> label check
+
+Given the LLM (a ``StageChat``, whose answers the stage checkpoints) and the sentence
+embedder, everything here is pure; the mft job's generate stages call ``generate_version``
+and the collect stage ``collect_versions``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from checkray.engine.errors import InputError
+from checkray.engine.llm import GenerationParams
+from checkray.engine.llm_checkpoint import StageChat
+from checkray.engine.mft.suite import (
+    GateLog,
+    dedupe_cases,
+    few_shot_examples,
+    generate_mfts,
+    label_gate,
+    paraphrase_cases,
+)
+
+# The fields of the mft section that one split x version reads: its stage is given a view
+# of exactly these, so adding versions or models reuses every finished pair.
+GENERATION_FIELDS = (
+    "generation",
+    "constrained",
+    "near_duplicate_cosine",
+    "paraphrase_limit",
+    "paraphrases",
+    "paraphrase_generation",
+    "label_words",
+    "label_check",
+    "label_generation",
+    "embedder",
+)
+
+CASE_ROW_SCHEMA = pa.schema(
+    [
+        ("text", pa.string()),
+        ("summary", pa.string()),
+        ("source_id", pa.string()),
+        ("label", pa.string()),
+        ("source_topic", pa.string()),
+        ("paraphrase_of", pa.string()),
+        ("split", pa.string()),
+        ("version", pa.int64()),
+        ("seed", pa.int64()),
+        ("llm_reason", pa.string()),
+    ]
+)
+
+GATE_SCHEMA = pa.schema(
+    [
+        ("gate", pa.string()),
+        ("split", pa.string()),
+        ("version", pa.int64()),
+        ("kept", pa.int64()),
+        ("dropped", pa.int64()),
+        ("note", pa.string()),
+        ("seconds", pa.float64()),  # wall time of the step in the run that computed the stage
+    ]
+)
+
+PARSING_SCHEMA = pa.schema(
+    [
+        ("step", pa.string()),
+        ("outputs", pa.int64()),
+        ("items", pa.int64()),
+        ("unparsed", pa.int64()),
+        ("examples", pa.list_(pa.string())),
+    ]
+)
+
+PARSE_COUNTS = ("outputs", "items", "unparsed")
+PARSE_EXAMPLES = 3  # unparsed answers kept per step for the report
+
+
+@dataclass(frozen=True)
+class VersionTarget:
+    """Which split x version is generated, and the seed it samples with (seed + version)."""
+
+    split: str
+    version: int
+    seed: int
+
+
+@dataclass
+class Lap:
+    """Seconds since the previous lap: the wall time of each step, for its gate row."""
+
+    last: float = field(default_factory=time.perf_counter)
+
+    def __call__(self) -> float:
+        now = time.perf_counter()
+        spent, self.last = now - self.last, now
+        return spent
+
+
+@dataclass
+class VersionSteps:
+    """The steps of one split x version; each step records its gate in ``log``.
+
+    ``m`` is the mft section's view of ``GENERATION_FIELDS`` (or the whole section)."""
+
+    m: Any
+    chat: StageChat
+    embed: Callable[[list[str]], np.ndarray]
+    target: VersionTarget
+    log: GateLog
+    lap: Lap = field(default_factory=Lap)
+
+    def gate(self, name: str, kept: int, dropped: int, note: str = "") -> None:
+        self.log.add(name, self.target.split, self.target.version, kept, dropped, note, seconds=self.lap())
+
+    def params(self, base: GenerationParams) -> GenerationParams:
+        """``base`` sampling with this version's seed."""
+        return base.model_copy(update={"seed": self.target.seed})
+
+    def examples(self, docs: Sequence[dict], labels: set[str]) -> dict[str, dict]:
+        """One worked example per label (Figure 5)."""
+        rng = np.random.default_rng(self.target.seed)
+        constrained = "examples" in self.m.constrained
+        examples = few_shot_examples(
+            docs, self.chat, self.params(self.m.generation), rng, self.log, constrained=constrained
+        )
+        missing = sorted(labels - set(examples))
+        self.gate(
+            "few-shot examples", len(examples), len(missing), f"no parseable example for {missing}" if missing else ""
+        )
+        return examples
+
+    def generate(self, reps: Sequence[dict], examples: dict[str, dict]) -> list[dict]:
+        """MFT cases from every representative whose label has an example (Figure 6)."""
+        with self.chat.step("MFT generation", sum(r["label"] in examples for r in reps)):
+            generated = generate_mfts(
+                reps,
+                examples,
+                self.chat,
+                self.params(self.m.generation),
+                self.log,
+                constrained="generate" in self.m.constrained,
+            )
+        self.gate("generated MFTs", len(generated), 0, f"from {len(reps)} representatives")
+        return generated
+
+    def dedupe(self, generated: list[dict]) -> list[dict]:
+        """Exact, then near duplicates (cosine >= ``near_duplicate_cosine``)."""
+        kept, exact, near = dedupe_cases(generated, self.embed, self.m.near_duplicate_cosine)
+        self.gate("de-duplication", len(kept), exact + near, f"{exact} exact, {near} near")
+        return kept
+
+    def paraphrase(self, kept: list[dict]) -> list[dict]:
+        """``paraphrases`` rephrasings of the first ``paraphrase_limit`` kept MFTs (§2.3)."""
+        m = self.m
+        chosen = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
+        with self.chat.step("paraphrases", len(chosen) if m.paraphrases > 0 else 0):
+            paraphrased = paraphrase_cases(
+                chosen,
+                m.paraphrases,
+                self.chat,
+                self.params(m.paraphrase_generation),
+                self.log,
+                constrained="paraphrase" in m.constrained,
+            )
+        self.gate("paraphrases", len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(chosen)}")
+        return paraphrased
+
+    def candidates(self, kept: list[dict], paraphrased: list[dict]) -> list[dict]:
+        """Originals and paraphrases with their split, version, seed and expected answer word."""
+        t = self.target
+        originals = [{**r, "paraphrase_of": None} for r in kept]
+        return [
+            {**r, "split": t.split, "version": t.version, "seed": t.seed, "expected": self.m.label_words[r["label"]]}
+            for r in originals + paraphrased
+        ]
+
+    def label_check(self, candidates: list[dict]) -> list[dict]:
+        """The LLM's label check (§2.4.2), when ``label_check`` is on."""
+        if not self.m.label_check:
+            return candidates
+        with self.chat.step("label check", len(candidates)):
+            kept, counts = label_gate(
+                candidates, self.chat, self.m.label_generation, self.log, constrained="label" in self.m.constrained
+            )
+        note = ", ".join(f"{k} {v}" for k, v in counts.items())
+        self.gate("label check", len(kept), len(candidates) - len(kept), note)
+        return kept
+
+
+def generate_version(
+    reps: Sequence[dict],
+    docs: Sequence[dict],
+    m: Any,
+    chat: StageChat,
+    embed: Callable[[list[str]], np.ndarray],
+    target: VersionTarget,
+    log: GateLog,
+) -> list[dict]:
+    """The cases of one split x version that passed every gate. ``reps`` are the split's
+    representative documents, ``docs`` all its documents (few-shot examples come from them)."""
+    steps = VersionSteps(m, chat, embed, target, log)
+    examples = steps.examples(docs, {r["label"] for r in reps})
+    kept = steps.dedupe(steps.generate(reps, examples))
+    paraphrased = steps.paraphrase(kept)
+    return steps.label_check(steps.candidates(kept, paraphrased))
+
+
+def version_tables(cases: Sequence[dict], log: GateLog) -> dict[str, pa.Table]:
+    """A generate stage's outputs: ``data`` (the kept cases), ``gates``, ``parsing``."""
+    return {
+        "data": pa.Table.from_pylist([{k: r.get(k) for k in CASE_ROW_SCHEMA.names} for r in cases], CASE_ROW_SCHEMA),
+        "gates": pa.Table.from_pylist(log.rows, schema=GATE_SCHEMA),
+        "parsing": pa.Table.from_pylist(
+            [
+                {"step": step, **{f: getattr(stats, f) for f in PARSE_COUNTS}, "examples": stats.examples}
+                for step, stats in log.parse.items()
+            ],
+            schema=PARSING_SCHEMA,
+        ),
+    }
+
+
+def collect_versions(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Table]:
+    """Every split x version's ``version_tables`` in one table each (parse counts summed
+    per step); a one-line error when no case survived anywhere."""
+    data = pa.concat_tables([p["data"] for p in parts])
+    if not data.num_rows:
+        raise InputError(
+            "the mft job kept no test case: every generation was unparseable or dropped "
+            "(see the gate counts in stages/generate-*/gates.parquet)"
+        )
+    return {
+        "data": data,
+        "gates": pa.concat_tables([p["gates"] for p in parts]),
+        "parsing": merge_parsing(pa.concat_tables([p["parsing"] for p in parts])),
+    }
+
+
+def merge_parsing(parsing: pa.Table) -> pa.Table:
+    """Parse counts summed per step, with the first few unparsed answers of each."""
+    merged: dict[str, dict] = {}
+    for row in parsing.to_pylist():
+        acc = merged.setdefault(row["step"], {"step": row["step"], **dict.fromkeys(PARSE_COUNTS, 0), "examples": []})
+        for f in PARSE_COUNTS:
+            acc[f] += row[f]
+        acc["examples"] = (acc["examples"] + list(row["examples"] or []))[:PARSE_EXAMPLES]
+    return pa.Table.from_pylist(list(merged.values()), schema=PARSING_SCHEMA)
