@@ -78,6 +78,8 @@ TEST_CASE_SCHEMA = pa.schema(
         pa.field("testcase", pa.string(), nullable=True),  # CheckList test case (group) the row belongs to
         pa.field("provenance", PROVENANCE_TYPE, nullable=True),
         pa.field("meta", pa.string(), nullable=True),  # JSON object
+        # The automatic checks the case passed before it entered the suite (engine/case_checks.py)
+        pa.field("checks", pa.list_(pa.string()), nullable=True),
     ]
 )
 
@@ -93,6 +95,7 @@ _CASE_DEFAULTS: dict[str, Any] = {
     "testcase": None,
     "provenance": None,
     "meta": None,
+    "checks": None,
 }
 
 

@@ -1,0 +1,354 @@
+"""Draw cases of a run for people to judge, show them, and record the verdicts.
+
+    python bench/annotate.py sample RUN_DIR --generator s2lct_expansion --n 100 --seed 1 \
+        --part dev --out bench/data/annotations/demo-s2lct-exp-dev.jsonl [--config configs/demo.yaml]
+    python bench/annotate.py sample-released ../shared/data/costello/contrast_triples_sst.json \
+        --n 50 --seed 1 --out bench/data/annotations/released-dev.jsonl
+    python bench/annotate.py show BATCH.jsonl [--start 0 --count 50]
+    python bench/annotate.py fill BATCH.jsonl VERDICTS.txt
+
+A batch is a JSON Lines file of cases (``engine/suite_validity.py``; the guide is
+docs/validity.md) beside a ``.meta.json`` naming the run, its config, the code version and
+the sample. ``fill`` merges verdicts written one case a line as ``INDEX L F C [note]``
+(L label-valid, F fluent, C on-capability: 1 or 0; INDEX as ``show`` prints it).
+
+RUN_DIR is any run directory (a demo's, or one job's): every job run below it is read
+through what it published (``manifest.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from checkray.engine.suite_validity import GENERATORS, VERDICTS, meta_path  # noqa: E402
+
+# The suite each generator's cases are published in, by job.
+SUITE_OF_JOB = {
+    "templates": "suite.parquet",
+    "mft": "suite.parquet",
+    "testaug": "suite.parquet",
+    "s2lct": "suite.parquet",
+    "costello": "triples.parquet",
+}
+
+
+def job_runs(root: Path) -> Iterator[tuple[str, Path]]:
+    """(job, run directory) of every finished run at or below ``root``."""
+    for manifest in sorted(root.rglob("manifest.json")):
+        if "stages" in manifest.parts:
+            continue
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        yield str(meta.get("job")), manifest.parent
+
+
+def _meta(row: dict) -> dict:
+    raw = row.get("meta")
+    return json.loads(raw) if isinstance(raw, str) and raw else {}
+
+
+def _expected(row: dict) -> str:
+    labels = row.get("expected_labels")
+    if labels:
+        return " or ".join(labels)
+    if row.get("test_type") in ("INV", "DIR") and row.get("relation"):
+        return f"{row['relation']} vs {row.get('perturbs')}"
+    return str(row.get("expected_label"))
+
+
+def case_units(job: str, rows: list[dict]) -> dict[str, list[dict]]:
+    """The cases of one suite as annotation units, by generator."""
+    out: dict[str, list[dict]] = {}
+    for row in rows:
+        meta, prov = _meta(row), row.get("provenance") or {}
+        if job == "templates":
+            generator, source = "templates", f"template: {meta.get('template')}"
+        elif job == "mft":
+            generator = "mft"
+            source = f"version {meta.get('version')} {meta.get('split')}; from: {meta.get('representative') or meta.get('source_text') or prov.get('source_id')}"
+        elif job == "testaug":
+            generator = "testaug"
+            source = f"{row['suite']}; {meta.get('description')}; from: {meta.get('source') or meta.get('template')}"
+        elif job == "s2lct":
+            expanded = meta.get("kind") == "expansion"
+            generator = "s2lct_expansion" if expanded else "s2lct_seed"
+            source = (
+                f"masked: {meta.get('masked')} -> {meta.get('words')}"
+                if expanded
+                else f"rules {meta.get('rules')}; label from {meta.get('label_source')}"
+            )
+        else:
+            continue
+        unit = {
+            "case_id": row["case_id"],
+            "generator": generator,
+            "capability": row["capability"] if job != "testaug" else f"{row['capability']}: {row.get('topic')}",
+            "text": row["text"],
+            "text_pair": row.get("text_pair"),
+            "expected": _expected(row),
+            "source": source,
+        }
+        out.setdefault(generator, []).append(unit)
+    return out
+
+
+def triple_units(rows: list[dict]) -> dict[str, list[dict]]:
+    """COSTELLO triples (three rows joined by ``meta.triple``) as units, by CR."""
+    by_triple: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        meta = _meta(row)
+        role = "seed" if row.get("relation") is None else row["relation"]
+        by_triple.setdefault(meta.get("triple") or row["case_id"], {})[role] = row
+    out: dict[str, list[dict]] = {}
+    for tid, parts in by_triple.items():
+        if not {"seed", "closer", "farther"} <= set(parts):
+            continue
+        seed, closer, farther = parts["seed"], parts["closer"], parts["farther"]
+        cr = closer["capability"]
+        unit = {
+            "case_id": tid,
+            "generator": f"costello_{cr.lower()}",
+            "capability": cr,
+            "text": seed["text"],
+            "text_pair": seed.get("text_pair"),
+            "closer": closer["text"] + (f" [SEP] {closer['text_pair']}" if closer.get("text_pair") else ""),
+            "farther": farther["text"] + (f" [SEP] {farther['text_pair']}" if farther.get("text_pair") else ""),
+            "expected": "closer nearer the seed than farther",
+            "source": json.dumps({k: v for k, v in _meta(closer).items() if k != "triple"})[:200],
+        }
+        out.setdefault(unit["generator"], []).append(unit)
+    return out
+
+
+def units_of_run(root: Path) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """Every annotation unit below ``root`` by generator, and the digest of each suite read."""
+    units: dict[str, list[dict]] = {}
+    digests: dict[str, str] = {}
+    for job, run in job_runs(root):
+        name = SUITE_OF_JOB.get(job)
+        if name is None or not (run / name).is_file():
+            continue
+        rows = pq.read_table(run / name).to_pylist()
+        digests[str(run.relative_to(root)) or "."] = hashlib.sha256((run / name).read_bytes()).hexdigest()[:16]
+        found = triple_units(rows) if job == "costello" else case_units(job, rows)
+        for generator, items in found.items():
+            units.setdefault(generator, []).extend(items)
+    return units, digests
+
+
+def git_version() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+        return sha.stdout.strip()[:12] + ("+dirty" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def write_batch(out: Path, units: list[dict], meta: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({**u, **{v: None for v in VERDICTS}, "note": ""}, ensure_ascii=False) for u in units]
+    out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    meta_path(out).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {out} ({len(units)} cases) and {meta_path(out).name}")
+
+
+def sample_command(args: argparse.Namespace) -> None:
+    root = Path(args.run)
+    units, digests = units_of_run(root)
+    pool = units.get(args.generator, [])
+    if not pool:
+        raise SystemExit(f"error: {root}: no {args.generator} cases (have: {', '.join(sorted(units)) or 'none'})")
+    exclude = set()
+    for other in args.exclude or []:
+        exclude |= {json.loads(line)["case_id"] for line in Path(other).read_text().splitlines() if line.strip()}
+    pool = [u for u in pool if u["case_id"] not in exclude]
+    picked = random.Random(args.seed).sample(pool, min(args.n, len(pool)))
+    meta = {
+        "run": str(args.run_label or root),
+        "config": args.config,
+        "code_version": args.code_version or git_version(),
+        "suites": digests,
+        "generator": args.generator,
+        "population": len(pool),
+        "sample": {"n": len(picked), "seed": args.seed, "how": "simple random sample of the generator's cases"},
+        "part": args.part,
+        "annotator": args.annotator,
+        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
+        "yields": args.yields and json.loads(args.yields),
+    }
+    write_batch(Path(args.out), picked, meta)
+
+
+def sample_released_command(args: argparse.Namespace) -> None:
+    """The COSTELLO authors' released triples (CR1-CR3), a sample of each relation."""
+    data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    names = {"SenWordFuzz": "cr1", "swapGender_sentiSynonymSubstitution": "cr2", "synon_contr": "cr3"}
+    rng = random.Random(args.seed)
+    units = []
+    for relation, cr in names.items():
+        items = data.get(relation, [])
+        for i in sorted(rng.sample(range(len(items)), min(args.n, len(items)))):
+            seed, closer, farther = items[i][:3]
+            units.append(
+                {
+                    "case_id": f"{relation}-{i}",
+                    "generator": f"costello_released_{cr}",
+                    "capability": cr.upper(),
+                    "text": seed,
+                    "text_pair": None,
+                    "closer": closer,
+                    "farther": farther,
+                    "expected": "closer nearer the seed than farther",
+                    "source": f"{relation}[{i}]",
+                }
+            )
+    meta = {
+        "run": str(args.file),
+        "config": None,
+        "code_version": "the COSTELLO authors' released triples",
+        "generator": "costello_released",
+        "sample": {"n_per_relation": args.n, "seed": args.seed, "how": "simple random sample per relation"},
+        "part": args.part,
+        "annotator": args.annotator,
+        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    write_batch(Path(args.out), units, meta)
+
+
+def run_yields(root: Path) -> dict[str, str]:
+    """Cases kept per input, per generator, from what the runs below ``root`` published:
+    templates per template, MFT per representative prompted, TestAug per description,
+    S²LCT seeds per capability and expansions per seed, COSTELLO triples per seed sentence."""
+    units, _ = units_of_run(root)
+    out: dict[str, str] = {}
+
+    def ratio(name: str, kept: int, inputs: int, per: str) -> None:
+        if inputs:
+            out[name] = f"{kept / inputs:.2f} per {per} ({kept}/{inputs})"
+
+    for job, run in job_runs(root):
+        cfg = json.loads((run / "manifest.json").read_text()).get("config") or {}
+        if job == "templates":
+            templates = {u["source"] for u in units.get("templates", [])}
+            ratio("templates", len(units.get("templates", [])), len(templates), "template")
+        elif job == "mft":
+            m = cfg.get("mft") or {}
+            clusters = ((cfg.get("topics") or {}).get("clusterer") or {}).get("n_clusters", 0)
+            prompts = (
+                clusters * m.get("representatives_per_cluster", 0) * m.get("versions", 1) * len(m.get("splits", []))
+            )
+            ratio("mft", len(units.get("mft", [])), prompts, "representative prompted")
+        elif job == "testaug":
+            descs = {u["capability"] for u in units.get("testaug", [])}
+            ratio("testaug", len(units.get("testaug", [])), len(descs), "description")
+        elif job == "s2lct":
+            seeds, exps = units.get("s2lct_seed", []), units.get("s2lct_expansion", [])
+            ratio("s2lct_seed", len(seeds), len({u["capability"] for u in seeds}), "capability")
+            ratio("s2lct_expansion", len(exps), len(seeds), "seed")
+        elif job == "costello":
+            n_seeds = len(
+                {r["text"] for g in ("costello_cr1", "costello_cr2", "costello_cr3") for r in units.get(g, [])}
+            )
+            seeds = (cfg.get("costello") or {}).get("seeds") or n_seeds
+            for g in ("costello_cr1", "costello_cr2", "costello_cr3", "costello_cr4"):
+                ratio(g, len(units.get(g, [])), seeds, "seed sentence")
+    return out
+
+
+def yields_command(args: argparse.Namespace) -> None:
+    found = run_yields(Path(args.run))
+    print(json.dumps(found, indent=1))
+    for batch in args.record or []:
+        mpath = meta_path(Path(batch))
+        meta = json.loads(mpath.read_text(encoding="utf-8"))
+        meta["yields"] = found
+        mpath.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"recorded in {mpath}")
+
+
+def show_command(args: argparse.Namespace) -> None:
+    rows = [json.loads(line) for line in Path(args.batch).read_text(encoding="utf-8").splitlines() if line.strip()]
+    for i, r in enumerate(rows[args.start : args.start + args.count], start=args.start):
+        judged = "" if r.get("label_valid") is None else f"  [{r['label_valid']}{r['fluent']}{r['on_capability']}]"
+        print(f"#{i} {r['capability']} | expect {r['expected']}{judged}")
+        print(f"   text: {r['text']}" + (f"  ||  pair: {r['text_pair']}" if r.get("text_pair") else ""))
+        if "closer" in r:
+            print(f"   closer: {r['closer']}\n   farther: {r['farther']}")
+        print(f"   source: {r['source']}")
+
+
+def fill_command(args: argparse.Namespace) -> None:
+    path = Path(args.batch)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for number, line in enumerate(Path(args.verdicts).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split(maxsplit=4)
+        if len(parts) < 4 or not parts[0].isdigit() or any(p not in ("0", "1") for p in parts[1:4]):
+            raise SystemExit(f"error: {args.verdicts}:{number}: expected 'INDEX L F C [note]', got {line!r}")
+        i = int(parts[0])
+        if i >= len(rows):
+            raise SystemExit(f"error: {args.verdicts}:{number}: no case #{i} in {path} ({len(rows)} cases)")
+        rows[i].update(dict(zip(VERDICTS, map(int, parts[1:4]))), note=parts[4] if len(parts) > 4 else "")
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    done = sum(r.get("label_valid") is not None for r in rows)
+    print(f"{path}: {done} of {len(rows)} cases judged")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sample", help="draw a batch of one generator's cases from a run")
+    s.add_argument("run")
+    s.add_argument("--generator", required=True, choices=GENERATORS)
+    s.add_argument("--n", type=int, default=100)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--part", choices=("dev", "final"), default="dev")
+    s.add_argument("--out", required=True)
+    s.add_argument("--config", default=None, help="the config the run used (recorded)")
+    s.add_argument("--run-label", default=None, help="how the meta names the run (default: its path)")
+    s.add_argument("--code-version", default=None, help="the code that generated the run (default: this checkout)")
+    s.add_argument("--exclude", action="append", help="a batch whose cases are not drawn again")
+    s.add_argument("--annotator", default="checkray maintainers")
+    s.add_argument("--yields", default=None, help="JSON of the run's yields, recorded in the meta")
+    s.set_defaults(func=sample_command)
+    r = sub.add_parser("sample-released", help="draw the COSTELLO authors' released triples")
+    r.add_argument("file")
+    r.add_argument("--n", type=int, default=50)
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--part", choices=("dev", "final"), default="dev")
+    r.add_argument("--out", required=True)
+    r.add_argument("--annotator", default="checkray maintainers")
+    r.set_defaults(func=sample_released_command)
+    y = sub.add_parser("yields", help="print the yields of a run's generators (and record them in batches)")
+    y.add_argument("run")
+    y.add_argument("--record", action="append", help="a batch whose meta gets the yields")
+    y.set_defaults(func=yields_command)
+    w = sub.add_parser("show", help="print a batch's cases, numbered")
+    w.add_argument("batch")
+    w.add_argument("--start", type=int, default=0)
+    w.add_argument("--count", type=int, default=1000)
+    w.set_defaults(func=show_command)
+    f = sub.add_parser("fill", help="merge verdicts (INDEX L F C [note] a line) into a batch")
+    f.add_argument("batch")
+    f.add_argument("verdicts")
+    f.set_defaults(func=fill_command)
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

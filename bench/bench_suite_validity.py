@@ -1,0 +1,102 @@
+"""How far each generator's cases can be trusted, from people's verdicts.
+
+    python bench/bench_suite_validity.py [bench/data/annotations] [--part dev|final] [--by-capability]
+        [--run-filter demo] [--markdown]
+
+Reads the annotation batches (docs/validity.md: one JSON Lines file of judged cases and a
+``.meta.json`` each) and prints, per generator (and with ``--by-capability`` per
+capability): cases annotated, % label-valid, % fluent, % on-capability and % all three,
+each with its 95 % Wilson interval, the yield recorded when the batch was drawn (cases
+kept per input), and whether the generator reaches the targets (≥ 95 % label-valid,
+≥ 90 % fluent, ≥ 90 % on-capability). Batches are grouped by the run they judged, so a
+before/after pair of runs prints as two tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from checkray.engine.suite_validity import (  # noqa: E402
+    TARGETS,
+    VERDICTS,
+    Batch,
+    latest_per_case,
+    meets,
+    read_batches,
+    summarize,
+)
+
+COLUMNS = (*VERDICTS, "all_three")
+
+
+def group_by_run(batches: list[Batch]) -> dict[tuple[str, str], list[Batch]]:
+    """Batches by (what they judged: run label and code version)."""
+    out: dict[tuple[str, str], list[Batch]] = {}
+    for batch in batches:
+        key = (str(batch.meta.get("run", batch.path.name)), str(batch.meta.get("code_version", "?")))
+        out.setdefault(key, []).append(batch)
+    return out
+
+
+def yield_of(batches: list[Batch], generator: str) -> str:
+    for batch in batches:
+        yields = batch.meta.get("yields") or {}
+        if generator in yields:
+            return str(yields[generator])
+    return "–"
+
+
+def print_table(batches: list[Batch], *, by_capability: bool, markdown: bool) -> None:
+    rows = summarize(latest_per_case(batches), by_capability=by_capability)
+    header = ["generator", "capability", "n", *COLUMNS, "yield", "targets"]
+    lines = [header]
+    for row in rows:
+        target = "" if row.capability else ("met" if meets(row, TARGETS) else "not met")
+        lines.append(
+            [
+                row.generator if not row.capability else "",
+                row.capability,
+                str(row.n),
+                *(row.shares[c].text() for c in COLUMNS),
+                yield_of(batches, row.generator) if not row.capability else "",
+                target,
+            ]
+        )
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + " --- |" * len(header))
+        for line in lines[1:]:
+            print("| " + " | ".join(line) + " |")
+        return
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    for line in lines:
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="*", default=[str(ROOT / "bench" / "data" / "annotations")])
+    parser.add_argument("--part", choices=("dev", "final"), default=None, help="only batches of this part")
+    parser.add_argument("--by-capability", action="store_true", help="a row per capability too")
+    parser.add_argument("--run-filter", default=None, help="only runs whose label contains this")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args(argv)
+    batches = read_batches(args.paths, part=args.part)
+    if not batches:
+        raise SystemExit("error: no annotation batches found")
+    for (run, version), group in group_by_run(batches).items():
+        if args.run_filter and args.run_filter not in run:
+            continue
+        parts = sorted({b.part for b in group})
+        print(f"\n## {run} (code {version}; part {', '.join(parts)}; {sum(len(b.cases) for b in group)} judged)\n")
+        print_table(group, by_capability=args.by_capability, markdown=args.markdown)
+    print(f"\ntargets: {', '.join(f'{k} >= {v:.0%}' for k, v in TARGETS.items())}; intervals: 95 % Wilson")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""How far a generated suite can be trusted: people's verdicts on its cases, summarised.
+
+A careful reader judges each sampled case on three questions (docs/validity.md):
+
+* **label-valid**: most careful readers agree with the expected label, label set or
+  closer/farther ordering;
+* **fluent**: grammatical, natural English (tokenisation artefacts such as a split "n't"
+  are fine);
+* **on-capability**: the case tests what its capability or description says.
+
+Verdicts are data: an *annotation batch* is a JSON Lines file of judged cases (one row per
+case: ``case_id``, ``generator``, ``capability``, the texts, the expectation, the three
+verdicts 1/0 and a note) beside a ``.meta.json`` naming what was judged (the run, its
+config and code version, the sampling, the part: ``dev`` for cases read while changing a
+generator, ``final`` for cases drawn after the last change they measure). This module
+reads batches and summarises them per generator and capability with 95 % Wilson
+intervals; ``bench/bench_suite_validity.py`` prints the table and the reports show it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkray.engine.errors import InputError
+
+VERDICTS = ("label_valid", "fluent", "on_capability")
+PARTS = ("dev", "final")
+# The generators a suite's cases come from, as the annotation batches name them.
+GENERATORS = (
+    "mft",
+    "testaug",
+    "s2lct_seed",
+    "s2lct_expansion",
+    "costello_cr1",
+    "costello_cr2",
+    "costello_cr3",
+    "costello_cr4",
+    "templates",
+    "costello_released_cr1",
+    "costello_released_cr2",
+    "costello_released_cr3",
+)
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion (sound at 0 %, 100 % and small n)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class Share:
+    """``k`` of ``n`` cases, with its interval."""
+
+    k: int
+    n: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.k / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.k, self.n)
+
+    def text(self) -> str:
+        """``97.0 % [92.6, 98.8]`` (percent with the 95 % interval)."""
+        if not self.n:
+            return "–"
+        low, high = self.interval
+        return f"{100 * self.k / self.n:.1f} % [{100 * low:.1f}, {100 * high:.1f}]"
+
+
+@dataclass
+class Judged:
+    """One judged case of an annotation batch."""
+
+    case_id: str
+    generator: str
+    capability: str
+    verdicts: dict[str, int]
+    row: dict[str, Any] = field(default_factory=dict)  # the whole row as written
+
+    @property
+    def all_three(self) -> int:
+        return int(all(self.verdicts[v] for v in VERDICTS))
+
+
+@dataclass
+class Batch:
+    """An annotation batch: its metadata and its judged cases."""
+
+    path: Path
+    meta: dict[str, Any]
+    cases: list[Judged]
+
+    @property
+    def part(self) -> str:
+        return str(self.meta.get("part", "dev"))
+
+
+def meta_path(batch: Path) -> Path:
+    return batch.with_name(batch.name.removesuffix(".jsonl") + ".meta.json")
+
+
+def read_batch(path: str | Path, *, require_verdicts: bool = True) -> Batch:
+    """A batch file and its ``.meta.json``; a row without its three verdicts is a one-line
+    error naming the file and row (unless ``require_verdicts`` is false: a batch being read)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: annotation batch not found")
+    mpath = meta_path(path)
+    meta = json.loads(mpath.read_text(encoding="utf-8")) if mpath.is_file() else {}
+    if meta.get("part", "dev") not in PARTS:
+        raise InputError(f"{mpath}: part must be one of {', '.join(PARTS)}, not {meta.get('part')!r}")
+    cases = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        verdicts = {v: row.get(v) for v in VERDICTS}
+        missing = [v for v, value in verdicts.items() if value not in (0, 1)]
+        if missing:
+            if require_verdicts:
+                raise InputError(f"{path}: row {number}: no verdict for {', '.join(missing)} (1 or 0)")
+            continue
+        generator = str(row.get("generator") or "")
+        if generator not in GENERATORS:
+            raise InputError(f"{path}: row {number}: unknown generator {generator!r} (have: {', '.join(GENERATORS)})")
+        cases.append(Judged(str(row["case_id"]), generator, str(row.get("capability") or ""), verdicts, row))
+    return Batch(path, meta, cases)
+
+
+def read_batches(paths: Iterable[str | Path], part: str | None = None) -> list[Batch]:
+    """Every batch in ``paths`` (files, or folders of ``*.jsonl``), of ``part`` if given."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    batches = [read_batch(f) for f in files]
+    return [b for b in batches if part is None or b.part == part]
+
+
+@dataclass
+class ValidityRow:
+    """The verdict shares of one group of cases (a generator, or a generator x capability)."""
+
+    generator: str
+    capability: str  # "" for the generator as a whole
+    shares: dict[str, Share]
+
+    @property
+    def n(self) -> int:
+        return self.shares["all_three"].n
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"generator": self.generator, "capability": self.capability, "n": self.n}
+        for name, share in self.shares.items():
+            low, high = share.interval
+            out[name] = share.rate
+            out[f"{name}_low"], out[f"{name}_high"] = (low, high) if share.n else (None, None)
+        return out
+
+
+def _shares(cases: Sequence[Judged]) -> dict[str, Share]:
+    shares = {v: Share(sum(c.verdicts[v] for c in cases), len(cases)) for v in VERDICTS}
+    shares["all_three"] = Share(sum(c.all_three for c in cases), len(cases))
+    return shares
+
+
+def summarize(cases: Iterable[Judged], *, by_capability: bool = True) -> list[ValidityRow]:
+    """One row per generator (``capability`` ""), then, if asked, one per capability of it."""
+    groups: dict[str, list[Judged]] = {}
+    for case in cases:
+        groups.setdefault(case.generator, []).append(case)
+    rows = []
+    for generator in sorted(groups, key=lambda g: GENERATORS.index(g)):
+        mine = groups[generator]
+        rows.append(ValidityRow(generator, "", _shares(mine)))
+        if by_capability:
+            caps: dict[str, list[Judged]] = {}
+            for case in mine:
+                caps.setdefault(case.capability, []).append(case)
+            rows += [ValidityRow(generator, cap, _shares(caps[cap])) for cap in sorted(caps)]
+    return rows
+
+
+def latest_per_case(batches: Sequence[Batch]) -> list[Judged]:
+    """Each case once: a case judged in several batches counts with its last verdict."""
+    seen: dict[tuple[str, str], Judged] = {}
+    for batch in batches:
+        for case in batch.cases:
+            seen[(case.generator, case.case_id)] = case
+    return list(seen.values())
+
+
+def meets(row: ValidityRow, targets: Mapping[str, float]) -> bool:
+    """Whether each share of ``row`` reaches its target (``{"label_valid": 0.95, ...}``)."""
+    return all((row.shares[name].rate or 0.0) >= bar for name, bar in targets.items())
+
+
+TARGETS = {"label_valid": 0.95, "fluent": 0.90, "on_capability": 0.90}
