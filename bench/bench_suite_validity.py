@@ -1,7 +1,7 @@
 """How far each generator's cases can be trusted, from people's verdicts.
 
     python bench/bench_suite_validity.py [bench/data/annotations] [--part dev|final] [--by-capability]
-        [--run-filter demo] [--markdown]
+        [--run-filter demo] [--markdown] [--write-estimates engine/data/validity_estimates.json]
 
 Reads the annotation batches (docs/validity.md: one JSON Lines file of judged cases and a
 ``.meta.json`` each) and prints, per generator (and with ``--by-capability`` per
@@ -9,12 +9,15 @@ capability): cases annotated, % label-valid, % fluent, % on-capability and % all
 each with its 95 % Wilson interval, the yield recorded when the batch was drawn (cases
 kept per input), and whether the generator reaches the targets (≥ 95 % label-valid,
 ≥ 90 % fluent, ≥ 90 % on-capability). Batches are grouped by the run they judged, so a
-before/after pair of runs prints as two tables.
+before/after pair of runs prints as two tables. ``--write-estimates`` writes what every
+job's report shows (``validity_estimate.parquet``): per generator, the shares of its
+current batches (the final part when there is one, else dev; the newest code version).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -25,6 +28,7 @@ from checkray.engine.suite_validity import (  # noqa: E402
     TARGETS,
     VERDICTS,
     Batch,
+    build_estimates,
     latest_per_case,
     meets,
     read_batches,
@@ -78,6 +82,18 @@ def print_table(batches: list[Batch], *, by_capability: bool, markdown: bool) ->
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
 
 
+def write_estimates(out: Path, batches: list[Batch]) -> None:
+    """Per generator, the shares of its current batches (final part if any, newest code
+    version), written atomically."""
+    estimates = build_estimates(batches)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(estimates, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    for generator, entry in estimates.items():
+        judged = entry["judged_on"]
+        print(f"{out.name}: {generator}: {entry['overall']['n']} judged on {judged['code_version']} ({judged['part']})")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", default=[str(ROOT / "bench" / "data" / "annotations")])
@@ -85,10 +101,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--by-capability", action="store_true", help="a row per capability too")
     parser.add_argument("--run-filter", default=None, help="only runs whose label contains this")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--write-estimates",
+        metavar="JSON",
+        default=None,
+        help="also write the estimates every report shows (engine/data/validity_estimates.json)",
+    )
     args = parser.parse_args(argv)
     batches = read_batches(args.paths, part=args.part)
     if not batches:
         raise SystemExit("error: no annotation batches found")
+    if args.write_estimates:
+        write_estimates(Path(args.write_estimates), batches)
     for (run, version), group in group_by_run(batches).items():
         if args.run_filter and args.run_filter not in run:
             continue

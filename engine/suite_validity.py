@@ -209,3 +209,106 @@ def meets(row: ValidityRow, targets: Mapping[str, float]) -> bool:
 
 
 TARGETS = {"label_valid": 0.95, "fluent": 0.90, "on_capability": 0.90}
+
+
+# --- which generator wrote a published case ---------------------------------------------
+
+
+def generator_of(job: str, row: Mapping[str, Any]) -> str | None:
+    """The generator (as annotation batches name it) of one row of a job's published suite:
+    ``templates``, ``mft``, ``testaug``, ``s2lct_seed``/``s2lct_expansion`` (S²LCT rows
+    whose meta says ``kind: expansion``) or ``costello_cr1``..``cr4`` (by capability)."""
+    if job in ("templates", "mft", "testaug"):
+        return job
+    if job == "s2lct":
+        raw = row.get("meta")
+        meta = json.loads(raw) if isinstance(raw, str) and raw else {}
+        return "s2lct_expansion" if meta.get("kind") == "expansion" else "s2lct_seed"
+    if job == "costello":
+        name = f"costello_{str(row.get('capability') or '').lower()}"
+        return name if name in GENERATORS else None
+    return None
+
+
+# --- estimates shipped with the package ---------------------------------------------------
+
+ESTIMATES_FILE = Path(__file__).resolve().parent / "data" / "validity_estimates.json"
+MIN_CAPABILITY_CASES = 10  # fewer judged cases of a capability: its generator's figure stands
+
+
+def current_batches(batches: Sequence[Batch]) -> dict[str, list[Batch]]:
+    """Per generator, the batches that describe it today: the ``final`` part when there is
+    one, else ``dev``; of those, only the code version drawn last (older versions judged a
+    generator that has since changed)."""
+    out: dict[str, list[Batch]] = {}
+    for generator in GENERATORS:
+        mine = [b for b in batches if any(c.generator == generator for c in b.cases)]
+        if not mine:
+            continue
+        part = "final" if any(b.part == "final" for b in mine) else "dev"
+        mine = [b for b in mine if b.part == part]
+        newest = max(mine, key=lambda b: str(b.meta.get("drawn", "")))
+        version = newest.meta.get("code_version")
+        out[generator] = [b for b in mine if b.meta.get("code_version") == version]
+    return out
+
+
+def build_estimates(batches: Sequence[Batch]) -> dict[str, Any]:
+    """The estimates the reports show: per generator, its verdict shares over the current
+    batches (``current_batches``) and per capability with enough judged cases."""
+    estimates: dict[str, Any] = {}
+    for generator, mine in current_batches(batches).items():
+        cases = [c for c in latest_per_case(mine) if c.generator == generator]
+        rows = summarize(cases, by_capability=True)
+        overall = rows[0].as_dict()
+        estimates[generator] = {
+            "judged_on": {
+                "code_version": mine[0].meta.get("code_version"),
+                "part": mine[0].part,
+                "runs": sorted({str(b.meta.get("run", b.path.name)) for b in mine}),
+                "batches": sorted(b.path.name for b in mine),
+            },
+            "overall": overall,
+            "capabilities": {r.capability: r.as_dict() for r in rows[1:] if r.n >= MIN_CAPABILITY_CASES},
+        }
+    return estimates
+
+
+def load_estimates(path: str | Path | None = None) -> dict[str, Any]:
+    """The shipped estimates (``engine/data/validity_estimates.json``); {} when none."""
+    file = Path(path) if path else ESTIMATES_FILE
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+
+ESTIMATE_COLUMNS = ("label_valid", "fluent", "on_capability", "all_three")
+
+
+def estimate_rows(
+    counts: Mapping[tuple[str, str], int],
+    rejected: Mapping[tuple[str, str], int],
+    estimates: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """One row per (generator, capability) of a suite: its cases, the candidates the
+    automatic checks rejected, and the people's verdict shares that estimate its validity
+    (the capability's own when enough of it was judged, else its generator's: ``basis``)."""
+    rows = []
+    for generator, capability in sorted(set(counts) | set(rejected)):
+        known = estimates.get(generator) or {}
+        own = (known.get("capabilities") or {}).get(capability)
+        shares = own or known.get("overall") or {}
+        judged = known.get("judged_on") or {}
+        row: dict[str, Any] = {
+            "generator": generator,
+            "capability": capability,
+            "cases": int(counts.get((generator, capability), 0)),
+            "rejected": int(rejected.get((generator, capability), 0)),
+            "judged": int(shares.get("n") or 0),
+            "basis": ("capability" if own else "generator") if shares else "not judged",
+            "judged_on": f"{judged.get('code_version')} ({judged.get('part')})" if judged else "",
+        }
+        for name in ESTIMATE_COLUMNS:
+            row[name] = shares.get(name)
+            row[f"{name}_low"] = shares.get(f"{name}_low")
+            row[f"{name}_high"] = shares.get(f"{name}_high")
+        rows.append(row)
+    return rows

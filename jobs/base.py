@@ -98,6 +98,8 @@ class Job(ABC, Generic[C]):
     section: ClassVar[type[JobSection] | None] = None  # its config section, if any
     published: ClassVar[tuple[str, ...]] = ()  # files written at the top of the run dir
     quality: ClassVar[tuple[QualityTable, ...]] = ()  # published tables the run index shows
+    # the published suite whose cases people's verdicts estimate (jobs/validity_estimate.py)
+    suite_file: ClassVar[str | None] = None
     report_file: ClassVar[str | None] = "report.html"
     uses_ray: ClassVar[bool] = True
 
@@ -163,9 +165,10 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         job.runner = runner
         _run_stages(job, runner)
         sections = job.publish(runner)
+        extra = _publish_validity(job, run, sections)
         if job.report_file:
             run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
-        published = list(job.published) + ([job.report_file] if job.report_file else [])
+        published = list(job.published) + extra + ([job.report_file] if job.report_file else [])
         run.write_text(
             MANIFEST,
             json.dumps(
@@ -196,11 +199,29 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
 
 
+def _publish_validity(job: Job, run: RunDir, sections: list[ReportSection]) -> list[str]:
+    """A suite's validity estimate, first in its report; the file names it published."""
+    from checkray.jobs.validity_estimate import VALIDITY_FILE, publish_validity
+
+    if job.suite_file is None:
+        return []
+    section = publish_validity(job.name, run, job.suite_file)
+    if section is None:
+        return []
+    sections.insert(0, section)
+    return [VALIDITY_FILE]
+
+
 def quality_entries(job: Job, run: RunDir, published: Sequence[str]) -> list[dict[str, Any]]:
     """The job's quality tables that this run published (``manifest.json``'s ``quality``)."""
+    from checkray.jobs.validity_estimate import VALIDITY_COLUMNS, VALIDITY_FILE
+
+    tables = list(job.quality)
+    if job.suite_file is not None:
+        tables.insert(0, QualityTable(VALIDITY_FILE, "Estimated validity (people's verdicts)", VALIDITY_COLUMNS))
     return [
         {"file": q.file, "title": q.title, "columns": list(q.columns) if q.columns else None}
-        for q in job.quality
+        for q in tables
         if q.file in published and run.exists(q.file)
     ]
 

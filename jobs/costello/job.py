@@ -280,6 +280,7 @@ class CostelloJob(Job[CostelloConfig]):
     (or ``zoo``, its file) for ``zoo:<name>`` embedders."""
 
     name, title, section = "costello", "checkray · costello", CostelloConfig
+    suite_file = "triples.parquet"
     published = (
         "triples.parquet",
         "violations.parquet",

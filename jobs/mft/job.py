@@ -50,6 +50,7 @@ class MFTJob(Job[MFTConfig]):
     MFT topics -> suite -> (with models) evaluate; publishes suite.parquet and gates.parquet."""
 
     name, title, section = "mft", "checkray · MFTs (Li et al.)", MFTConfig
+    suite_file = SUITE_FILE
     published = (SUITE_FILE, GATES_FILE)
     quality = (
         QualityTable(

@@ -62,6 +62,7 @@ class S2lctJob(Job[S2lctConfig]):
     their tables are published."""
 
     name, title, section = "s2lct", "checkray · S²LCT", S2lctConfig
+    suite_file = SUITE_FILE
     published = (SUITE_FILE, GRAMMAR_FILE)
     quality = (QualityTable(CONSISTENCY_SUMMARY_FILE, "S²LCT label consistency per capability"),)
 

@@ -84,6 +84,7 @@ class TemplatesJob(Job[TemplatesConfig]):
     """spec -> expand -> suite.parquet; no Ray (expansion is pure and fast)."""
 
     name, title, section = "templates", "checkray · templates", TemplatesConfig
+    suite_file = SUITE_FILE
     published = (SUITE_FILE,)
     report_file = None
     uses_ray = False

@@ -111,6 +111,7 @@ class TestAugJob(Job[TestAugConfig]):
     models their failure rates (a benchmark run under DIR/benchmark)."""
 
     name, title, section = "testaug", "checkray · TestAug", TestAugConfig
+    suite_file = SUITE_FILE
     published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE, DECISIONS_FILE)
     quality = (
         QualityTable(
