@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -155,10 +156,11 @@ def _as_file(data: pd.DataFrame | pa.Table, kind: str) -> str:
     pq.write_table(table, sink)
     payload = sink.getvalue().to_pybytes()
     path = _inputs_dir() / f"{kind}-{hashlib.sha256(payload).hexdigest()[:24]}.parquet"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(payload)
-        tmp.replace(path)
+    if not path.exists():  # a temp file of this process's own: two writers never share one
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".tmp-", dir=path.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+        os.replace(tmp, path)
     return str(path)
 
 

@@ -53,6 +53,7 @@ class RunLog:
     def __init__(self) -> None:
         self.active = False
         self.path: str | None = None  # where the log is now
+        self._own_temp: str | None = None  # the temp file this command created (by handle, not by name)
         self._saved_fd: int | None = None
         self._saved_console_file = None
         self._upload: tuple[RunDir, str] | None = None  # (run, rel) for a run on an object store
@@ -63,6 +64,7 @@ class RunLog:
             return
         sys.stderr.flush()
         fd, self.path = tempfile.mkstemp(prefix="checkray-", suffix=".log")
+        self._own_temp = self.path
         self._saved_fd = os.dup(2)
         os.dup2(fd, 2)
         os.close(fd)
@@ -94,7 +96,7 @@ class RunLog:
     def attach(self, run: RunDir) -> None:
         """Move the log into ``run`` (the first run a command opens: the demo's top
         directory, not its steps')."""
-        if not self.active or self._upload is not None or (self.path and not _is_temp(self.path)):
+        if not self.active or self._upload is not None or self.path != self._own_temp:
             return
         run.reserve(LOG_DIR)
         header = f"=== checkray {' '.join(sys.argv[1:])} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
@@ -105,12 +107,12 @@ class RunLog:
             sys.stderr.flush()
             with open(final, "ab") as out:
                 out.write(header.encode())
-                out.write(Path(self.path).read_bytes())
+                out.write(_read_or_note(self.path))
             fd = os.open(final, os.O_WRONLY | os.O_APPEND)
             os.dup2(fd, 2)
             os.close(fd)
-            os.unlink(self.path)
-            self.path = str(final)
+            _remove_own(self.path)
+            self.path, self._own_temp = str(final), None
         else:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             self._upload = (run, f"{LOG_DIR}/checkray-{stamp}-{os.getpid()}.log")
@@ -130,17 +132,18 @@ class RunLog:
         if self._upload is not None:
             run, rel = self._upload
             try:
-                run.write_bytes(rel, Path(self.path).read_bytes())
-                os.unlink(self.path)
-                self.path = run.path(rel)
-            except OSError:
-                pass  # the log stays in the temp file named in the error line
+                run.write_bytes(rel, _read_or_note(self.path))
+                _remove_own(self.path)
+                self.path, self._own_temp = run.path(rel), None
+            except OSError as exc:  # the log stays in the temp file named in the error line
+                _warn(f"could not upload the log to {run.uri}: {exc}")
         sys.stderr.close()
         sys.stderr = self._saved_stderr
         os.dup2(self._saved_fd, 2)
         os.close(self._saved_fd)
-        if self.path and _is_temp(self.path) and not keep_temp:
-            os.unlink(self.path)
+        if self.path and self.path == self._own_temp and not keep_temp:
+            _remove_own(self.path)
+            self._own_temp = None
         if self._own_console_file:
             console.file.close()
         console.file = self._saved_console_file
@@ -178,8 +181,31 @@ def _fileno(stream) -> int | None:
         return None
 
 
-def _is_temp(path: str) -> bool:
-    return Path(path).parent == Path(tempfile.gettempdir()) and Path(path).name.startswith("checkray-")
+# Bookkeeping never fails a command: its result is already written (a log another process
+# removed, a temp directory that vanished, a read-only disk cost a warning at most).
+
+
+def _warn(message: str) -> None:
+    console.print(f"[yellow]warning: {message}[/yellow]", soft_wrap=True, markup=True)
+
+
+def _read_or_note(path: str) -> bytes:
+    """The temp log's lines, or a note saying they were lost (another process removed it)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        _warn(f"the command's temporary log {path} is gone ({exc.strerror}); its earlier lines are lost")
+        return f"[checkray: the earlier lines of this log were lost: {path} was removed]\n".encode()
+
+
+def _remove_own(path: str) -> None:
+    """Remove a file this command created; already gone is fine, anything else a warning."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        _warn(f"could not remove the temporary log {path}: {exc.strerror}")
 
 
 RUN_LOG = RunLog()

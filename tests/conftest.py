@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -20,6 +19,12 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the CLI sets it, before Ra
 # The tests load their own callable models and unsigned pickles; tests/core/test_trust.py
 # checks the refusals with the switch off.
 os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
+# Everything this session and the commands it starts write to a temp directory goes under
+# one directory the session creates and removes at the end (by handle): another process's
+# temp files beside it (a job's live log, its Ray) are never touched.
+SESSION_TMP = tempfile.mkdtemp(prefix="checkray-tests-")
+os.environ["TMPDIR"] = SESSION_TMP
+tempfile.tempdir = SESSION_TMP
 # The content cache of embeddings and predictions (engine/cache.py): never the user's
 # ~/.cache/checkray. Session fixtures use this one; every test gets its own (below), so
 # no test reads what another computed.
@@ -29,9 +34,6 @@ os.environ["CHECKRAY_CACHE_URI"] = SESSION_CACHE
 # directory of the session's (engine/runtime.py: TEMP_ROOT_ENV).
 RAY_TEMP_ROOT = tempfile.mkdtemp(prefix="crt", dir="/tmp")
 os.environ["CHECKRAY_RAY_TEMP_ROOT"] = RAY_TEMP_ROOT
-# A command that fails keeps its log in the temp dir (its error line names it): the tests of
-# bad input make hundreds. The session removes the ones it made.
-_LOGS_BEFORE = set(Path(tempfile.gettempdir()).glob("checkray-*.log"))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -39,8 +41,8 @@ def _remove_session_leftovers():
     yield
     shutil.rmtree(SESSION_CACHE, ignore_errors=True)
     shutil.rmtree(RAY_TEMP_ROOT, ignore_errors=True)  # the session's Ray is shut down by now
-    for log in set(Path(tempfile.gettempdir()).glob("checkray-*.log")) - _LOGS_BEFORE:
-        log.unlink(missing_ok=True)
+    # the failed commands' kept logs (the tests of bad input make hundreds), pytest's tmp_path
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
