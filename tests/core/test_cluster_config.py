@@ -129,3 +129,24 @@ def test_setup_installs_the_mounted_repo_with_declared_extras(cluster, pyproject
         for extra in (target.group(2) or "").split(","):
             assert not extra or extra in declared, f"extra '{extra}' is not in pyproject.toml"
     assert {".venv", ".git"} <= set(cluster.get("rsync_exclude", []))
+
+
+def test_every_node_installs_what_make_setup_installs(cluster):
+    """One source of truth: the nodes install the lock `make setup` installs (every pinned
+    package, data packages included, without resolving) and then checkray itself, so every
+    job that runs on this machine runs on the cluster."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lock = re.search(r"^LOCK := (\S+)", makefile, re.M).group(1)
+    recipe = makefile[makefile.index("$(BIN)/.installed:") :].split("\n\n", 1)[0]
+    assert "-r $(LOCK)" in recipe and "--no-deps" in recipe
+    mounted = next(remote for remote, local in cluster["file_mounts"].items() if local in (".", "./"))
+    setup = [" ".join(c.split()) for c in cluster["setup_commands"]]
+    from_lock = [c for c in setup if f"-r {mounted}/{lock}" in c]
+    assert from_lock and "--no-deps" in from_lock[0], setup
+    for flag in ("--no-deps", "--ignore-requires-python"):  # as the Makefile installs it
+        assert flag in from_lock[0] and flag in recipe
+    assert any(c.endswith(f"--no-deps -e {mounted}") for c in setup), setup
+    # nothing hand-listed beside the lock: a package named in setup_commands is in the lock
+    pinned = {line.split("==")[0].lower() for line in (ROOT / lock).read_text().splitlines() if "==" in line}
+    named = re.findall(r"\b([A-Za-z][\w.-]*)==", " ".join(setup))
+    assert all(name.lower() in pinned for name in named), named
