@@ -161,3 +161,23 @@ def test_the_checker_catches_what_it_should():
     )
     found = references(text)
     assert [f.split(":")[0] for f in found] == ["line 1", "line 1", "line 2", "line 3"], found
+
+
+def test_the_readme_layout_matches_the_tree():
+    """The README's layout block names every package folder of each layer and docs page,
+    and nothing that is not there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme[readme.index("## How it is built") :].split("```text", 1)[1].split("```", 1)[0]
+    sections: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines():
+        head = line[:10].strip()
+        if head.endswith("/"):
+            current = head.rstrip("/")
+        sections[current] = sections.get(current, "") + line[10:] + "\n"
+    for layer in ("engine", "actors", "jobs"):
+        named = set(re.findall(r"(?<![\w/.])([a-z0-9_]+)/", sections[layer]))
+        actual = {p.name for p in (ROOT / layer).iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+        assert named == actual, (layer, sorted(named ^ actual))
+    pages = set(re.findall(r"([\w-]+\.md)", sections["docs"]))
+    assert pages == {p.name for p in (ROOT / "docs").glob("*.md")}
