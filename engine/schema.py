@@ -37,6 +37,7 @@ class Relation(str, Enum):
     SAME = "same"  # INV: same predicted label
     UP = "up"  # DIR: probability of ``expected_label`` does not decrease
     DOWN = "down"  # DIR: probability of ``expected_label`` does not increase
+    BECOMES = "becomes"  # DIR: the perturbed case is predicted ``expected_label`` (CheckList's Expect.eq in a DIR)
     CLOSER = "closer"  # contrastive (COSTELLO): text_pair closer than the negative
     FARTHER = "farther"
 

@@ -14,6 +14,9 @@ The rules follow CheckList's ``expect.py`` (``Expect.eq``, ``Expect.inv``,
   ``dir_tolerance``, 0.1 as in CheckList's released suites). A case that cannot fail
   (up with P_before <= tolerance, down with P_before >= 1 - tolerance) is not counted,
   as CheckList returns None for it.
+* DIR ``becomes``: the perturbed case is predicted ``expected_label`` (or one of
+  ``expected_labels``): CheckList's ``Expect.eq(label)`` in a DIR test (QQP's "change a
+  name in one question" tests expect not-duplicate).
 * DIR with ``versus_label``: the score is P(expected_label) - P(versus_label), as the
   custom ``diff_up``/``diff_down`` of CheckList's sentiment suite (``positive_change``:
   P(positive) - P(negative)); up passes when change + tolerance >= 0, down when
@@ -43,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 MFT, INV, DIR = "MFT", "INV", "DIR"
-UP, DOWN, SAME = "up", "down", "same"
+UP, DOWN, SAME, BECOMES = "up", "down", "same", "becomes"
 
 
 @dataclass(frozen=True)
@@ -294,8 +297,13 @@ def _judge_dir(
 ) -> None:
     """DIR: the label's probability does not move against ``relation`` by more than the tolerance."""
     relation = columns.relation
-    for i in dirs[[r not in (UP, DOWN) for r in relation[dirs]]]:
-        result.error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
+    for i in dirs[[r not in (UP, DOWN, BECOMES) for r in relation[dirs]]]:
+        result.error[i] = (
+            f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up', 'down' or 'becomes'"
+        )
+    becomes = dirs[[r == BECOMES for r in relation[dirs]]]
+    if len(becomes):
+        _judge_becomes(result, columns, becomes)
     dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
     if not len(dirs):
         return
@@ -321,6 +329,22 @@ def _judge_dir(
     for i, lbl, vs in zip(dirs[unscored], label[unscored], versus[unscored]):
         result.error[i] = f"model cannot score label '{lbl}'" + (f" minus '{vs}'" if vs is not None else "")
     _settle(result, dirs, ok)
+
+
+def _judge_becomes(result: Evaluation, columns: _CaseColumns, rows: np.ndarray) -> None:
+    """DIR ``becomes``: the perturbed case is predicted ``expected_label`` (or one of
+    ``expected_labels``), as CheckList's ``Expect.eq(label)`` used in a DIR test (the
+    original is not judged: ``all_except_first``)."""
+    ok = np.full(len(rows), None, dtype=object)
+    for k, i in enumerate(rows.tolist()):
+        label_set, expected = columns.label_sets[i], columns.expected[i]
+        wanted = set(label_set) if label_set else ({expected} if expected is not None else None)
+        if wanted is None:
+            result.error[i] = "DIR 'becomes' case has no expected label"
+        else:
+            ok[k] = result.predicted[i] in wanted
+    _slice_by_original(result, columns, rows, ok)
+    _settle(result, rows, ok)
 
 
 def case_groups(cases: pa.Table) -> list[str]:

@@ -99,15 +99,30 @@ def sentiment_suite(cl):
 
 
 def qqp_suite(cl):
-    """QQP's shapes: question pairs as tuples, labels 0/1, INV and DIR over pairs."""
+    """QQP's shapes: question pairs as tuples, labels 0/1, INV and DIR over pairs, and the
+    notebook's ``Expect.slice_orig(Expect.eq(0), lambda orig, *args: orig == 1)``."""
+    E = cl.Expect
     s = cl.TestSuite()
     qs = [("How do I cook rice?", "How can I cook rice?"), ("Is it cold?", "Is it hot?")]
-    s.add(cl.MFT(qs, labels=np.array([1, 0])), "synonyms", "Vocabulary")
-    s.add(cl.INV([[qs[0], (qs[0][0], qs[0][1] + "?")]]), "punctuation", "Robustness")
+    qs += [
+        (f"Is {n} a good {job}?", f"Is {n} an excellent {job}?")
+        for n in ("Ann", "Bo", "Cy")
+        for job in ("cook", "pilot")
+    ]
+    s.add(cl.MFT(qs, labels=[1, 0] + [0] * 6), "synonyms", "Vocabulary")
+    s.add(cl.INV([[q, (q[0], q[1] + "?"), (q[0] + "!", q[1])] for q in qs]), "Typos", "Robustness")
     s.add(
-        cl.DIR([[qs[0], ("How do I cook pasta?", qs[0][1])]], cl.Expect.monotonic(label=1, increasing=False)),
+        cl.DIR(
+            [[q, ("How do I cook pasta?", q[1])] for q in qs], E.monotonic(label=1, increasing=False, tolerance=0.1)
+        ),
         "change one noun",
         "Vocabulary",
+    )
+    changed = [[q, (q[0].replace("Ann", "Eve"), q[1]), (q[0], q[1] + " now")] for q in qs]
+    s.add(
+        cl.DIR(changed, E.slice_orig(E.eq(0), lambda orig, *args: orig == 1)),
+        "Change first name in one of the questions",
+        "NER",
     )
     return s
 
@@ -197,15 +212,33 @@ def test_without_the_mapping_custom_code_is_listed_not_guessed(sentiment):
     assert status["simple negations: not negative"][0] == "unmapped"
 
 
+QQP_MAP = ROOT / "configs" / "checklist" / "qqp.yaml"
+
+
 def test_qqp_pairs_land_in_text_and_text_pair(tmp_path):
     path, _ = release_archive(tmp_path, qqp_suite, "qqp_suite")
-    table, report = convert(read_checklist(str(path)), LabelNames.parse("0=not_duplicate,1=duplicate"))
-    assert all(t.status == "written" for t in report.tests)
+    table, report = convert(
+        read_checklist(str(path)), LabelNames.parse("0=not_duplicate,1=duplicate"), load_mapping(QQP_MAP)
+    )
+    assert all(t.status == "written" for t in report.tests), [(t.name, t.expectation) for t in report.tests]
+    how = {t.name: t.expectation for t in report.tests}
+    assert how["Change first name in one of the questions"].startswith(
+        "mapping 'Change * in one of the questions' (glob) over recognised: Expect.slice_pairwise["
+    )
+    assert "Expect.eq(not_duplicate)" in how["Change first name in one of the questions"]
+    assert report.unused_mapping == []
     rows = table.to_pylist()
     assert rows[0]["text"] == "How do I cook rice?" and rows[0]["text_pair"] == "How can I cook rice?"
-    assert [r["expected_label"] for r in rows if r["topic"] == "synonyms"] == ["duplicate", "not_duplicate"]
+    assert [r["expected_label"] for r in rows if r["topic"] == "synonyms"] == ["duplicate"] + ["not_duplicate"] * 7
     change = [r for r in rows if r["topic"] == "change one noun" and r["perturbs"]]
     assert change[0]["relation"] == "down" and change[0]["expected_label"] == "duplicate"
+    name = [r for r in rows if r["topic"] == "Change first name in one of the questions" and r["perturbs"]]
+    assert {(r["relation"], r["expected_label"], tuple(r["original_labels"])) for r in name} == {
+        ("becomes", "not_duplicate", ("duplicate",))
+    }
+    # without the mapping the slice is listed, not guessed
+    _, bare = convert(read_checklist(str(path)), LabelNames.parse("0=not_duplicate,1=duplicate"))
+    assert {t.name for t in bare.by_status("unmapped")} == {"Change first name in one of the questions"}
 
 
 def test_get_attr_reaches_builtins_only_through_the_builtins_string():
@@ -270,6 +303,28 @@ def _meta_rows(table):
     import json
 
     return [{"topic": r["topic"], **json.loads(r["meta"])} for r in table.select(["topic", "meta"]).to_pylist()]
+
+
+def test_qqp_failure_rates_equal_checklists_own(tmp_path):
+    with release_checklist() as cl:
+        suite_obj = qqp_suite(cl)
+        path = tmp_path / "qqp_suite.pkl"
+        path.write_bytes(dump_release(suite_obj, cl.dill))
+        table, _ = convert(
+            read_checklist(str(path)), LabelNames.parse("0=not_duplicate,1=duplicate"), load_mapping(QQP_MAP)
+        )
+        keys = [f"{a}\x1f{b}" for a, b in zip(table.column("text").to_pylist(), table.column("text_pair").to_pylist())]
+        probs = _probabilities(keys, 2)
+        ours = _checkray_rates(table, probs, ["not_duplicate", "duplicate"])
+        theirs = _checklist_rates(suite_obj, table, probs, probs.argmax(axis=1), lambda row: row)
+    judged = {name for name, (n, _) in theirs.items() if n}
+    assert judged == set(suite_obj.tests)
+    assert theirs == {name: ours[name] for name in theirs}
+    assert theirs["Change first name in one of the questions"][0] < len(changed_cases(suite_obj))
+
+
+def changed_cases(suite_obj):
+    return suite_obj.tests["Change first name in one of the questions"].data
 
 
 @pytest.mark.parametrize("binary", [False, True])

@@ -111,6 +111,11 @@ class Expect:
         return wrapped
 
     @staticmethod
+    def slice_orig(expect_fn, slice_fn, agg_fn='all'):
+        new_fn = lambda orig, pred, *args, **kwargs: slice_fn(orig, pred)
+        return Expect.slice_pairwise(expect_fn, new_fn, agg_fn)
+
+    @staticmethod
     def slice_pairwise(expect_fn, slice_fn, agg_fn='all_except_first'):
         return Expect.wrap_slice(expect_fn, Expect.pairwise(slice_fn), agg_fn)
 

@@ -50,7 +50,7 @@ class TestMapping(StrictInput):
     type: Literal["MFT", "INV", "DIR"] | None = None
     labels: list[str] | None = Field(None, min_length=1)  # MFT: any of these labels passes
     label: str | None = None  # MFT: the one label; DIR: the label whose probability moves
-    direction: Literal["up", "down"] | None = None  # DIR
+    direction: Literal["up", "down", "becomes"] | None = None  # DIR ("becomes": predicted label)
     tolerance: float | None = Field(None, ge=0.0, le=1.0)  # INV / DIR
     # DIR: the score is P(label) - P(versus) (CheckList's sentiment positive_change)
     versus: str | None = None

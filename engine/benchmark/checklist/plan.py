@@ -127,6 +127,9 @@ def _base(test: TestRecord, test_type: str, rec: Recognised | Unrecognised, name
             return Plan(
                 "INV", f"recognised: {what}", relation="same", tolerance=rec.tolerance, unresolved_slice=rec.slice
             )
+        if test_type == "DIR" and rec.kind == "eq" and shown is not None:
+            # Expect.eq(label) in a DIR: every perturbation must be predicted label
+            return Plan("DIR", f"recognised: {what}", label=shown, relation="becomes", unresolved_slice=rec.slice)
         if test_type == "DIR" and rec.kind == "monotonic":
             way = "up" if rec.increasing else "down"
             return Plan(
