@@ -127,6 +127,40 @@ def qqp_suite(cl):
     return s
 
 
+def squad_suite(cl):
+    """SQuAD's shapes: (context, question) pairs, answer strings as labels, a custom
+    expectation, munch.Munch records in meta, INV over perturbed contexts."""
+    E = cl.Expect
+
+    def expect_squad(x, pred, conf, label=None, meta=None):
+        return pred == label
+
+    people = ["Ann", "Bo", "Cy"]
+    data = [(f"{a} is taller than {b}.", f"Who is taller, {a} or {b}?") for a in people for b in people if a != b]
+    answers = [c.split(" is")[0] for c, _ in data]
+    meta = [cl.Munch(first=a) for a in answers]
+    s = cl.TestSuite()
+    s.add(
+        cl.MFT(data, labels=answers, meta=meta, expect=E.single(expect_squad)),
+        "A is COMP than B. Who is more COMP?",
+        "Taxonomy",
+    )
+    s.add(cl.INV([[d, (d[0].replace(".", "!"), d[1])] for d in data]), "Question typo", "Robustness")
+    return s
+
+
+def test_squad_pairs_and_answers_import(tmp_path):
+    path, data = release_archive(tmp_path, squad_suite, "squad_suite")
+    assert b"munch\nMunch" in data
+    table, report = convert(read_checklist(str(path)), LabelNames.parse(None))
+    assert [t.status for t in report.tests] == ["written", "written"]
+    mft = report.tests[0]
+    assert mft.expectation == "default: Expect.eq() (the test's labels)" and "expect_squad" in (mft.note or "")
+    rows = [r for r in table.to_pylist() if r["test_type"] == "MFT"]
+    assert rows[0]["text"] == "Ann is taller than Bo." and rows[0]["text_pair"] == "Who is taller, Ann or Bo?"
+    assert rows[0]["expected_label"] == "Ann" and '"first": "Ann"' in rows[0]["meta"]
+
+
 def release_archive(tmp_path: Path, build, member: str) -> tuple[Path, bytes]:
     with release_checklist() as cl:
         data = dump_release(build(cl), cl.dill)
