@@ -210,15 +210,16 @@ def decide(
         check_fields(entry, test_type)
     except ValueError as exc:
         raise mapping.error(key, f"{exc} (test '{test.name}')") from None
-    return _resolved(
-        _apply(
-            entry,
-            f"mapping '{key}'" + (" (glob)" if match == "glob" else ""),
-            _base(test, test_type, rec, names),
-            test,
-            test_type,
-        )
+    plan = _apply(
+        entry,
+        f"mapping '{key}'" + (" (glob)" if match == "glob" else ""),
+        _base(test, test_type, rec, names),
+        test,
+        test_type,
     )
+    if isinstance(plan, Plan) and plan.note is None and isinstance(rec, Unrecognised):
+        plan = replace(plan, note=f"in place of the pickled code: {rec.reason}")  # for import.json
+    return _resolved(plan)
 
 
 def _resolved(plan: Plan | NoPlan) -> Plan | NoPlan:
