@@ -177,15 +177,19 @@ def in_process(specs, imported, run: Path) -> list[str]:
 
     settings = BenchmarkConfig().settings()
     cases, inputs = prepare_cases([imported])
-    texts = inputs.column("text").to_pylist()  # sentiment: no text_pair
+    texts, pairs = inputs.column("text").to_pylist(), inputs.column("text_pair").to_pylist()
+    if all(p is None for p in pairs):
+        pairs = None
     tables, failed = [], []
     for spec in specs:
         start = time.perf_counter()
         try:
             model = load_model(spec)
-            probs = np.concatenate([model.predict_proba(texts[i : i + 512]) for i in range(0, len(texts), 512)]).astype(
-                float
-            )
+            batches = [
+                model.predict_proba(texts[i : i + 512], None if pairs is None else pairs[i : i + 512])
+                for i in range(0, len(texts), 512)
+            ]
+            probs = np.concatenate(batches).astype(float)
             error = None
         except Exception as exc:  # noqa: BLE001 - one failing model is reported, not fatal
             probs, error = None, f"{type(exc).__name__}: {exc}"
