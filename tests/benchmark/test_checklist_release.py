@@ -398,3 +398,22 @@ def test_failure_rates_equal_checklists_own(tmp_path, binary):
     # the suite exercises failures and filtered test cases (slices, "cannot fail")
     assert sum(f for _, f in theirs.values()) > 0
     assert any(n < len(suite_obj.tests[name].data) for name, (n, _) in theirs.items())
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tests:\n  x: {type: MFT, versus: negative}\n", "tests.x: 'versus' does not apply to a MFT test"),
+        ("tests:\n  x: {type: MFT, original_labels: [a]}\n", "tests.x: 'original_labels' does not apply to a MFT test"),
+        ("tests:\n  x: {type: INV, label_sets: {a: [b]}}\n", "tests.x: 'label_sets' does not apply to a INV test"),
+        ("tests:\n  x: {label: a, label_sets: {a: [b]}}\n", "tests.x: give 'label_sets' or 'label'/'labels', not both"),
+        ("tests:\n  x: {label_sets: {a: []}}\n", "tests.x: each 'label_sets' entry names at least one label"),
+        ("tests:\n  x: {original_labels: []}\n", "tests.x.original_labels: List should have at least 1 item"),
+    ],
+)
+def test_new_mapping_keys_are_checked(tmp_path, text, message):
+    path = tmp_path / "map.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_mapping(path)
+    assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
