@@ -417,3 +417,29 @@ def test_new_mapping_keys_are_checked(tmp_path, text, message):
     with pytest.raises(InputError) as err:
         load_mapping(path)
     assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+
+
+def test_every_slice_shape_is_recognised_and_described(tmp_path):
+    from checkray.engine.benchmark.checklist.expect import recognise
+
+    with release_checklist() as cl:
+        E = cl.Expect
+        s = cl.TestSuite()
+        inner = E.inv(0.1)
+        s.add(cl.INV([["a", "b"]], expect=E.wrap_slice(inner, E.testcase(lambda *a: True))), "testcase", "x")
+        s.add(cl.INV([["a", "b"]], expect=E.wrap_slice(inner, E.single(lambda *a: True))), "single", "x")
+        s.add(cl.INV([["a", "b"]], expect=E.slice_orig(inner, lambda orig, *a: orig == 1)), "orig", "x")
+        s.add(cl.INV([["a", "b"]], expect=E.wrap_slice(lambda *a: None, E.testcase(lambda *a: True))), "bad", "x")
+        data = dump_release(s, cl.dill)
+    tests = {t.name: t for t in read_checklist_bytes(tmp_path, data)}
+    assert recognise(tests["testcase"].expect).slice.startswith("Expect.slice_testcase[function '<lambda>'")
+    assert recognise(tests["single"].expect).slice.startswith("Expect.slice_single[")
+    assert recognise(tests["orig"].expect).slice.startswith("Expect.slice_pairwise[")
+    assert recognise(tests["orig"].expect).kind == "inv"
+    assert "not recognised" in recognise(tests["bad"].expect).reason
+
+
+def read_checklist_bytes(tmp_path, data):
+    path = tmp_path / "suite.pkl"
+    path.write_bytes(data)
+    return read_checklist(str(path))[0].tests

@@ -195,14 +195,14 @@ def _wrap_slice(expect: Any) -> Recognised | Unrecognised | None:
     if isinstance(inner, Unrecognised):
         return Unrecognised(f"Expect.wrap_slice over an expectation that is not recognised: {inner.reason}")
     outer = function(slice_fn)
-    middle = function(outer.cells[0]) if _shape(outer, "expect", ("fn",)) else None
-    if _shape(middle, "expect_fn", ("fn",)) and "orig_pred" in middle.strings:
-        way = "Expect.slice_pairwise"
-    elif _shape(middle, "expect_fn", ("fn",)):
-        way = "Expect.slice_single"
+    testcase_fn = outer.cells[0] if _shape(outer, "expect", ("fn",)) else None
+    middle = function(testcase_fn)
+    if _shape(middle, "expect_fn", ("fn",)):
+        way = "Expect.slice_pairwise" if "orig_pred" in middle.strings else "Expect.slice_single"
+        inner_slice = _describe(middle.cells[0])
     else:
         way = "Expect.slice_testcase"
-    inner_slice = _describe(middle.cells[0]) if middle is not None else _describe(slice_fn)
+        inner_slice = _describe(testcase_fn if testcase_fn is not None else slice_fn)
     agg = agg_fn if isinstance(agg_fn, str) else "a custom agg_fn"
     return Recognised(
         inner.kind,
