@@ -37,6 +37,7 @@ class Relation(str, Enum):
     SAME = "same"  # INV: same predicted label
     UP = "up"  # DIR: probability of ``expected_label`` does not decrease
     DOWN = "down"  # DIR: probability of ``expected_label`` does not increase
+    BECOMES = "becomes"  # DIR: the perturbed case is predicted ``expected_label`` (CheckList's Expect.eq in a DIR)
     CLOSER = "closer"  # contrastive (COSTELLO): text_pair closer than the negative
     FARTHER = "farther"
 
@@ -76,6 +77,11 @@ TEST_CASE_SCHEMA = pa.schema(
         pa.field("expected_labels", pa.list_(pa.string()), nullable=True),  # MFT: any of these labels
         pa.field("tolerance", pa.float64(), nullable=True),  # INV/DIR probability tolerance
         pa.field("testcase", pa.string(), nullable=True),  # CheckList test case (group) the row belongs to
+        # DIR: the score is P(expected_label) - P(versus_label) (CheckList's sentiment "positive_change")
+        pa.field("versus_label", pa.string(), nullable=True),
+        # INV/DIR: judged only when the original's predicted label is one of these (CheckList's
+        # Expect.slice_pairwise/slice_orig on the original's prediction); otherwise no verdict
+        pa.field("original_labels", pa.list_(pa.string()), nullable=True),
         pa.field("provenance", PROVENANCE_TYPE, nullable=True),
         pa.field("meta", pa.string(), nullable=True),  # JSON object
         # The automatic checks the case passed before it entered the suite (engine/case_checks.py)
@@ -93,6 +99,8 @@ _CASE_DEFAULTS: dict[str, Any] = {
     "expected_labels": None,
     "tolerance": None,
     "testcase": None,
+    "versus_label": None,
+    "original_labels": None,
     "provenance": None,
     "meta": None,
     "checks": None,

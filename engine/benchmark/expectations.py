@@ -14,6 +14,16 @@ The rules follow CheckList's ``expect.py`` (``Expect.eq``, ``Expect.inv``,
   ``dir_tolerance``, 0.1 as in CheckList's released suites). A case that cannot fail
   (up with P_before <= tolerance, down with P_before >= 1 - tolerance) is not counted,
   as CheckList returns None for it.
+* DIR ``becomes``: the perturbed case is predicted ``expected_label`` (or one of
+  ``expected_labels``): CheckList's ``Expect.eq(label)`` in a DIR test (QQP's "change a
+  name in one question" tests expect not-duplicate).
+* DIR with ``versus_label``: the score is P(expected_label) - P(versus_label), as the
+  custom ``diff_up``/``diff_down`` of CheckList's sentiment suite (``positive_change``:
+  P(positive) - P(negative)); up passes when change + tolerance >= 0, down when
+  change - tolerance <= 0; such a case can always fail (no "cannot fail" rule).
+* INV/DIR with ``original_labels``: the case is judged only when the original's predicted
+  label is one of them, else it has no verdict (CheckList's ``Expect.slice_pairwise`` /
+  ``slice_orig`` on the original's prediction, e.g. "pred != neutral").
 * An INV/DIR case without ``perturbs`` is the original of its test case: the model scores
   it and the perturbations are compared with it, but it has no verdict of its own
   (CheckList's ``agg_fn='all_except_first'``).
@@ -36,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 MFT, INV, DIR = "MFT", "INV", "DIR"
-UP, DOWN, SAME = "up", "down", "same"
+UP, DOWN, SAME, BECOMES = "up", "down", "same", "becomes"
 
 
 @dataclass(frozen=True)
@@ -112,18 +122,26 @@ def label_scores(
 
 
 def wanted_labels(cases: pa.Table) -> dict[str, set[str]]:
-    """Per suite, every label its cases name (``expected_label`` and ``expected_labels``)."""
+    """Per suite, every label its cases name (``expected_label``, ``expected_labels``,
+    ``versus_label``, ``original_labels``)."""
     wanted: dict[str, set[str]] = {}
-    for suite, label, labels in zip(
+    for suite, label, labels, versus, originals in zip(
         cases.column("suite").to_pylist(),
         cases.column("expected_label").to_pylist(),
         cases.column("expected_labels").to_pylist(),
+        _column(cases, "versus_label"),
+        _column(cases, "original_labels"),
     ):
         bucket = wanted.setdefault(suite, set())
-        if label is not None:
-            bucket.add(label)
+        bucket.update(x for x in (label, versus) if x is not None)
         bucket.update(labels or ())
+        bucket.update(originals or ())
     return wanted
+
+
+def _column(cases: pa.Table, name: str) -> list:
+    """A column as a list; all None when the table predates it."""
+    return cases.column(name).to_pylist() if name in cases.column_names else [None] * cases.num_rows
 
 
 @dataclass
@@ -137,6 +155,8 @@ class _CaseColumns:
     relation: np.ndarray
     tolerance: np.ndarray  # NaN where null
     perturbs: list[str | None]
+    versus: np.ndarray  # versus_label (None where null)
+    original_sets: list[list[str] | None]  # original_labels
     ref: np.ndarray  # row of the case each row perturbs; -1: none, or not in the table
 
     @classmethod
@@ -151,6 +171,8 @@ class _CaseColumns:
             relation=np.asarray(cases.column("relation").to_pylist(), dtype=object),
             tolerance=cases.column("tolerance").to_numpy(zero_copy_only=False).astype(float),
             perturbs=perturbs,
+            versus=np.asarray(_column(cases, "versus_label"), dtype=object),
+            original_sets=_column(cases, "original_labels"),
             ref=np.array([ids.get(p, -1) if p is not None else -1 for p in perturbs], dtype=np.int64),
         )
 
@@ -251,7 +273,18 @@ def _judge_inv(
     label = result.predicted[ref]
     moved = np.abs(label_scores(probs[inv], model_labels, label, s) - label_scores(probs[ref], model_labels, label, s))
     tol = np.nan_to_num(columns.tolerance[inv], nan=0.0)
-    _settle(result, inv, same | (moved <= tol))
+    ok = (same | (moved <= tol)).astype(object)
+    _slice_by_original(result, columns, inv, ok)
+    _settle(result, inv, ok)
+
+
+def _slice_by_original(result: Evaluation, columns: _CaseColumns, rows: np.ndarray, ok: np.ndarray) -> None:
+    """No verdict (None in ``ok``) where the original's predicted label is not in the row's
+    ``original_labels`` (CheckList's slice on the original's prediction)."""
+    for k, i in enumerate(rows.tolist()):
+        allowed = columns.original_sets[i]
+        if allowed is not None and result.predicted[columns.ref[i]] not in allowed:
+            ok[k] = None
 
 
 def _judge_dir(
@@ -264,8 +297,13 @@ def _judge_dir(
 ) -> None:
     """DIR: the label's probability does not move against ``relation`` by more than the tolerance."""
     relation = columns.relation
-    for i in dirs[[r not in (UP, DOWN) for r in relation[dirs]]]:
-        result.error[i] = f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up' or 'down'"
+    for i in dirs[[r not in (UP, DOWN, BECOMES) for r in relation[dirs]]]:
+        result.error[i] = (
+            f"DIR case has relation '{relation[i]}': a classifier can only be tested with 'up', 'down' or 'becomes'"
+        )
+    becomes = dirs[[r == BECOMES for r in relation[dirs]]]
+    if len(becomes):
+        _judge_becomes(result, columns, becomes)
     dirs = dirs[[r in (UP, DOWN) for r in relation[dirs]]]
     if not len(dirs):
         return
@@ -274,17 +312,39 @@ def _judge_dir(
     label = np.where(expected != None, expected, result.predicted[ref])  # noqa: E711
     after = label_scores(probs[dirs], model_labels, label, s)
     before = label_scores(probs[ref], model_labels, label, s)
+    versus = columns.versus[dirs]
+    margin = versus != None  # noqa: E711
+    if margin.any():  # P(label) - P(versus_label): CheckList's sentiment positive_change
+        after[margin] -= label_scores(probs[dirs[margin]], model_labels, versus[margin], s)
+        before[margin] -= label_scores(probs[ref[margin]], model_labels, versus[margin], s)
     tolerance = columns.tolerance[dirs]
     tol = np.where(np.isnan(tolerance), s.dir_tolerance, tolerance)
     up = relation[dirs] == UP
     diff = after - before
     ok = np.where(up, diff + tol >= 0, diff - tol <= 0).astype(object)
-    cannot_fail = np.where(up, before <= tol, before >= 1 - tol)
-    ok[cannot_fail] = None  # CheckList: "can't fail", not counted
+    cannot_fail = np.where(up, before <= tol, before >= 1 - tol) & ~margin
+    ok[cannot_fail] = None  # CheckList's monotonic: "can't fail", not counted
+    _slice_by_original(result, columns, dirs, ok)
     unscored = np.isnan(after) | np.isnan(before)
-    for i, lbl in zip(dirs[unscored], label[unscored]):
-        result.error[i] = f"model cannot score label '{lbl}'"
+    for i, lbl, vs in zip(dirs[unscored], label[unscored], versus[unscored]):
+        result.error[i] = f"model cannot score label '{lbl}'" + (f" minus '{vs}'" if vs is not None else "")
     _settle(result, dirs, ok)
+
+
+def _judge_becomes(result: Evaluation, columns: _CaseColumns, rows: np.ndarray) -> None:
+    """DIR ``becomes``: the perturbed case is predicted ``expected_label`` (or one of
+    ``expected_labels``), as CheckList's ``Expect.eq(label)`` used in a DIR test (the
+    original is not judged: ``all_except_first``)."""
+    ok = np.full(len(rows), None, dtype=object)
+    for k, i in enumerate(rows.tolist()):
+        label_set, expected = columns.label_sets[i], columns.expected[i]
+        wanted = set(label_set) if label_set else ({expected} if expected is not None else None)
+        if wanted is None:
+            result.error[i] = "DIR 'becomes' case has no expected label"
+        else:
+            ok[k] = result.predicted[i] in wanted
+    _slice_by_original(result, columns, rows, ok)
+    _settle(result, rows, ok)
 
 
 def case_groups(cases: pa.Table) -> list[str]:

@@ -4,7 +4,7 @@ package versions (pure, apart from reading installed package metadata and model 
 * A case's **content digest** (``case_digests``) hashes every field that decides its verdict
   or where it is counted: ``text``, ``text_pair``, ``test_type``, ``expected_label``,
   ``expected_labels`` (as a set), ``perturbs``, ``relation``, ``tolerance``, ``testcase``,
-  ``capability`` and ``topic``. Not ``meta`` or ``provenance`` (generation notes that do not
+  ``capability`` and ``topic`` (and ``versus_label``, ``original_labels`` when set). Not ``meta`` or ``provenance`` (generation notes that do not
   change what a model is asked or how it is judged). ``results.parquet`` carries it per row.
 * A **suite digest** (``suite_digests``) hashes the sorted ``case_id``/content-digest pairs
   of every case of one suite name: two runs on the same suite have the same digest, and
@@ -39,6 +39,7 @@ DIGEST_FIELDS = (
     "capability",
     "topic",
 )
+EXTRA_DIGEST_FIELDS = ("versus_label", "original_labels")  # in the digest only when not null
 
 # Packages whose versions change what a model predicts or how cases are judged.
 PACKAGES = (
@@ -71,11 +72,16 @@ def case_digests(cases: pa.Table) -> pa.Array:
     """The content digest of every case (see the module docstring); absent columns count as null."""
     n = cases.num_rows
     columns = {f: cases.column(f).to_pylist() if f in cases.column_names else [None] * n for f in DIGEST_FIELDS}
+    extras = {f: cases.column(f).to_pylist() if f in cases.column_names else [None] * n for f in EXTRA_DIGEST_FIELDS}
     out = []
     for i in range(n):
         row = [columns[f][i] for f in DIGEST_FIELDS]
         labels = row[4]
         row[4] = sorted(labels) if labels is not None else None
+        # Later expectation fields join the digest only when set, so older cases keep theirs.
+        extra = {f: extras[f][i] for f in EXTRA_DIGEST_FIELDS if extras[f][i] is not None}
+        if extra:
+            row.append(extra)
         out.append(_digest(json.dumps(row, ensure_ascii=False, separators=(",", ":"))))
     return pa.array(out, pa.string())
 

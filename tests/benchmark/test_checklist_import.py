@@ -347,7 +347,7 @@ def test_mapping_exact_glob_labels_and_skip(sentiment_pkl, tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("tests:\n  x: {direction: sideways}\n", "tests.x.direction: Input should be 'up' or 'down'"),
+        ("tests:\n  x: {direction: sideways}\n", "tests.x.direction: Input should be 'up', 'down' or 'becomes'"),
         ("tests:\n  x: {colour: red}\n", "tests.x.colour: Extra inputs are not permitted"),
         ("tests:\n  x: {type: INV, labels: [a]}\n", "tests.x: 'labels' does not apply to a INV test"),
         ("tests: [\n", "not valid YAML"),

@@ -149,7 +149,11 @@ def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNam
                     if raw is None:
                         raise _Unsupported(f"test case {i} example {j} has no label")
                     meta["checklist_label"] = _jsonable(raw)
-                    row["expected_label"] = names.name(raw, test.name)
+                    own = names.name(raw, test.name)
+                    if plan.label_sets is not None and own in plan.label_sets:
+                        row["expected_labels"] = list(plan.label_sets[own])
+                    else:
+                        row["expected_label"] = own
                 elif plan.label_set is not None:
                     row["expected_labels"] = list(plan.label_set)
                 else:
@@ -160,6 +164,8 @@ def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNam
                     relation=plan.relation,
                     tolerance=plan.tolerance,
                     expected_label=plan.label if plan.test_type == "DIR" else None,
+                    versus_label=plan.versus if plan.test_type == "DIR" else None,
+                    original_labels=list(plan.original_labels) if plan.original_labels else None,
                 )
             row["meta"] = meta
             built.append(row)

@@ -41,16 +41,21 @@ class Recognised:
     label: Any = None  # eq: val; monotonic: label (raw: an int or a string, or None)
     increasing: bool | None = None
     tolerance: float | None = None
+    # Expect.slice_*(expectation, slice_fn): the slice function, which is code, described;
+    # the mapping must say what it keeps ('original_labels')
+    slice: str | None = None
 
     def describe(self, label_name: str | None = None) -> str:
         """``Expect.monotonic(label=positive, increasing, tolerance=0.1)`` and the like."""
         shown = label_name if label_name is not None else ("None" if self.label is None else str(self.label))
         if self.kind == "eq":
-            return "Expect.eq()" if self.label is None else f"Expect.eq({shown})"
-        if self.kind == "inv":
-            return f"Expect.inv(tolerance={self.tolerance:g})"
-        way = "increasing" if self.increasing else "decreasing"
-        return f"Expect.monotonic(label={shown}, {way}, tolerance={self.tolerance:g})"
+            text = "Expect.eq()" if self.label is None else f"Expect.eq({shown})"
+        elif self.kind == "inv":
+            text = f"Expect.inv(tolerance={self.tolerance:g})"
+        else:
+            way = "increasing" if self.increasing else "decreasing"
+            text = f"Expect.monotonic(label={shown}, {way}, tolerance={self.tolerance:g})"
+        return text if self.slice is None else f"{self.slice}({text}, ...)"
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,9 @@ def _cell_value(cell: Any) -> Any:
 def _code_strings(code: Any) -> tuple[frozenset[str], frozenset[tuple[str, ...]]]:
     strings: set[str] = set()
     tuples: set[tuple[str, ...]] = set()
-    if _is(code, "_create_code"):
+    # dill >= 0.3.5 records _create_code(...); dill 0.3.1 (CheckList's released suites,
+    # 2020) calls the type itself: _load_type('CodeType')(argcount, ..., freevars, cellvars).
+    if _is(code, "_create_code") or (isinstance(code, Opaque) and code.name.endswith("._load_type:CodeType")):
         for arg in code.args:
             if isinstance(arg, str):
                 strings.add(arg)
@@ -142,6 +149,9 @@ def recognise(expect: Any) -> Recognised | Unrecognised:
     """Which of ``Expect.eq``/``inv``/``monotonic`` ``expect`` is, read from the records."""
     if expect is None:
         return Unrecognised("the test has no expectation")
+    sliced = _wrap_slice(expect)
+    if sliced is not None:
+        return sliced
     outer = function(expect)
     if not _shape(outer, "expect", ("fn",)):
         return Unrecognised(f"{_describe(expect)} is not built by Expect.eq/inv/monotonic")
@@ -170,3 +180,34 @@ def recognise(expect: Any) -> Recognised | Unrecognised:
     else:
         wrapper = "Expect.single/pairwise"
     return Unrecognised(f"{wrapper}({_describe(inner_record)}) is not Expect.eq/inv/monotonic")
+
+
+def _wrap_slice(expect: Any) -> Recognised | Unrecognised | None:
+    """``Expect.wrap_slice(expect_fn, slice_fn, agg_fn)`` (what ``slice_pairwise``,
+    ``slice_orig``, ``slice_single`` and ``slice_testcase`` build): a function ``wrapped``
+    closing over (agg_fn, expect_fn, slice_fn). The inner expectation is recognised as
+    usual; the slice function is code, so it is only described. None: not this shape."""
+    wrapped = function(expect)
+    if not _shape(wrapped, "wrapped", ("agg_fn", "expect_fn", "slice_fn")):
+        return None
+    agg_fn, inner_expect, slice_fn = wrapped.cells
+    inner = recognise(inner_expect)
+    if isinstance(inner, Unrecognised):
+        return Unrecognised(f"Expect.wrap_slice over an expectation that is not recognised: {inner.reason}")
+    outer = function(slice_fn)
+    testcase_fn = outer.cells[0] if _shape(outer, "expect", ("fn",)) else None
+    middle = function(testcase_fn)
+    if _shape(middle, "expect_fn", ("fn",)):
+        way = "Expect.slice_pairwise" if "orig_pred" in middle.strings else "Expect.slice_single"
+        inner_slice = _describe(middle.cells[0])
+    else:
+        way = "Expect.slice_testcase"
+        inner_slice = _describe(testcase_fn if testcase_fn is not None else slice_fn)
+    agg = agg_fn if isinstance(agg_fn, str) else "a custom agg_fn"
+    return Recognised(
+        inner.kind,
+        label=inner.label,
+        increasing=inner.increasing,
+        tolerance=inner.tolerance,
+        slice=f"{way}[{inner_slice}, agg_fn={agg}]",
+    )

@@ -8,6 +8,16 @@
         tolerance: 0.1
       "*neutral*":                                             # fnmatch glob
         labels: [neutral]
+      "add positive phrases":                                  # CheckList's diff_up
+        type: DIR
+        direction: up
+        label: positive
+        versus: negative                                       # P(positive) - P(negative)
+        tolerance: 0.1
+      "intensifiers":                                          # slice_pairwise(pred != neutral)
+        original_labels: [negative, positive]
+      "Q & A: no":                                             # label 1: pred != 0
+        label_sets: {neutral: [neutral, positive]}
       "Typos":
         skip: true
 
@@ -40,14 +50,24 @@ class TestMapping(StrictInput):
     type: Literal["MFT", "INV", "DIR"] | None = None
     labels: list[str] | None = Field(None, min_length=1)  # MFT: any of these labels passes
     label: str | None = None  # MFT: the one label; DIR: the label whose probability moves
-    direction: Literal["up", "down"] | None = None  # DIR
+    direction: Literal["up", "down", "becomes"] | None = None  # DIR ("becomes": predicted label)
     tolerance: float | None = Field(None, ge=0.0, le=1.0)  # INV / DIR
+    # DIR: the score is P(label) - P(versus) (CheckList's sentiment positive_change)
+    versus: str | None = None
+    # INV / DIR: judge a test case only when the original's prediction is one of these
+    original_labels: list[str] | None = Field(None, min_length=1)
+    # MFT: a row whose own label is the key passes with any label of the value
+    label_sets: dict[str, list[str]] | None = Field(None, min_length=1)
     skip: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> TestMapping:
         if self.labels is not None and self.label is not None:
             raise ValueError("give 'label' or 'labels', not both")
+        if self.label_sets is not None and (self.labels is not None or self.label is not None):
+            raise ValueError("give 'label_sets' or 'label'/'labels', not both")
+        if self.label_sets is not None and not all(self.label_sets.values()):
+            raise ValueError("each 'label_sets' entry names at least one label")
         if self.type is not None:
             check_fields(self, self.type)
         return self
@@ -55,8 +75,13 @@ class TestMapping(StrictInput):
 
 def check_fields(entry: TestMapping, test_type: str) -> None:
     """ValueError when ``entry`` sets a field that means nothing for ``test_type``."""
-    allowed = {"MFT": {"labels", "label"}, "INV": {"tolerance"}, "DIR": {"label", "direction", "tolerance"}}
-    given = {f for f in ("labels", "label", "direction", "tolerance") if getattr(entry, f) is not None}
+    allowed = {
+        "MFT": {"labels", "label", "label_sets"},
+        "INV": {"tolerance", "original_labels"},
+        "DIR": {"label", "direction", "tolerance", "versus", "original_labels"},
+    }
+    fields = ("labels", "label", "label_sets", "direction", "tolerance", "versus", "original_labels")
+    given = {f for f in fields if getattr(entry, f) is not None}
     wrong = sorted(given - allowed[test_type])
     if wrong:
         raise ValueError(f"{', '.join(repr(w) for w in wrong)} does not apply to a {test_type} test")

@@ -100,6 +100,10 @@ class Plan:
     relation: str | None = None  # INV: same; DIR: up/down
     tolerance: float | None = None
     note: str | None = None  # why a default was used
+    versus: str | None = None  # DIR: score P(label) - P(versus)
+    original_labels: tuple[str, ...] | None = None  # INV/DIR: judged only when the original predicts one
+    label_sets: dict[str, tuple[str, ...]] | None = None  # MFT: a row labelled key passes with any of value
+    unresolved_slice: str | None = None  # a slice function the mapping must translate
 
 
 @dataclass(frozen=True)
@@ -120,10 +124,22 @@ def _base(test: TestRecord, test_type: str, rec: Recognised | Unrecognised, name
                 return Plan("MFT", f"recognised: {what}", from_test_labels=True)
             return NoPlan("unmapped", f"{what} compares with the test's labels, and it has none")
         if test_type == "INV" and rec.kind == "inv":
-            return Plan("INV", f"recognised: {what}", relation="same", tolerance=rec.tolerance)
+            return Plan(
+                "INV", f"recognised: {what}", relation="same", tolerance=rec.tolerance, unresolved_slice=rec.slice
+            )
+        if test_type == "DIR" and rec.kind == "eq" and shown is not None:
+            # Expect.eq(label) in a DIR: every perturbation must be predicted label
+            return Plan("DIR", f"recognised: {what}", label=shown, relation="becomes", unresolved_slice=rec.slice)
         if test_type == "DIR" and rec.kind == "monotonic":
             way = "up" if rec.increasing else "down"
-            return Plan("DIR", f"recognised: {what}", label=shown, relation=way, tolerance=rec.tolerance)
+            return Plan(
+                "DIR",
+                f"recognised: {what}",
+                label=shown,
+                relation=way,
+                tolerance=rec.tolerance,
+                unresolved_slice=rec.slice,
+            )
         reason = f"{what} does not fit a {test_type} test"
     else:
         reason = rec.reason
@@ -141,6 +157,11 @@ def _apply(entry: Any, how: str, base: Plan | NoPlan, test: TestRecord, test_typ
     """A mapping entry over the base expectation, field by field."""
     prior = base if isinstance(base, Plan) and base.test_type == test_type else None
     if test_type == "MFT":
+        if entry.label_sets is not None:
+            if test.labels is None:
+                return NoPlan("unmapped", f"{how} gives 'label_sets' but the test has no labels")
+            sets = {k: tuple(v) for k, v in entry.label_sets.items()}
+            return Plan("MFT", f"{how}; Expect.eq() (the test's labels)", from_test_labels=True, label_sets=sets)
         if entry.labels is not None:
             return Plan("MFT", how, label_set=tuple(entry.labels))
         if entry.label is not None:
@@ -153,13 +174,23 @@ def _apply(entry: Any, how: str, base: Plan | NoPlan, test: TestRecord, test_typ
     if test_type == "INV":
         tolerance = entry.tolerance if entry.tolerance is not None else (prior.tolerance if prior else None)
         tolerance = INV_DEFAULT_TOLERANCE if tolerance is None else tolerance
-        return Plan("INV", how, relation="same", tolerance=tolerance)
+        return _sliced(Plan("INV", how, relation="same", tolerance=tolerance), entry, prior)
     direction = entry.direction or (prior.relation if prior else None)
     if direction is None:
         return NoPlan("unmapped", f"{how} gives no 'direction' and the expectation was not recognised")
     label = entry.label if entry.label is not None else (prior.label if prior else None)
     tolerance = entry.tolerance if entry.tolerance is not None else (prior.tolerance if prior else None)
-    return Plan("DIR", how, label=label, relation=direction, tolerance=tolerance)
+    versus = entry.versus if entry.versus is not None else (prior.versus if prior else None)
+    plan = Plan("DIR", how, label=label, relation=direction, tolerance=tolerance, versus=versus)
+    return _sliced(plan, entry, prior)
+
+
+def _sliced(plan: Plan, entry: Any, prior: Plan | None) -> Plan:
+    """The mapping's ``original_labels`` translate a recognised expectation's slice function."""
+    if entry.original_labels is not None:
+        base = f" over {prior.how}" if prior is not None and prior.unresolved_slice else ""
+        return replace(plan, how=plan.how + base, original_labels=tuple(entry.original_labels))
+    return replace(plan, unresolved_slice=prior.unresolved_slice if prior else None)
 
 
 def decide(
@@ -173,16 +204,31 @@ def decide(
     if test_type is None:
         return NoPlan("unmapped", "the test is neither MFT, INV nor DIR by its class; give 'type' in --mapping")
     if found is None:
-        return _base(test, test_type, rec, names)
+        return _resolved(_base(test, test_type, rec, names))
     key, match, entry = found
     try:
         check_fields(entry, test_type)
     except ValueError as exc:
         raise mapping.error(key, f"{exc} (test '{test.name}')") from None
-    return _apply(
+    plan = _apply(
         entry,
         f"mapping '{key}'" + (" (glob)" if match == "glob" else ""),
         _base(test, test_type, rec, names),
         test,
         test_type,
     )
+    if isinstance(plan, Plan) and plan.note is None and isinstance(rec, Unrecognised):
+        plan = replace(plan, note=f"in place of the pickled code: {rec.reason}")  # for import.json
+    return _resolved(plan)
+
+
+def _resolved(plan: Plan | NoPlan) -> Plan | NoPlan:
+    """A plan whose slice function no mapping translated is not written: without the slice
+    its verdicts would differ from CheckList's."""
+    if isinstance(plan, Plan) and plan.unresolved_slice is not None:
+        return NoPlan(
+            "unmapped",
+            f"{plan.how}: the slice {plan.unresolved_slice} is code checkray does not run; give "
+            "'original_labels' (the original predictions the slice keeps) in --mapping",
+        )
+    return plan

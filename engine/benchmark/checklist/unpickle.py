@@ -231,7 +231,12 @@ class RestrictedUnpickler(pickle.Unpickler):
         if not isinstance(name, str):
             raise InputError(f"{self.source}: not a CheckList suite pickle: getattr with a non-string name")
         module = None
-        if isinstance(obj, type) and issubclass(obj, Opaque):
+        if isinstance(obj, str) and obj in ("builtins", "__builtin__"):
+            # dill 0.3.1 (CheckList's released suites) pickles a builtin function as
+            # _get_attr('builtins', 'len'): getattr on the string fails and dill falls back
+            # to the builtins module. Resolved like the global builtins.len.
+            module = "builtins"
+        elif isinstance(obj, type) and issubclass(obj, Opaque):
             module = obj.target
         elif isinstance(obj, Opaque) and obj.name.endswith("._import_module") and obj.args:
             module = obj.args[0] if isinstance(obj.args[0], str) else None

@@ -1,0 +1,250 @@
+"""QQP-format CheckList suite end to end against paraphrase models trained on MRPC.
+
+    .venv/bin/python bench/checklist_qqp.py [--mrpc ../shared/data/mrpc] [--out runs/bench_checklist_qqp]
+
+CheckList's released ``qqp_suite.tar.gz`` is not in ``../shared``, so this writes a suite
+in its exact format (``tests/fakes/checklist_release.py``: dill 0.3.1 shapes, CheckList
+2020's ``Expect``) from MRPC validation pairs, with the QQP notebook's kinds of tests:
+MFTs on real pairs (labels 0/1), INV typos in one question and INV symmetry (q2, q1),
+DIR "change a name in one of the questions" (``Expect.slice_orig(Expect.eq(0), lambda
+orig, *args: orig == 1)``) and DIR "add a different ending" (``Expect.monotonic(label=1,
+increasing=False, tolerance=0.1)``). It imports it with ``configs/checklist/qqp.yaml``
+(``--labels 0=not_duplicate,1=duplicate``), runs three pair models trained on MRPC train
+(``callable`` family, pairs as ``text``/``text_pair``), prints each test's failure rate
+per model and checks them against CheckList's own semantics recomputed from
+``results.parquet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "runs" / "bench_checklist_qqp" / "models"
+_LOADED: dict = {}
+LABELS = ["not_duplicate", "duplicate"]
+
+
+def _read(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
+    raw = json.loads(path.read_text())
+    pairs, labels = [], []
+    for text, label in raw.values():
+        a, b = text.split(" [SEP] ", 1)
+        pairs.append((a, b))
+        labels.append(int(label))
+    return pairs, labels
+
+
+def _overlap(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """Word-overlap features of each pair (symmetric)."""
+    rows = []
+    for a, b in pairs:
+        x, y = set(a.lower().split()), set(b.lower().split())
+        inter, union = len(x & y), len(x | y) or 1
+        rows.append([inter / union, inter / (min(len(x), len(y)) or 1), abs(len(x) - len(y)) / union])
+    return np.array(rows)
+
+
+def train(mrpc: Path) -> dict[str, float]:
+    """Three pair models on MRPC train; accuracy on MRPC validation."""
+    import joblib
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics.pairwise import paired_cosine_distances
+
+    MODELS.mkdir(parents=True, exist_ok=True)
+    pairs, labels = _read(mrpc / "train.json")
+    held, held_labels = _read(mrpc / "validation.json")
+    word = TfidfVectorizer().fit([t for p in pairs for t in p])
+    char = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2).fit([t for p in pairs for t in p])
+
+    def cos(vec, ps):
+        a, b = zip(*ps)
+        return 1 - paired_cosine_distances(vec.transform(a), vec.transform(b))
+
+    feats = {
+        "overlap_lr": lambda ps: _overlap(ps),
+        "tfidf_cos_lr": lambda ps: np.column_stack([cos(word, ps), cos(char, ps)]),
+        "all_lr": lambda ps: np.column_stack([_overlap(ps), cos(word, ps), cos(char, ps)]),
+    }
+    accuracy = {}
+    for name, f in feats.items():
+        clf = LogisticRegression(max_iter=1000).fit(f(pairs), labels)
+        joblib.dump({"clf": clf, "word": word, "char": char, "name": name}, MODELS / f"{name}.joblib")
+        accuracy[name] = float(np.mean(clf.predict(f(held)) == np.array(held_labels)))
+    return accuracy
+
+
+def __getattr__(name: str):
+    """``checklist_qqp:model_<name>``: a pair model for the callable family."""
+    if not name.startswith("model_"):
+        raise AttributeError(name)
+
+    def predict(texts, pairs=None):
+        import joblib
+        from sklearn.metrics.pairwise import paired_cosine_distances
+
+        key = name[len("model_") :]
+        if key not in _LOADED:
+            _LOADED[key] = joblib.load(MODELS / f"{key}.joblib")
+        m = _LOADED[key]
+        ps = list(zip(texts, pairs))
+
+        def cos(vec):
+            return 1 - paired_cosine_distances(vec.transform(list(texts)), vec.transform(list(pairs)))
+
+        if key == "overlap_lr":
+            x = _overlap(ps)
+        elif key == "tfidf_cos_lr":
+            x = np.column_stack([cos(m["word"]), cos(m["char"])])
+        else:
+            x = np.column_stack([_overlap(ps), cos(m["word"]), cos(m["char"])])
+        return m["clf"].predict_proba(x)
+
+    return predict
+
+
+NAMES = ["John", "Mary", "David", "Susan", "Robert", "Linda", "Michael", "Karen"]
+
+
+def build_suite(cl, mrpc: Path, n: int = 400):
+    """A QQP-format suite from MRPC validation pairs (the notebook's kinds of tests)."""
+    E = cl.Expect
+    pairs, labels = _read(mrpc / "validation.json")
+    pairs, labels = pairs[:n], labels[:n]
+    rng = np.random.default_rng(0)
+
+    def typo(s: str) -> str:
+        i = int(rng.integers(0, max(len(s) - 2, 1)))
+        return s[:i] + s[i + 1] + s[i] + s[i + 2 :] if len(s) > 3 else s
+
+    s = cl.TestSuite()
+    s.add(cl.MFT(list(pairs), labels=list(labels)), "MRPC pairs (real)", "Vocabulary")
+    s.add(
+        cl.MFT([(a, a) for a, _ in pairs[:200]], labels=1),
+        "Same question twice is duplicate",
+        "Vocabulary",
+    )
+    s.add(cl.INV([[p, (typo(p[0]), p[1]), (p[0], typo(p[1]))] for p in pairs]), "Typos", "Robustness")
+    s.add(cl.INV([[p, (p[1], p[0])] for p in pairs]), "Symmetry: f(a, b) = f(b, a)", "Logic")
+    changed = []
+    for a, b in pairs:
+        names = [w for w in a.split() if w in b.split() and w[:1].isupper() and w.isalpha() and len(w) > 3]
+        if names:
+            new = NAMES[len(changed) % len(NAMES)]
+            changed.append([(a, b), (a.replace(names[0], new), b), (a, b.replace(names[0], new))])
+    s.add(
+        cl.DIR(changed, E.slice_orig(E.eq(0), lambda orig, *args: orig == 1)),
+        "Change first name in one of the questions",
+        "NER",
+    )
+    endings = [[p, (p[0], p[1] + " What about the weather in Paris?")] for p in pairs[:200]]
+    s.add(
+        cl.DIR(endings, E.monotonic(label=1, increasing=False, tolerance=0.1)),
+        "Add an unrelated question to one",
+        "Vocabulary",
+    )
+    return s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mrpc", default=str(ROOT.parent / "shared" / "data" / "mrpc"))
+    parser.add_argument("--out", default=str(ROOT / "runs" / "bench_checklist_qqp"))
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from checklist_release import in_process
+
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.benchmark.summary import summarize
+    from checkray.engine.schema import case_id
+    from checkray.engine.trust import allow_code
+    from checkray.jobs.cli import main as cli
+    from tests.fakes.checklist_release import checklist_passed, checklist_stats, dump_release, release_checklist
+
+    allow_code()  # the models are this bench's own callables
+    out = Path(args.out)
+    for sub in ("suite", "imported", "run"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    t = time.perf_counter()
+    accuracy = train(Path(args.mrpc))
+    print(f"models trained on MRPC train in {time.perf_counter() - t:.1f}s; validation accuracy {accuracy}")
+    (out / "suite").mkdir(parents=True)
+    with release_checklist() as cl:
+        suite_obj = build_suite(cl, Path(args.mrpc))
+        (out / "suite" / "qqp_suite.pkl").write_bytes(dump_release(suite_obj, cl.dill))
+    try:
+        cli(
+            [
+                "import",
+                "checklist",
+                str(out / "suite" / "qqp_suite.pkl"),
+                "--labels",
+                "0=not_duplicate,1=duplicate",
+                "--mapping",
+                str(ROOT / "configs" / "checklist" / "qqp.yaml"),
+                "--out",
+                str(out / "imported"),
+            ]
+        )
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    imported = pq.read_table(out / "imported" / "suite.parquet")
+    specs = [
+        ModelSpec(name=name, family="callable", path=f"checklist_qqp:model_{name}", labels=LABELS, accuracy=acc)
+        for name, acc in accuracy.items()
+    ]
+    t = time.perf_counter()
+    failed = in_process(specs, imported, out / "run")
+    print(f"== run: {len(specs)} models x {imported.num_rows} cases in {time.perf_counter() - t:.1f}s; failed {failed}")
+    results = pq.read_table(out / "run" / "results.parquet")
+    summary = summarize(results).to_pylist()
+    mismatches = 0
+    with release_checklist() as cl:
+        suite_obj = build_suite(cl, Path(args.mrpc))
+        for spec in specs:
+            rows = results.filter(pc.equal(results.column("model"), spec.name))
+            row_of = {cid: k for k, cid in enumerate(rows.column("case_id").to_pylist())}
+            predicted, probs = rows.column("predicted").to_pylist(), rows.column("probabilities").to_pylist()
+            ours = {x["topic"]: x for x in summary if x["model"] == spec.name}
+            print(f"\n{spec.name} (MRPC validation accuracy {spec.accuracy:.3f}): CheckList fail rate vs checkray")
+            for name, test in suite_obj.tests.items():
+                preds, confs = [], []
+                for i, case in enumerate(test.data):
+                    examples = case if isinstance(case, list) else [case]
+                    ks = [row_of[case_id("qqp_suite", name, i, j)] for j in range(len(examples))]
+                    p = [LABELS.index(predicted[k]) for k in ks]
+                    c = [np.array(probs[k], dtype=float) for k in ks]
+                    preds.append(np.array(p) if isinstance(case, list) else p[0])
+                    confs.append(np.array(c) if isinstance(case, list) else c[0])
+                stats = checklist_stats(checklist_passed(test, preds, confs))
+                judged = stats["testcases"] - stats["filtered"]
+                mine = ours.get(name, {})
+                same = (mine.get("testcases"), mine.get("testcase_failures")) == (judged, stats["fails"])
+                mismatches += not same
+                rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
+                print(
+                    f"  {'ok ' if same else 'DIFF'} {type(test).__name__} {name:45s} {rate:>6s} "
+                    f"({stats['fails']}/{judged})  checkray {mine.get('testcase_failures')}/{mine.get('testcases')}"
+                )
+    print(f"\n== verdicts: {mismatches} test(s) differ from CheckList's")
+    sys.exit(1 if mismatches else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""Question answering verdicts, as CheckList scores its SQuAD suite (pure; no model here).
+
+A QA case is a test-case row with ``text`` = the context, ``text_pair`` = the question and
+``expected_label`` (or any of ``expected_labels``) = the answer. CheckList's SQuAD suite
+compares answer strings: its MFTs ``pred == label``; its INVs ``Expect.inv`` on
+predictions whose confidences are not a softmax, which passes only when the answer is the
+original's. So, for a model's answer per row:
+
+* MFT: the answer equals the expected one (or one of ``expected_labels``);
+* INV: the answer equals the answer on the case named in ``perturbs``; the original (no
+  ``perturbs``) has no verdict of its own (``all_except_first``);
+* DIR: not defined for answers (an error per case).
+
+``normalize=True`` compares SQuAD-normalised answers (lower case, no punctuation, no
+articles, single spaces) instead of exact strings.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's answer normalisation."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def judge_answers(
+    cases: pa.Table, answers: Sequence[str | None], *, normalize: bool = False
+) -> tuple[np.ndarray, list[str | None]]:
+    """(passed, error) per row: True/False, or None (an INV original, no answer, an error)."""
+    n = cases.num_rows
+    if len(answers) != n:
+        raise ValueError(f"{len(answers)} answers for {n} cases")
+
+    def key(text: str | None) -> str | None:
+        if text is None:
+            return None
+        return normalize_answer(text) if normalize else text.strip()
+
+    got = [key(a) for a in answers]
+    ids = {cid: i for i, cid in enumerate(cases.column("case_id").to_pylist())}
+    types = cases.column("test_type").to_pylist()
+    expected = cases.column("expected_label").to_pylist()
+    label_sets = cases.column("expected_labels").to_pylist()
+    perturbs = cases.column("perturbs").to_pylist()
+    passed = np.full(n, None, dtype=object)
+    errors: list[str | None] = [None] * n
+    for i in range(n):
+        if got[i] is None:
+            errors[i] = "the model gave no answer"
+            continue
+        if types[i] == "MFT":
+            wanted = {key(x) for x in (label_sets[i] or ([expected[i]] if expected[i] is not None else []))}
+            if not wanted:
+                errors[i] = "QA case has no expected answer"
+            else:
+                passed[i] = got[i] in wanted
+        elif types[i] == "INV":
+            if perturbs[i] is None:
+                continue  # the original: answered, not judged
+            ref = ids.get(perturbs[i])
+            if ref is None or got[ref] is None:
+                errors[i] = f"perturbed case '{perturbs[i]}' has no answer"
+            else:
+                passed[i] = got[i] == got[ref]
+        else:
+            errors[i] = f"a {types[i]} test is not defined for answers"
+    return passed, errors
