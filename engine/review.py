@@ -668,3 +668,46 @@ def labels_of(units: Iterable[Mapping[str, Any]]) -> list[str]:
     """The labels a case may be relabelled to: every expected label of the suites."""
     found = {str(u["expected_label"]) for u in units if u.get("kind") == "case" and u.get("expected_label")}
     return sorted(found | {"negative", "positive"} if found <= {"negative", "positive", "neutral"} else found)
+
+
+# --- reviews as an annotation batch -----------------------------------------------------------
+
+
+def batch_rows(rows: Iterable[Mapping[str, Any]], units: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The reviewed units as rows of an annotation batch (docs/validity.md; the format
+    ``engine/suite_validity.read_batch`` reads): each unit once, with its standing decision's
+    three verdicts, the reason as the note and who decided."""
+    by_id = {u["case_id"]: u for u in units}
+    out = []
+    for case_id, row in per_case(rows).items():
+        unit = by_id.get(case_id)
+        if unit is None:
+            continue
+        item = {
+            k: unit.get(k) for k in ("case_id", "generator", "capability", "text", "text_pair", "expected", "source")
+        }
+        if unit.get("kind") == "triple":
+            item["closer"], item["farther"] = unit.get("closer"), unit.get("farther")
+        item.update({v: int(row[v]) for v in VERDICTS})
+        note = [row["decision"]] + [str(row[k]) for k in ("reason", "new_label", "new_text") if row.get(k)]
+        item["note"] = ": ".join(note)
+        item["reviewer"] = row["reviewer"]
+        out.append(item)
+    return out
+
+
+def write_batch(rows: Iterable[Mapping[str, Any]], units: Sequence[Mapping[str, Any]], out: Path, meta: dict) -> int:
+    """Write the reviews as an annotation batch ``out`` (``.jsonl``) and its ``.meta.json``."""
+    from checkray.engine.suite_validity import meta_path
+
+    if out.suffix != ".jsonl":
+        raise InputError(f"{out}: an annotation batch is a .jsonl file")
+    items = batch_rows(rows, units)
+    if not items:
+        raise InputError("no reviewed case with a verdict to write")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    reviewers = sorted({i["reviewer"] for i in items})
+    meta = {**meta, "annotator": ", ".join(reviewers), "sample": {"n": len(items), "how": "checkray review"}}
+    meta_path(out).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return len(items)

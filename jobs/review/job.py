@@ -4,6 +4,7 @@
     checkray review apply RUN                       # writes reviewed_suite.parquet (reviewed_triples.parquet)
     checkray review export RUN --out sample.csv     # or .jsonl: a sample for reviewers elsewhere
     checkray review import RUN FILE --reviewer NAME # their filled file back, checked
+    checkray review batch RUN --out B.jsonl [--part dev]  # the reviews as an annotation batch
 
 RUN is a job's run directory or a demo's (every published suite below it). Decisions go
 to RUN/reviews.parquet as they are made (engine/review.py).
@@ -26,14 +27,16 @@ from checkray.engine.review import (
     decisions_from_file,
     export_units,
     labels_of,
+    now,
     per_case,
     stratified_sample,
     units_of_run,
+    write_batch,
     write_reviewed,
 )
 from checkray.jobs.console import console
 
-ACTIONS = ("apply", "export", "import")
+ACTIONS = ("apply", "export", "import", "batch")
 HOST = "127.0.0.1"
 
 
@@ -83,7 +86,8 @@ def review_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
     reviewer: Optional[str] = typer.Option(None, "--reviewer", help="Who reviews (default: the login name)."),
     port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (0: a free one)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="export: the .csv or .jsonl file to write."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="export, batch: the file to write."),
+    part: str = typer.Option("dev", "--part", help="batch: dev or final (docs/validity.md)."),
 ) -> None:
     """Review generated cases in the browser; apply, export or import reviews."""
     rest = list(rest or [])
@@ -107,6 +111,15 @@ def review_command(
         export_units(units, out)
         console.print(f"wrote {out} ({len(units)} cases to review; fill 'decision')", markup=False)
         del store
+    elif first == "batch":
+        if out is None:
+            raise InputError("checkray review batch needs --out FILE.jsonl")
+        if part not in ("dev", "final"):
+            raise InputError(f"--part {part!r}: expected dev or final")
+        store = ReviewStore(run)
+        meta = {"run": str(run), "part": part, "generator": "checkray review", "drawn": now()}
+        n = write_batch(store.rows(), units_of_run(run), out, meta)
+        console.print(f"wrote {out} ({n} judged cases) and its .meta.json", markup=False, soft_wrap=True)
     else:
         if len(rest) < 2:
             raise InputError("checkray review import needs RUN FILE")

@@ -240,3 +240,23 @@ def test_apply_command_without_reviews_is_one_line(run, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["review", "apply", str(run)])
     assert exc.value.code == 2 and "no reviews yet" in capsys.readouterr().err
+
+
+def test_reviews_as_an_annotation_batch(run, tmp_path):
+    from checkray.engine.suite_validity import read_batch, summarize
+
+    store = ReviewStore(run)
+    by = {u["case_id"]: u for u in units_of_run(run)}
+    cases = [u for u in by.values() if u["kind"] == "case"][:4]
+    store.append([decision_row(u, "alice", {"decision": "accept"}) for u in cases[:3]])
+    store.append([decision_row(cases[3], "alice", {"decision": "reject", "reason": "not fluent"})])
+    store.append([decision_row(by["triple2"], "alice", {"decision": "accept"})])
+    store.append([decision_row(cases[0], "alice", {"decision": "skip"})])  # a skip has no verdict
+    out = tmp_path / "b" / "review-batch.jsonl"
+    main(["review", "batch", str(run), "--out", str(out)])
+    batch = read_batch(out)
+    assert batch.part == "dev" and batch.meta["annotator"] == "alice"
+    rows = {r.generator: r for r in summarize(batch.cases, by_capability=False)}
+    assert rows["templates"].shares["fluent"].k == 2 and rows["templates"].n == 3
+    assert rows["costello_cr1"].n == 1
+    assert "closer" in next(c.row for c in batch.cases if c.generator == "costello_cr1")
