@@ -599,7 +599,8 @@ def decisions_from_file(path: Path, units: Mapping[str, Mapping[str, Any]], labe
 def apply_reviews(job: str, table: pa.Table, decided: Mapping[str, Mapping[str, Any]]) -> tuple[pa.Table, Counter]:
     """The reviewed suite: rejected units out, relabelled and edited ones changed, every
     reviewed row with its review in ``meta.review``. COSTELLO: a unit is a triple (all three
-    rows); relabel to ``farther`` swaps closer and farther, an edit replaces the seed text."""
+    rows); relabel to ``farther`` swaps closer and farther, an edit replaces the seed text.
+    INV/DIR rows that perturb a rejected case leave with it."""
     rows = table.to_pylist()
     kept, counts = [], Counter()
     for row in rows:
@@ -628,6 +629,15 @@ def apply_reviews(job: str, table: pa.Table, decided: Mapping[str, Mapping[str, 
         }
         row["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
         kept.append(row)
+    # an INV/DIR row whose original was rejected tests nothing: it goes too
+    ids = {r["case_id"] for r in rows}
+    while True:
+        present = {r["case_id"] for r in kept}
+        orphans = [r for r in kept if r.get("perturbs") in ids and r.get("perturbs") not in present]
+        if not orphans:
+            break
+        counts["dropped with their original"] += len(orphans)
+        kept = [r for r in kept if r not in orphans]
     return pa.Table.from_pylist(kept, schema=table.schema), counts
 
 

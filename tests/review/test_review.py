@@ -260,3 +260,21 @@ def test_reviews_as_an_annotation_batch(run, tmp_path):
     assert rows["templates"].shares["fluent"].k == 2 and rows["templates"].n == 3
     assert rows["costello_cr1"].n == 1
     assert "closer" in next(c.row for c in batch.cases if c.generator == "costello_cr1")
+
+
+def test_apply_drops_perturbations_of_a_rejected_original():
+    from checkray.engine.benchmark.inputs import check_suite
+    from checkray.engine.review import apply_reviews
+    from checkray.engine.schema import make_cases
+
+    base = {"suite": "s", "method": "template", "capability": "Robustness"}
+    table = make_cases(
+        [
+            {**base, "case_id": "o", "text": "good film", "test_type": "INV"},
+            {**base, "case_id": "p", "text": "good flim", "test_type": "INV", "perturbs": "o", "relation": "same"},
+            {**base, "case_id": "q", "text": "fine", "expected_label": "positive", "test_type": "MFT"},
+        ]
+    )
+    out, counts = apply_reviews("templates", table, {"o": {"decision": "reject", "reason": "unusable"}})
+    assert out.column("case_id").to_pylist() == ["q"] and counts["dropped with their original"] == 1
+    check_suite(out, "reviewed")
