@@ -308,7 +308,9 @@ class ReviewStore:
         self.run.claim(str(marker.get("job")))
         if self.run.exists(REVIEWS_FILE) and REVIEWS_FILE not in set(marker.get("owned", [])):
             raise InputError(f"{self.root}: {REVIEWS_FILE} exists and checkray did not write it; refusing to use it")
-        self.run.record_owned([REVIEW_LOCK])
+        # the file is the run's from now on: a second store opened before the first
+        # decision is written (another reviewer's server) must find it its own too
+        self.run.record_owned([REVIEW_LOCK, REVIEWS_FILE])
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -412,10 +414,15 @@ def per_case(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
 # --- the estimate and agreement -------------------------------------------------------------
 
 
-def estimate(rows: Iterable[Mapping[str, Any]], units: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def estimate(
+    rows: Iterable[Mapping[str, Any]],
+    units: Sequence[Mapping[str, Any]],
+    shipped: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """The running validity estimate: per generator, then per capability of it, the units
     reviewed and the share label-valid, fluent, on-capability and all three (95 % Wilson
-    intervals; ``engine/suite_validity.py``)."""
+    intervals; ``engine/suite_validity.py``). With ``shipped`` (``load_estimates()``), each
+    generator's row also gives the shipped estimate of all three, for comparison."""
     decided = per_case(rows)
     total: Counter = Counter()
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
@@ -442,6 +449,13 @@ def estimate(rows: Iterable[Mapping[str, Any]], units: Sequence[Mapping[str, Any
             row[name] = share.rate
             row[f"{name}_text"] = share.text()
             row[f"{name}_low"], row[f"{name}_high"] = share.interval if share.n else (None, None)
+        known = ((shipped or {}).get(generator) or {}).get("overall") or {}
+        row["shipped_all_three_text"] = (
+            f"{100 * known['all_three']:.1f} % [{100 * known['all_three_low']:.1f}, "
+            f"{100 * known['all_three_high']:.1f}] of {known.get('n')}"
+            if capability == "" and known.get("all_three") is not None
+            else ""
+        )
         out.append(row)
     return out
 

@@ -32,6 +32,7 @@ from checkray.engine.review import (
     estimate,
     labels_of,
 )
+from checkray.engine.suite_validity import load_estimates
 
 TOKEN_HEADER = "X-Review-Token"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -56,6 +57,7 @@ class ReviewApp:
         self.units = list(units)
         self.by_id = {u["case_id"]: u for u in self.units}
         self.labels = labels_of(self.units)
+        self.shipped = load_estimates()  # the estimates the reports show, for comparison
         self.reviewer = reviewer
         self.token = token or secrets.token_urlsafe(24)
 
@@ -92,7 +94,7 @@ class ReviewApp:
                 for c, r in mine.items()
             },
             "revisions": revisions,
-            "estimate": estimate(rows, self.units),
+            "estimate": estimate(rows, self.units, self.shipped),
             "agreement": agreement(rows),
             "progress": {"decided": sum(r["decision"] != "skip" for r in mine.values()), "total": len(self.units)},
         }

@@ -188,8 +188,14 @@ def test_review_twenty_cases_by_keyboard_with_a_reload(tmp_path, browser):
         )
         assert {(r[0], ""): r[7] for r in shown} == want
         assert all(r[3] != "0" for r in shown)  # 20 reviews reached every generator
-        # hostile text is shown as text: the payload is in the DOM as characters, no element
-        assert browser.execute_script("return document.querySelectorAll('#texts img, #texts script').length") == 0
+        # hostile text is shown as text: the payload is in the DOM as characters, no element,
+        # in the case view and in the list view of every case
+        _keys(browser, "v", wait_save=False)
+        assert browser.execute_script("return document.body.classList.contains('listing')")
+        assert "<script>alert(1)</script>" in browser.find_element("id", "listing").text
+        assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+        assert browser.execute_script("return document.scripts.length") == 1
+        _keys(browser, "v", wait_save=False)
         errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
         assert not errors, errors
         shot = artifact_dir() / "review.png"
