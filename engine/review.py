@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -677,15 +678,66 @@ def write_reviewed(root: str | Path) -> list[dict[str, Any]]:
         run = RunDir(str(path))
         run.claim(job)
         name = REVIEWED_PREFIX + suite
+        validity = pa.Table.from_pylist(reviewed_validity(job, table, mine.values()))
         with run.lock(job):
             run.write_table(name, table)
+            run.write_table(REVIEWED_VALIDITY, validity)
             manifest = json.loads(run.read_text(MANIFEST))
-            if name not in manifest.get("published", []):
-                manifest["published"] = [*manifest.get("published", []), name]
-            manifest["reviewed"] = {"file": name, "of": suite, "reviews": str(Path(root) / REVIEWS_FILE), **counts}
+            for new in (name, REVIEWED_VALIDITY):
+                if new not in manifest.get("published", []):
+                    manifest["published"] = [*manifest.get("published", []), new]
+            manifest["reviewed"] = {
+                "file": name,
+                "of": suite,
+                "of_sha256": hashlib.sha256((path / suite).read_bytes()).hexdigest(),  # stale after a rerun
+                "validity": REVIEWED_VALIDITY,
+                "reviews": str(Path(root) / REVIEWS_FILE),
+                **counts,
+            }
             run.write_text(MANIFEST, json.dumps(manifest, indent=1, default=str))
         out.append({"run": rel, "job": job, "file": str(path / name), "rows": table.num_rows, **counts})
     return out
+
+
+REVIEWED_VALIDITY = "reviewed_validity.parquet"
+
+
+def review_estimates(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Standing decisions (``per_case`` rows) as estimates in the shape of the shipped ones
+    (``engine/suite_validity.build_estimates``): per generator, its verdict shares and those
+    of each capability with enough reviewed cases."""
+    from checkray.engine.suite_validity import MIN_CAPABILITY_CASES, Judged, summarize
+
+    judged = [
+        Judged(r["case_id"], r["generator"], r["capability"] or "", {v: int(r[v]) for v in VERDICTS})
+        for r in rows
+        if r.get("generator") in GENERATORS and r.get("label_valid") is not None
+    ]
+    out: dict[str, Any] = {}
+    table = summarize(judged, by_capability=True)
+    for generator in dict.fromkeys(r.generator for r in table):
+        mine = [r for r in table if r.generator == generator]
+        out[generator] = {
+            "judged_on": {"code_version": "this run", "part": "reviews"},
+            "overall": mine[0].as_dict(),
+            "capabilities": {r.capability: r.as_dict() for r in mine[1:] if r.n >= MIN_CAPABILITY_CASES},
+        }
+    return out
+
+
+def reviewed_validity(job: str, table: pa.Table, decided: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``reviewed_validity.parquet``: the reviewed suite's cases per generator and
+    capability, with people's verdict shares from this run's reviews (the columns of
+    ``validity_estimate.parquet``; ``engine/suite_validity.estimate_rows``)."""
+    from checkray.engine.suite_validity import estimate_rows
+
+    counts: Counter = Counter()
+    for row in table.to_pylist():
+        generator = generator_of(job, row)
+        if generator is None or (job == "costello" and row.get("relation") != "closer"):
+            continue
+        counts[(generator, str(row.get("capability") or ""))] += 1
+    return estimate_rows(counts, {}, review_estimates(decided))
 
 
 def labels_of(units: Iterable[Mapping[str, Any]]) -> list[str]:

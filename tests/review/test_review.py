@@ -152,6 +152,15 @@ def test_apply_writes_the_reviewed_suite(run):
     assert {r["relation"] for r in swapped if r["text"].startswith("the film is great")} == {"farther"}
     manifest = json.loads((run / "templates" / "manifest.json").read_text())
     assert "reviewed_suite.parquet" in manifest["published"] and manifest["reviewed"]["reject"] == 1
+    assert "reviewed_validity.parquet" in manifest["published"] and len(manifest["reviewed"]["of_sha256"]) == 64
+    validity = pq.read_table(run / "templates" / "reviewed_validity.parquet").to_pylist()
+    assert sum(r["cases"] for r in validity) == 29
+    top = {r["capability"]: r for r in validity}
+    # three templates cases reviewed: one rejected for its label, one relabelled, one edited
+    assert all(r["judged"] == 3 and r["basis"] == "generator" for r in validity)
+    assert top["Vocabulary"]["label_valid"] == pytest.approx(1 / 3) and top["Vocabulary"]["fluent"] == pytest.approx(
+        2 / 3
+    )
 
 
 def test_app_needs_token_and_loopback_host(run):
