@@ -281,6 +281,8 @@ def check_decision(unit: Mapping[str, Any] | None, case_id: str, decision: Mappi
     if kind not in DECISIONS:
         raise InputError(f"case {case_id}: unknown decision {kind!r} (have: {', '.join(DECISIONS)})")
     if kind == "relabel":
+        if unit.get("test_type") in ("INV", "DIR"):
+            raise InputError(f"case {case_id}: an {unit['test_type']} case expects a relation, not a label: reject it")
         new = decision.get("new_label")
         allowed = {"farther"} if unit.get("kind") == "triple" else set(labels)
         if not new or new not in allowed:

@@ -287,3 +287,11 @@ def test_apply_drops_perturbations_of_a_rejected_original():
     out, counts = apply_reviews("templates", table, {"o": {"decision": "reject", "reason": "unusable"}})
     assert out.column("case_id").to_pylist() == ["q"] and counts["dropped with their original"] == 1
     check_suite(out, "reviewed")
+
+
+def test_an_inv_case_is_not_relabelled():
+    from checkray.engine.review import check_decision
+
+    unit = {"case_id": "p", "kind": "case", "test_type": "INV"}
+    with pytest.raises(InputError, match="expects a relation"):
+        check_decision(unit, "p", {"decision": "relabel", "new_label": "positive"}, ["negative", "positive"])
