@@ -76,7 +76,8 @@ class ReviewApp:
             raise InputError(f"reviewer name must be 1 to {MAX_REVIEWER} characters")
         return name
 
-    def state(self, reviewer: str) -> dict[str, Any]:
+    def state(self, reviewer: str, with_units: bool = True) -> dict[str, Any]:
+        """What the page shows; after a decision, without the units it already holds."""
         rows = self.store.rows()
         standing = current(rows)
         mine = {c: r for (c, who), r in standing.items() if who == reviewer and c in self.by_id}
@@ -84,9 +85,9 @@ class ReviewApp:
         for r in rows:
             if r["reviewer"] == reviewer:
                 revisions[r["case_id"]] = max(revisions.get(r["case_id"], 0), int(r["revision"]))
-        return {
+        out = {
             "reviewer": reviewer,
-            "units": self.units,
+            "units": self.units if with_units else None,
             "labels": self.labels,
             "reasons": list(REASONS),
             "decisions": {
@@ -98,6 +99,7 @@ class ReviewApp:
             "agreement": agreement(rows),
             "progress": {"decided": sum(r["decision"] != "skip" for r in mine.values()), "total": len(self.units)},
         }
+        return out
 
     # --- endpoints
     async def page(self, request: Request) -> Response:
@@ -146,7 +148,7 @@ class ReviewApp:
             return JSONResponse({"error": str(exc), "stale": True}, status_code=409)
         except (InputError, ValueError, TypeError) as exc:
             return JSONResponse({"error": str(exc).splitlines()[0]}, status_code=400)
-        return JSONResponse(self.state(reviewer), headers=_headers())
+        return JSONResponse(self.state(reviewer, with_units=False), headers=_headers())
 
     def asgi(self) -> Starlette:
         return Starlette(
