@@ -104,6 +104,11 @@ for _cmd in [
         "Write DIR/index.html: every report of a run directory, its config, versions, stage times and gates.",
     ),
     Command("cache", "checkray.jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
+    Command(
+        "review",
+        "checkray.jobs.review.job:review_command",
+        "Review generated cases in the browser; apply, export or import reviews.",
+    ),
 ]:
     JOBS.register(_cmd)
 

@@ -1,0 +1,1 @@
+"""``checkray review``: people check generated cases in the browser (docs/review.md)."""
