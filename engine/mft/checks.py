@@ -30,7 +30,7 @@ from checkray.engine.llm_output import (
 from checkray.engine.mft.parsing import dedupe_near
 from checkray.engine.prompts import load_prompt
 
-NEAR_COPY_OVERLAP = 0.8  # default of mft.near_copy_overlap
+NEAR_COPY_OVERLAP = 0.75  # default of mft.near_copy_overlap
 
 
 def prompt_instructions(*names: str) -> str:

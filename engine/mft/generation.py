@@ -31,6 +31,7 @@ from checkray.engine.mft.suite import (
     label_gate,
     paraphrase_cases,
 )
+from checkray.engine.schema import normalize_text
 
 # The fields of the mft section that one split x version reads: its stage is given a view
 # of exactly these, so adding versions or models reuses every finished pair.
@@ -127,6 +128,10 @@ class VersionSteps:
     seen: set = field(default_factory=set)  # normalized texts met in this version
     reps: dict[str, str] = field(default_factory=dict)  # representative id -> its text
     example_texts: dict[str, str] = field(default_factory=dict)  # label -> its few-shot example's texts
+    # Originals rejected only as near-copies of their representative: not cases themselves,
+    # but what the LLM extracted, so they are paraphrased after the kept ones (a paraphrase
+    # passes the near-copy check against the representative itself).
+    copies: list[dict] = field(default_factory=list)
 
     def check(self, gate: str, rows: list[dict], checks: list) -> list[dict]:
         """``rows`` through ``checks``: the kept ones back, the rejected ones (with their
@@ -200,7 +205,14 @@ class VersionSteps:
             )
         self.gate("generated MFTs", len(generated), 0, f"from {len(reps)} representatives")
         self.reps.update({r["id"]: r["text"] for r in reps})
-        return self.check("automatic checks", generated, self.content_checks("mft_generate", with_original=False))
+        kept = self.check("automatic checks", generated, self.content_checks("mft_generate", with_original=False))
+        seen = set()
+        for r in self.rejected:
+            key = normalize_text(r["text"])
+            if r["check"] == "near copy" and key not in seen:
+                seen.add(key)
+                self.copies.append({k: v for k, v in r.items() if k in generated[0] and k != "checks"})
+        return kept
 
     def dedupe(self, generated: list[dict]) -> list[dict]:
         """Exact (normalized text), then near duplicates (cosine >= ``near_duplicate_cosine``)."""
@@ -211,9 +223,11 @@ class VersionSteps:
         )
 
     def paraphrase(self, kept: list[dict]) -> list[dict]:
-        """``paraphrases`` rephrasings of the first ``paraphrase_limit`` kept MFTs (§2.3)."""
+        """``paraphrases`` rephrasings of the first ``paraphrase_limit`` kept MFTs (§2.3),
+        then of the near-copies (``copies``) while the limit allows."""
         m = self.m
-        chosen = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
+        pool = kept + self.copies
+        chosen = pool[: m.paraphrase_limit] if m.paraphrase_limit is not None else pool
         with self.chat.step("paraphrases", len(chosen) if m.paraphrases > 0 else 0):
             paraphrased = paraphrase_cases(
                 chosen,

@@ -23,8 +23,8 @@ from checkray.engine.mft.suite import GateLog, to_suite
 from tests.fakes.llm import RuleBasedChat
 from tests.mft.test_mft_gates import DOCS, _embed
 
-LEIGH = (
-    "leigh is a talent for drawing wrenching performances from his actors ( improvised over many months ) "
+LEIGH = (  # the demo's representative rotten_tomatoes-3105
+    "[leigh] has a true talent for drawing wrenching performances from his actors ( improvised over many months ) "
     "and for conveying the way tiny acts of kindness make ordinary life survivable ."
 )
 
@@ -73,6 +73,9 @@ def test_flawed_answers_are_rejected_with_reasons_and_the_kept_cases_carry_their
     assert "minimum" in reasons["prompt leak"] or "functional" in reasons["prompt leak"]
     texts = [c["text"] for c in cases]
     assert not any(d["text"] in texts for d in DOCS)  # no representative copied
+    # a near-copy is still paraphrased (its paraphrases checked against the representative)
+    copied = {d["text"] for d in DOCS}
+    assert any(r.get("paraphrase_of") in copied for r in [*rejected, *cases])
     assert not any("minimum" in t or "Explanation" in t or "truly terrible" in t for t in texts)
     assert len(texts) == len({t.lower() for t in texts})
     for c in cases:
