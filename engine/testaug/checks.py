@@ -24,7 +24,7 @@ from checkray.engine.llm_output import (
     prompt_leak_check,
 )
 from checkray.engine.prompts import load_prompt
-from checkray.engine.testaug.prompt import Description, seed_keys
+from checkray.engine.testaug.prompt import Description
 
 NEAR_COPY_OVERLAP = 0.9  # default of testaug.near_copy_overlap: short template sentences differ by a word or two
 
@@ -48,10 +48,6 @@ def generated_checks(d: Description, seen: set, near_copy: float = NEAR_COPY_OVE
 
 def expansion_checks(d: Description, seen: set) -> list[Check]:
     return [duplicate_check(seen), polarity_check(lambda r: d.label), contradiction_check(lambda r: d.label)]
-
-
-def description_seen(d: Description) -> set:
-    return set(seed_keys(d))
 
 
 def with_description(rows: Sequence[dict], d: Description, suite: str) -> list[dict]:
