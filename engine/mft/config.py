@@ -29,6 +29,9 @@ class MFTConfig(JobSection):
     # the short label answers; vLLM's xgrammar masks cost little (configs/mft_paper.yaml).
     constrained: list[Literal["examples", "generate", "paraphrase", "label"]] = ["label"]
     near_duplicate_cosine: float = Field(default=0.92, gt=0.0, le=1.0)
+    # A case whose normalized words overlap its representative's this much (Jaccard) is a
+    # near-copy of a corpus sentence, not a new test, and is rejected (rejected.parquet).
+    near_copy_overlap: float = Field(default=0.75, gt=0.0, le=1.0)
     mft_topics: int = Field(default=4, ge=1)
     embedder: str = "builtin:minilm"
     # corpus label -> the word the LLM answers with (Positive/Negative)

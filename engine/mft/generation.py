@@ -18,17 +18,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from checkray.engine.case_checks import Check, apply_checks, rejected_table
 from checkray.engine.errors import InputError
 from checkray.engine.llm import GenerationParams
 from checkray.engine.llm_checkpoint import StageChat
+from checkray.engine.llm_output import duplicate_check
+from checkray.engine.mft.checks import content_checks, near_duplicate_check, prompt_instructions
 from checkray.engine.mft.suite import (
     GateLog,
-    dedupe_cases,
     few_shot_examples,
     generate_mfts,
     label_gate,
     paraphrase_cases,
 )
+from checkray.engine.schema import normalize_text
 
 # The fields of the mft section that one split x version reads: its stage is given a view
 # of exactly these, so adding versions or models reuses every finished pair.
@@ -43,6 +46,7 @@ GENERATION_FIELDS = (
     "label_check",
     "label_generation",
     "embedder",
+    "near_copy_overlap",
 )
 
 CASE_ROW_SCHEMA = pa.schema(
@@ -57,6 +61,7 @@ CASE_ROW_SCHEMA = pa.schema(
         ("version", pa.int64()),
         ("seed", pa.int64()),
         ("llm_reason", pa.string()),
+        ("checks", pa.list_(pa.string())),  # the automatic checks it passed (engine/mft/checks.py)
     ]
 )
 
@@ -119,6 +124,51 @@ class VersionSteps:
     target: VersionTarget
     log: GateLog
     lap: Lap = field(default_factory=Lap)
+    rejected: list[dict] = field(default_factory=list)  # candidates a check rejected, with reasons
+    seen: set = field(default_factory=set)  # normalized texts met in this version
+    reps: dict[str, str] = field(default_factory=dict)  # representative id -> its text
+    example_texts: dict[str, str] = field(default_factory=dict)  # label -> its few-shot example's texts
+    # Originals rejected only as near-copies of their representative: not cases themselves,
+    # but what the LLM extracted, so they are paraphrased after the kept ones (a paraphrase
+    # passes the near-copy check against the representative itself).
+    copies: list[dict] = field(default_factory=list)
+
+    def check(self, gate: str, rows: list[dict], checks: list) -> list[dict]:
+        """``rows`` through ``checks``: the kept ones back, the rejected ones (with their
+        check and reason) into ``rejected``, the counts into gate ``gate``."""
+        outcome = apply_checks(rows, checks)
+        self.rejected += [self.rejected_row(r) for r in outcome.rejected]
+        note = ", ".join(f"{k} {v}" for k, v in sorted(outcome.rejected_counts().items()))
+        self.gate(gate, len(outcome.kept), len(outcome.rejected), note)
+        return outcome.kept
+
+    def rejected_row(self, r: dict) -> dict:
+        t = self.target
+        return {
+            **r,
+            "suite": f"mft-{t.split}-{'extended' if r.get('paraphrase_of') else 'original'}",
+            "capability": r.get("source_topic"),
+            "expected_label": r.get("label"),
+            "source": f"{r.get('source_id')}: {self.reps.get(r.get('source_id'), '')}",
+            "meta": {"version": t.version, "split": t.split, "paraphrase_of": r.get("paraphrase_of")},
+        }
+
+    def expected(self, r: dict) -> str:
+        return self.m.label_words.get(r["label"], r["label"])
+
+    def content_checks(self, prompt: str, with_original: bool) -> list:
+        """The checks of ``engine/mft/checks.py`` for the answers of prompt ``prompt``."""
+        instructions = prompt_instructions(prompt)
+
+        def sources(r: dict) -> list[str]:
+            return [self.reps.get(r["source_id"], "")] + ([r["paraphrase_of"]] if with_original else [])
+
+        def prompt_text(r: dict) -> str:
+            return instructions + " " + (self.example_texts.get(r["label"], "") if not with_original else "")
+
+        return content_checks(
+            prompt_text, sources, lambda r: self.reps.get(r["source_id"], ""), self.expected, self.m.near_copy_overlap
+        )
 
     def gate(self, name: str, kept: int, dropped: int, note: str = "") -> None:
         self.log.add(name, self.target.split, self.target.version, kept, dropped, note, seconds=self.lap())
@@ -138,6 +188,8 @@ class VersionSteps:
         self.gate(
             "few-shot examples", len(examples), len(missing), f"no parseable example for {missing}" if missing else ""
         )
+        for label, ex in examples.items():  # what a case may not copy from the example shown
+            self.example_texts[label] = " ".join([ex["doc"]["text"], *(f"{s} {r}" for s, r in ex["cases"])])
         return examples
 
     def generate(self, reps: Sequence[dict], examples: dict[str, dict]) -> list[dict]:
@@ -152,18 +204,30 @@ class VersionSteps:
                 constrained="generate" in self.m.constrained,
             )
         self.gate("generated MFTs", len(generated), 0, f"from {len(reps)} representatives")
-        return generated
-
-    def dedupe(self, generated: list[dict]) -> list[dict]:
-        """Exact, then near duplicates (cosine >= ``near_duplicate_cosine``)."""
-        kept, exact, near = dedupe_cases(generated, self.embed, self.m.near_duplicate_cosine)
-        self.gate("de-duplication", len(kept), exact + near, f"{exact} exact, {near} near")
+        self.reps.update({r["id"]: r["text"] for r in reps})
+        kept = self.check("automatic checks", generated, self.content_checks("mft_generate", with_original=False))
+        seen = set()
+        for r in self.rejected:
+            key = normalize_text(r["text"])
+            if r["check"] == "near copy" and key not in seen:
+                seen.add(key)
+                self.copies.append({k: v for k, v in r.items() if k in generated[0] and k != "checks"})
         return kept
 
+    def dedupe(self, generated: list[dict]) -> list[dict]:
+        """Exact (normalized text), then near duplicates (cosine >= ``near_duplicate_cosine``)."""
+        return self.check(
+            "de-duplication",
+            generated,
+            [duplicate_check(self.seen), near_duplicate_check(self.embed, self.m.near_duplicate_cosine)],
+        )
+
     def paraphrase(self, kept: list[dict]) -> list[dict]:
-        """``paraphrases`` rephrasings of the first ``paraphrase_limit`` kept MFTs (§2.3)."""
+        """``paraphrases`` rephrasings of the first ``paraphrase_limit`` kept MFTs (§2.3),
+        then of the near-copies (``copies``) while the limit allows."""
         m = self.m
-        chosen = kept[: m.paraphrase_limit] if m.paraphrase_limit is not None else kept
+        pool = kept + self.copies
+        chosen = pool[: m.paraphrase_limit] if m.paraphrase_limit is not None else pool
         with self.chat.step("paraphrases", len(chosen) if m.paraphrases > 0 else 0):
             paraphrased = paraphrase_cases(
                 chosen,
@@ -174,7 +238,9 @@ class VersionSteps:
                 constrained="paraphrase" in m.constrained,
             )
         self.gate("paraphrases", len(paraphrased), 0, f"{m.paraphrases} asked for each of {len(chosen)}")
-        return paraphrased
+        checks = [*self.content_checks("mft_paraphrase", with_original=True), duplicate_check(self.seen)]
+        fresh = [{**r, "checks": []} for r in paraphrased]  # not the original's checks
+        return self.check("automatic checks (paraphrases)", fresh, checks)
 
     def candidates(self, kept: list[dict], paraphrased: list[dict]) -> list[dict]:
         """Originals and paraphrases with their split, version, seed and expected answer word."""
@@ -191,8 +257,15 @@ class VersionSteps:
             return candidates
         with self.chat.step("label check", len(candidates)):
             kept, counts = label_gate(
-                candidates, self.chat, self.m.label_generation, self.log, constrained="label" in self.m.constrained
+                candidates,
+                self.chat,
+                self.m.label_generation,
+                self.log,
+                constrained="label" in self.m.constrained,
+                rejected=self.rejected,
             )
+        self.rejected[:] = [self.rejected_row(r) if "suite" not in r else r for r in self.rejected]
+        kept = [{**r, "checks": [*r.get("checks", []), "llm label"]} for r in kept]
         note = ", ".join(f"{k} {v}" for k, v in counts.items())
         self.gate("label check", len(kept), len(candidates) - len(kept), note)
         return kept
@@ -206,19 +279,26 @@ def generate_version(
     embed: Callable[[list[str]], np.ndarray],
     target: VersionTarget,
     log: GateLog,
+    rejected: list[dict] | None = None,
 ) -> list[dict]:
     """The cases of one split x version that passed every gate. ``reps`` are the split's
-    representative documents, ``docs`` all its documents (few-shot examples come from them)."""
+    representative documents, ``docs`` all its documents (few-shot examples come from them);
+    the candidates a check rejected are appended to ``rejected``."""
     steps = VersionSteps(m, chat, embed, target, log)
     examples = steps.examples(docs, {r["label"] for r in reps})
     kept = steps.dedupe(steps.generate(reps, examples))
     paraphrased = steps.paraphrase(kept)
-    return steps.label_check(steps.candidates(kept, paraphrased))
+    cases = steps.label_check(steps.candidates(kept, paraphrased))
+    if rejected is not None:
+        rejected += steps.rejected
+    return cases
 
 
-def version_tables(cases: Sequence[dict], log: GateLog) -> dict[str, pa.Table]:
-    """A generate stage's outputs: ``data`` (the kept cases), ``gates``, ``parsing``."""
+def version_tables(cases: Sequence[dict], log: GateLog, rejected: Sequence[dict] = ()) -> dict[str, pa.Table]:
+    """A generate stage's outputs: ``data`` (the kept cases), ``gates``, ``parsing`` and
+    ``rejected`` (the candidates a check rejected, with the check and reason)."""
     return {
+        "rejected": rejected_table(rejected),
         "data": pa.Table.from_pylist([{k: r.get(k) for k in CASE_ROW_SCHEMA.names} for r in cases], CASE_ROW_SCHEMA),
         "gates": pa.Table.from_pylist(log.rows, schema=GATE_SCHEMA),
         "parsing": pa.Table.from_pylist(
@@ -240,7 +320,22 @@ def collect_versions(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Ta
             "the mft job kept no test case: every generation was unparseable or dropped "
             "(see the gate counts in stages/generate-*/gates.parquet)"
         )
+    # the same text from two versions (or splits) tests one thing: the first one stays
+    outcome = apply_checks(data.to_pylist(), [Check("duplicate across versions", duplicate_check().fn)])
+    across = [
+        {
+            **r,
+            "suite": f"mft-{r['split']}-{'extended' if r.get('paraphrase_of') else 'original'}",
+            "capability": r["source_topic"],
+            "expected_label": r["label"],
+            "source": r["source_id"],
+            "meta": {"version": r["version"], "split": r["split"], "paraphrase_of": r["paraphrase_of"]},
+        }
+        for r in outcome.rejected
+    ]
+    data = pa.Table.from_pylist([{k: r.get(k) for k in CASE_ROW_SCHEMA.names} for r in outcome.kept], CASE_ROW_SCHEMA)
     return {
+        "rejected": pa.concat_tables([*(p["rejected"] for p in parts if "rejected" in p), rejected_table(across)]),
         "data": data,
         "gates": pa.concat_tables([p["gates"] for p in parts]),
         "parsing": merge_parsing(pa.concat_tables([p["parsing"] for p in parts])),

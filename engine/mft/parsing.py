@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from checkray.engine.llm_output import clean_output
 from checkray.engine.schema import normalize_text
 
 # "Test Case 1: <summary> Customer Review: <review>" with any spacing/markdown between.
@@ -61,9 +62,9 @@ class ParseStats:
 
 
 def _clean(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip(" *")  # markdown bold around fields
-    text = text.strip('"“”').strip()
-    return re.sub(r"^\[|\]$", "", text).strip()
+    """A field without the artefacts around it: markdown, numbering, ``Explanation:``-style
+    labels, quotes, brackets, trailing commentary (``clean_output``)."""
+    return clean_output(re.sub(r"\s+", " ", text).strip(" *"))
 
 
 MAX_REVIEW_WORDS = 60  # the prompt asks for one sentence; longer is a run-on or a loop

@@ -217,10 +217,11 @@ def label_gate(
     *,
     batch: int = 16,
     constrained: bool = False,
+    rejected: list[dict] | None = None,
 ) -> tuple[list[dict], dict[str, int]]:
     """LLM label check (§2.4.2): keep cases the LLM labels as their expected label word
     (``row["expected"]``, else ``row["label"]``); drop "hard to decide", the opposite
-    label, and answers that cannot be read."""
+    label, and answers that cannot be read (appended to ``rejected``, check ``llm label``)."""
     prompt = load_prompt("mft_label")
     params = prompt_params(prompt, params, constrained=constrained)
     stats = log.stats("label check")
@@ -230,12 +231,20 @@ def label_gate(
         outputs = chat([prompt.render(input_text=r["text"]) for r in chunk], params)
         for row, out in zip(chunk, outputs):
             label, reason = parse_label(out.text, stats)
+            expected = row.get("expected", row["label"])
+            why = None
             if label is None:
                 counts["unreadable"] += 1
+                why = "the LLM's label answer could not be read"
             elif label == "hard":
                 counts["hard"] += 1
-            elif label != row.get("expected", row["label"]):
+                why = f"the LLM labels it hard to decide ({reason})"
+            elif label != expected:
                 counts["disagree"] += 1
+                why = f"the LLM labels it {label}, not {expected} ({reason})"
+            if why:
+                if rejected is not None:
+                    rejected.append({**row, "check": "llm label", "reason": " ".join(why.split())})
             else:
                 counts["agree"] += 1
                 kept.append({**row, "llm_label": label, "llm_reason": reason})
@@ -259,6 +268,7 @@ def to_suite(cases: pa.Table, generator: str) -> pa.Table:
 def suite_row(case: dict, suite: str, generator: str) -> dict:
     """One kept case as a row of ``suite`` (TEST_CASE_SCHEMA)."""
     return {
+        "checks": case.get("checks"),
         "suite": suite,
         "method": "mft",
         "capability": case["source_topic"],

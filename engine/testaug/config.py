@@ -45,6 +45,9 @@ class TestAugConfig(JobSection):
     min_kept: int = Field(default=0, ge=0)
     max_prompts_per_description: int | None = Field(default=None, ge=1)
     cases_per_prompt: int = Field(default=5, ge=1)
+    # A generated case whose normalized words overlap a seed's this much (Jaccard) is a
+    # near-copy and rejected (rejected.parquet); short template sentences differ by a word.
+    near_copy_overlap: float = Field(default=0.9, gt=0, le=1)
     generation: GenerationParams = GenerationParams(temperature=0.9, max_tokens=200)
     validity: str | None = None  # classifier directory (`checkray validity train`)
     annotations: str | None = None  # people's validity annotations of generated cases (JSONL)

@@ -23,9 +23,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from checkray.engine.case_checks import apply_checks, rejected_table
 from checkray.engine.errors import InputError
 from checkray.engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
-from checkray.engine.testaug.prompt import Description, SeedCase, dedupe, normalize, seed_keys, shown_seed
+from checkray.engine.testaug.checks import expansion_checks, with_description
+from checkray.engine.testaug.prompt import Description, SeedCase, normalize, seed_keys, shown_seed
 
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ"}
 MAX_SPAN = 4  # words in one filler ("air traffic controller")
@@ -164,6 +166,7 @@ def expand_new_template(
 
 EXPANSION_SCHEMA = pa.schema(
     [(n, pa.string()) for n in ("key", "text", "text_pair", "template", "template_id", "source", "filling")]
+    + [("checks", pa.list_(pa.string()))]  # the automatic checks it passed (engine/testaug/checks.py)
 )
 TEMPLATES_SCHEMA = pa.schema(
     [
@@ -193,11 +196,13 @@ class Expansion:
 
     cases: list[dict] = field(default_factory=list)
     templates: list[dict] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)  # drawn cases the checks rejected, with reasons
 
     def tables(self) -> dict[str, pa.Table]:
         return {
             "data": pa.Table.from_pylist(self.cases, schema=EXPANSION_SCHEMA),
             "templates": pa.Table.from_pylist(self.templates, schema=TEMPLATES_SCHEMA),
+            "rejected": rejected_table(self.rejected),
         }
 
 
@@ -229,10 +234,15 @@ def expand_description(
             )
         except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
             continue
-        fresh, _ = dedupe(
-            [{"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f} for x, f in drawn], seen
+        outcome = apply_checks(
+            [
+                {"text": x[0], "text_pair": x[1] if len(x) > 1 else None, "filling": f, "source": r["text"]}
+                for x, f in drawn
+            ],
+            expansion_checks(d, seen),
         )
-        fresh = fresh[: settings.max_per_description - produced]
+        out.rejected += with_description(outcome.rejected, d, "testaug-expansion")
+        fresh = outcome.kept[: settings.max_per_description - produced]
         produced += len(fresh)
         out.templates.append(
             {
@@ -253,6 +263,7 @@ def expand_description(
                 "template_id": template.template_id,
                 "source": r["text"],
                 "filling": json.dumps(c["filling"]),
+                "checks": c["checks"],
             }
             for c in fresh
         ]

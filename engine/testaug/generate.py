@@ -14,13 +14,14 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from checkray.engine.case_checks import apply_checks
 from checkray.engine.llm import count_finish_reasons, make_generation
 from checkray.engine.prompts import load_prompt
+from checkray.engine.testaug.checks import NEAR_COPY_OVERLAP, generated_checks, with_description
 from checkray.engine.testaug.config import TestAugConfig
 from checkray.engine.testaug.prompt import (
     Description,
     ParseCount,
-    dedupe,
     parse_pair_cases,
     parse_single_cases,
     prompt_examples,
@@ -84,20 +85,39 @@ PARSED_SCHEMA = pa.schema(
         ("text", pa.string()),
         ("text_pair", pa.string()),
         ("seeds", pa.string()),
+        ("checks", pa.list_(pa.string())),  # the automatic checks it passed (engine/testaug/checks.py)
     ]
 )
 
 
-def parse_answers(descs: Sequence[Description], answers: Sequence[dict]) -> tuple[list[dict], list[dict]]:
-    """(cases, parsing counts per description) from raw answer rows: every case parsed
-    (``PARSED_SCHEMA``), a seed or a case met before dropped and counted, and per
-    description its answers, parsed, unparsed, truncated and empty ones, with examples of
-    what could not be read."""
+def check_cases(
+    d: Description, found: Sequence[dict], seen: set, near_copy: float, suite: str = "testaug-gpt"
+) -> tuple[list[dict], list[dict]]:
+    """(kept, rejected) of description ``d``'s parsed cases after ``generated_checks``;
+    rejected rows carry their check and reason (``rejected.parquet``'s fields)."""
+    outcome = apply_checks(found, generated_checks(d, seen, near_copy))
+    return outcome.kept, with_description(outcome.rejected, d, suite)
+
+
+def parse_answers(
+    descs: Sequence[Description],
+    answers: Sequence[dict],
+    near_copy: float = NEAR_COPY_OVERLAP,
+    rejected: list[dict] | None = None,
+) -> tuple[list[dict], list[dict]]:
+    """(cases, parsing counts per description) from raw answer rows: every case parsed and
+    cleaned (``PARSED_SCHEMA``) that passed ``generated_checks`` (the rest appended to
+    ``rejected`` with its reason; a seed or a case met before is a duplicate), and per
+    description its answers, parsed, unparsed, truncated and empty ones, rejected ones, with
+    examples of what could not be read."""
     rows, parsing = [], []
     for d in descs:
         count, mine = ParseCount(), [a for a in answers if a["key"] == d.key]
         found = [case for a in mine for case in answer_cases(d, a, count)]
-        kept, dropped = dedupe(found, seed_keys(d))
+        kept, out = check_cases(d, found, seed_keys(d), near_copy)
+        dropped = sum(r["check"] == "duplicate" for r in out)
+        if rejected is not None:
+            rejected += out
         rows += kept
         reasons = count_finish_reasons([make_generation(a["answer"], a["finish_reason"]) for a in mine])
         parsing.append(
@@ -107,6 +127,7 @@ def parse_answers(descs: Sequence[Description], answers: Sequence[dict]) -> tupl
                 "parsed": count.items,
                 "unparsed": count.unparsed,
                 "duplicates": dropped,
+                "rejected": len(out) - dropped,
                 "kept": len(kept),
                 "truncated": reasons["length"],
                 "empty": reasons["empty"] + reasons["error"],

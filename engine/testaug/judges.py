@@ -39,6 +39,7 @@ VALIDITY_SCHEMA = pa.schema(
         ("valid_clf", pa.int64()),
         ("kept", pa.bool_()),
         ("decided_by", pa.string()),
+        ("checks", pa.list_(pa.string())),  # the automatic checks it passed (engine/testaug/checks.py)
     ]
 )
 
@@ -60,6 +61,7 @@ class GeneratedCase:
     valid_clf: int | None = None  # the classifier's verdict at its threshold
     kept: bool | None = None
     decided_by: str | None = None
+    checks: list[str] | None = None  # the automatic checks it passed before the judges
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> GeneratedCase:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from checkray.engine.llm_output import clean_output
 from checkray.engine.schema import normalize_text as normalize  # one comparison key for every generated suite
 from checkray.engine.templates.expand import Template, expand_template
 
@@ -134,8 +135,8 @@ MIN_WORDS, MAX_WORDS = 3, 60
 
 
 def _clean(text: str) -> str:
-    text = " ".join(text.split()).strip().strip('"').strip("'").strip()
-    return text
+    """A case without artefacts around it (``Explanation:``, numbering, quotes: ``clean_output``)."""
+    return clean_output(text)
 
 
 def _is_case(text: str) -> bool:

@@ -35,6 +35,7 @@ def build_suites(
         if not r["kept"]:
             continue
         d = by_key[r["key"]]
+        filtered = r["decided_by"] in ("people", "classifier", "llm labeler")
         rows.append(
             _case(
                 f"{suite}-gpt",
@@ -45,6 +46,7 @@ def build_suites(
                 generator,
                 seed,
                 {"prompt": r["prompt"], "validity": r["decided_by"], "valid_p": r["valid_p"]},
+                checks=list(r.get("checks") or []) + ([f"validity ({r['decided_by']})"] if filtered else []),
             )
         )
     for r in expanded.to_pylist():
@@ -59,6 +61,7 @@ def build_suites(
                 "testaug-expansion",
                 seed,
                 {"template": json.loads(r["template"]), "source": r["source"], "fillings": json.loads(r["filling"])},
+                checks=list(r.get("checks") or []),
             )
         )
     base = expand([x for d in descs for x in d.templates], suite="checklist", nsamples=baseline_nsamples, seed=seed)
@@ -75,9 +78,18 @@ def build_suites(
 
 
 def _case(
-    suite: str, d: Description, text: str, pair: str | None, template_id: str, generator: str, seed: int, meta: dict
+    suite: str,
+    d: Description,
+    text: str,
+    pair: str | None,
+    template_id: str,
+    generator: str,
+    seed: int,
+    meta: dict,
+    checks: list[str] | None = None,
 ) -> dict:
     return {
+        "checks": checks,
         "suite": suite,
         "method": METHOD,
         "capability": d.capability,
@@ -122,3 +134,29 @@ def annotation_sheet(valid: pa.Table, descs: list[Description]) -> pa.Table:
         if r["first_sample"]
     ]
     return pa.Table.from_pylist(rows, schema=ANNOTATION_SCHEMA)
+
+
+def rejected_rows(
+    parsed: pa.Table, judged: pa.Table, expanded: pa.Table, descs: list[Description], suite: str
+) -> pa.Table:
+    """``rejected.parquet``: every candidate the automatic checks rejected (the parse and
+    top-up stages' ``rejected``, the expansion's) and every generated case the validity
+    filter did not keep (check ``validity``, its judge as reason)."""
+    from checkray.engine.case_checks import rejected_table
+
+    by_key = {d.key: d for d in descs}
+    filtered = [
+        {
+            "suite": f"{suite}-gpt",
+            "capability": by_key[r["key"]].capability,
+            "text": r["text"],
+            "text_pair": r["text_pair"],
+            "expected_label": by_key[r["key"]].label,
+            "check": "validity",
+            "reason": f"judged invalid by the {r['decided_by']}",
+            "meta": {"description": r["key"], "prompt": r["prompt"]},
+        }
+        for r in judged.to_pylist()
+        if not r["kept"]
+    ]
+    return pa.concat_tables([parsed, rejected_table(filtered), expanded])

@@ -40,8 +40,9 @@ def generation_stage(
         docs = [d for d in ctx.input("representatives", "corpus").to_pylist() if d["split"] == split]
         log = GateLog(on_add=print_gate)
         with StageChat(chat, ctx, chat_id, llm.part_size, progress=progress(split, version)) as stage_chat:
-            cases = generate_version(reps, docs, m, stage_chat, embed, target, log)
-        return version_tables(cases, log)
+            rejected: list[dict] = []
+            cases = generate_version(reps, docs, m, stage_chat, embed, target, log, rejected)
+        return version_tables(cases, log, rejected)
 
     prompts = [(load_prompt(name).sections, load_prompt(name).grammar) for name in PROMPTS]
     return Stage(
@@ -49,6 +50,7 @@ def generation_stage(
         run,
         inputs=("representatives",),
         config=[m, llm, base_seed, prompts, chat_id],
+        version="2",  # 2: cleaned answers, automatic checks, the rejected table
     )
 
 
@@ -58,10 +60,10 @@ def collect_stage(names: Sequence[str]) -> Stage:
 
     def run(ctx: StageContext):
         return collect_versions(
-            [{output: ctx.input(name, output) for output in ("data", "gates", "parsing")} for name in names]
+            [{output: ctx.input(name, output) for output in ("data", "gates", "parsing", "rejected")} for name in names]
         )
 
-    return Stage("generate", run, inputs=names, version="2")
+    return Stage("generate", run, inputs=names, version="3")  # 3: rejected candidates, duplicates across versions
 
 
 def progress(split: str, version: int):

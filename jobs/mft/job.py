@@ -43,6 +43,7 @@ from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE = "suite.parquet"
 GATES_FILE = "gates.parquet"  # cases kept and dropped at each gate, per split and version
+REJECTED_FILE = "rejected.parquet"  # every candidate a check rejected, with the check and its reason
 
 
 class MFTJob(Job[MFTConfig]):
@@ -51,8 +52,9 @@ class MFTJob(Job[MFTConfig]):
 
     name, title, section = "mft", "checkray · MFTs (Li et al.)", MFTConfig
     suite_file = SUITE_FILE
-    published = (SUITE_FILE, GATES_FILE)
+    published = (SUITE_FILE, GATES_FILE, REJECTED_FILE)
     quality = (
+        QualityTable(REJECTED_FILE, "MFT: candidates rejected, with the check and its reason"),
         QualityTable(
             GATES_FILE,
             "MFT gates (Li et al.): cases kept and dropped at each gate",
@@ -100,6 +102,7 @@ class MFTJob(Job[MFTConfig]):
         suite = runner.output("suite")
         runner.run.write_table(SUITE_FILE, suite)
         runner.run.write_table(GATES_FILE, runner.output("generate", "gates"))
+        runner.run.write_table(REJECTED_FILE, runner.output("generate", "rejected"))
         evaluated = "evaluate" in runner.done
         return mft_sections(
             runner,

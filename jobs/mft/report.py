@@ -7,6 +7,7 @@ import json
 
 import pyarrow as pa
 
+from checkray.engine.case_checks import rejection_summary
 from checkray.engine.report import Section, table_html
 from checkray.engine.stages import StageRunner
 
@@ -61,8 +62,14 @@ def mft_sections(
     gates = runner.output("generate", "gates").to_pylist()
     parsing = runner.output("generate", "parsing").to_pylist()
     counts = suite_counts(suite)
+    rejected = runner.output("generate", "rejected")
+    kept = runner.output("generate").num_rows
     blocks = [
         "<h3>Suites</h3>" + table_html(counts),
+        "<h3>Automatic checks: candidates kept and rejected per check (rejected.parquet)</h3>"
+        + table_html(rejection_summary(rejected, kept))
+        + "<h3>Rejected candidates (first 20)</h3>"
+        + table_html(rejected.select(["suite", "check", "reason", "text"]).to_pylist()[:20]),
         "<h3>Kept and dropped at every gate</h3>"
         + "<p>seconds: wall time of the step in the run that computed its stage (LLM answers read back "
         + "from checkpoints cost nothing).</p>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from checkray.engine.case_checks import rejected_table
 from checkray.engine.llm import LLMConfig
 from checkray.engine.llm_checkpoint import StageChat
 from checkray.engine.prompts import load_prompt
@@ -16,7 +17,7 @@ from checkray.engine.testaug.prompt import Description
 from checkray.jobs.console import item_progress
 
 VERSION = "2"  # generate stage: raw answers
-PARSER_VERSION = "1"  # bump with a parser change: cached answers are parsed again
+PARSER_VERSION = "2"  # 2: cleaned cases, automatic checks and their rejected table  # bump with a parser change: cached answers are parsed again
 # What shapes the generation prompts and the descriptions they come from (the generate
 # stage's view of the section; the top-up stage asks later rounds of the same prompts).
 PROMPT_FIELDS = (
@@ -71,11 +72,18 @@ def generation_stage(
     )
 
 
-def parse_stage(descs: list[Description]) -> Stage:
-    """Cases from the raw answers (single or pair format), counted; seeds and repeats dropped."""
+def parse_stage(t: TestAugConfig, descs: list[Description]) -> Stage:
+    """Cases from the raw answers (single or pair format), cleaned and counted; the ones
+    the automatic checks reject (seeds and repeats among them) in ``rejected``."""
+    near_copy = t.near_copy_overlap
 
     def run(ctx: StageContext):
-        rows, parsing = parse_answers(descs, ctx.input("generate").to_pylist())
-        return {"data": pa.Table.from_pylist(rows, schema=PARSED_SCHEMA), "parsing": pa.Table.from_pylist(parsing)}
+        rejected: list[dict] = []
+        rows, parsing = parse_answers(descs, ctx.input("generate").to_pylist(), near_copy, rejected)
+        return {
+            "data": pa.Table.from_pylist(rows, schema=PARSED_SCHEMA),
+            "parsing": pa.Table.from_pylist(parsing),
+            "rejected": rejected_table(rejected),
+        }
 
-    return Stage("parse", run, inputs=("generate",), version=PARSER_VERSION)
+    return Stage("parse", run, inputs=("generate",), config=[near_copy], version=PARSER_VERSION)

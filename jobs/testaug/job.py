@@ -48,6 +48,7 @@ from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE = "suite.parquet", "baseline.parquet", "annotate.jsonl"
 DECISIONS_FILE = "validity_decisions.parquet"  # the validity filter's decision per description
+REJECTED_FILE = "rejected.parquet"  # every candidate a check or the validity filter rejected, with its reason
 
 
 def spec_labels(t: TestAugConfig, names: dict[str, str] | None) -> TestAugConfig:
@@ -112,8 +113,9 @@ class TestAugJob(Job[TestAugConfig]):
 
     name, title, section = "testaug", "checkray · TestAug", TestAugConfig
     suite_file = SUITE_FILE
-    published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE, DECISIONS_FILE)
+    published = (SUITE_FILE, BASELINE_FILE, ANNOTATE_FILE, DECISIONS_FILE, REJECTED_FILE)
     quality = (
+        QualityTable(REJECTED_FILE, "TestAug: candidates rejected, with the check and its reason"),
         QualityTable(
             DECISIONS_FILE,
             "TestAug validity filter (§4.2) per description",
@@ -155,7 +157,7 @@ class TestAugJob(Job[TestAugConfig]):
         chat_id = chat_key(self.chat, llm)
         with chat_session(self.chat, llm) as chat:  # the LLM actors end with the validity filter
             yield generation_stage(t, llm, self.descs, chat, self.seed, chat_id)
-            yield parse_stage(self.descs)
+            yield parse_stage(t, self.descs)
             yield validity_stage(t, llm, self.descs, chat, chat_id)
             yield topup_stage(t, llm, self.descs, chat, self.seed, chat_id)
         yield expand_stage(t, self.descs, self.seed)
@@ -171,6 +173,7 @@ class TestAugJob(Job[TestAugConfig]):
         run.write_table(SUITE_FILE, runner.output("suites", "suite"))
         run.write_table(BASELINE_FILE, runner.output("suites", "baseline"))
         run.write_table(DECISIONS_FILE, runner.output("validity", "decisions"))
+        run.write_table(REJECTED_FILE, runner.output("suites", "rejected"))
         sheet = runner.output("suites", "annotation_sheet").to_pylist()
         run.write_text(ANNOTATE_FILE, "".join(json.dumps(r) + "\n" for r in sheet))
         return testaug_sections(runner, self.conf, self.descs, self.specs, self.generator)

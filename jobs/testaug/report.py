@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.case_checks import rejection_summary
 from checkray.engine.report import Section, table_html
 from checkray.engine.stages import StageRunner
 from checkray.engine.testaug.config import TestAugConfig
@@ -62,6 +63,7 @@ def description_rows(descs: Sequence[Description], parsing: dict[str, dict], dec
                 "parsed": p.get("parsed"),
                 "unparsed": p.get("unparsed"),
                 "duplicates": p.get("duplicates"),
+                "rejected by checks": p.get("rejected"),
                 "first sample": dec["first_sample"],
                 "annotated by": dec["annotated_by"],
                 "valid share": dec["valid_share"],
@@ -95,7 +97,18 @@ def generation_section(runner: StageRunner, descs: Sequence[Description], llm_na
         }
         for r in runner.output("topup").to_pylist()[:40]
     ]
+    suite = runner.output("suites", "suite")
+    rejected = runner.output("suites", "rejected")
     blocks = [
+        "<h3>Automatic checks: candidates kept and rejected per check (rejected.parquet)</h3>"
+        + table_html(rejection_summary(rejected, suite.num_rows))
+        + "<h3>Rejected candidates (first 20)</h3>"
+        + table_html(
+            [
+                {k: r[k] for k in ("suite", "check", "reason", "text")}
+                for r in rejected.select(["suite", "check", "reason", "text"]).to_pylist()[:20]
+            ]
+        ),
         "<h3>Per description</h3>" + table_html(description_rows(descs, parsing, decisions)),
         f"<p>LLM labeler answers: {html.escape(json.dumps(labeler[0] if labeler else {}, ensure_ascii=False))}</p>",
         "<h3>Unparsed LLM output (examples)</h3>" + table_html(examples),

@@ -15,12 +15,12 @@ from checkray.engine.testaug.config import TestAugConfig
 from checkray.engine.testaug.expand import ExpansionSettings, expand_cases
 from checkray.engine.testaug.patch import table3_suites
 from checkray.engine.testaug.prompt import Description
-from checkray.engine.testaug.suites import annotation_sheet, build_suites
+from checkray.engine.testaug.suites import annotation_sheet, build_suites, rejected_rows
 from checkray.engine.testaug.tables import table5_suites, testaug_table4, testaug_table5
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.config import CheckrayConfig
 
-EXPAND_VERSION = "3"  # numbered slots ({noun2})
+EXPAND_VERSION = "4"  # 4: expansion cases pass the automatic checks
 BENCHMARK_DIR = "benchmark"  # the benchmark's run, inside the testaug run
 
 
@@ -55,9 +55,21 @@ def suites_stage(t: TestAugConfig, descs: list[Description], generator: str, see
             generator=generator,
             seed=seed,
         )
-        return {"suite": suite, "baseline": baseline, "annotation_sheet": annotation_sheet(valid, descs)}
+        rejected = rejected_rows(
+            pa.concat_tables([ctx.input("parse", "rejected"), ctx.input("topup", "rejected")]),
+            valid,
+            ctx.input("expand", "rejected"),
+            descs,
+            t.suite,
+        )
+        return {
+            "suite": suite,
+            "baseline": baseline,
+            "annotation_sheet": annotation_sheet(valid, descs),
+            "rejected": rejected,
+        }
 
-    return Stage("suites", run, inputs=("topup", "expand"), config=[t, generator, seed], version="1")
+    return Stage("suites", run, inputs=("parse", "topup", "expand"), config=[t, generator, seed], version="2")
 
 
 def diversity_stage(t: TestAugConfig, descs: list[Description]) -> Stage:

@@ -20,12 +20,13 @@ from collections import Counter
 
 import pyarrow as pa
 
+from checkray.engine.case_checks import rejected_table
 from checkray.engine.llm import LLMConfig
 from checkray.engine.llm_checkpoint import StageChat
 from checkray.engine.prompts import load_prompt
 from checkray.engine.stages import Stage, StageContext, file_digest
 from checkray.engine.testaug.config import TestAugConfig
-from checkray.engine.testaug.generate import answer_cases, ask_round
+from checkray.engine.testaug.generate import answer_cases, ask_round, check_cases
 from checkray.engine.testaug.judges import (
     CaseJudges,
     GeneratedCase,
@@ -34,15 +35,16 @@ from checkray.engine.testaug.judges import (
     judge_new_cases,
     read_cases,
 )
-from checkray.engine.testaug.prompt import Description, ParseCount, dedupe, normalize, seed_keys
+from checkray.engine.testaug.prompt import Description, ParseCount, normalize, seed_keys
 from checkray.jobs.testaug.generation import PROMPT_FIELDS, llm_progress
 from checkray.jobs.testaug.judging import load_judges, stage_labeler, validity_external
 
-VERSION = "1"
+VERSION = "2"  # 2: new cases pass the automatic checks; their rejected table
 # What the top-up stage reads of the section: the target, the prompts, the judges.
 FIELDS = (
     "min_kept",
     "max_prompts_per_description",
+    "near_copy_overlap",
     *PROMPT_FIELDS,
     "validity",
     "annotations",
@@ -82,12 +84,14 @@ def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat
         added: list[GeneratedCase] = []
         prompts: Counter[str] = Counter()
         parsed, verdicts = ParseCount(), ParseCount()
+        rejected: list[dict] = []
         if t.min_kept:
             with StageChat(chat, ctx, chat_id, llm.part_size, progress=llm_progress) as stage_chat:
                 judges = load_judges(t, descs, stage_labeler(stage_chat, t.label_generation, verdicts))
                 needs_filter = {r["key"]: bool(r["filter"]) for r in decisions}
-                added, prompts = top_up(stage_chat, judges, cases, needs_filter, parsed)
+                added, prompts = top_up(stage_chat, judges, cases, needs_filter, parsed, rejected)
         return {
+            "rejected": rejected_table(rejected),
             "data": cases_table(cases + added),
             "decisions": pa.Table.from_pylist(add_topup(decisions, added, prompts)),
             "labeler": pa.Table.from_pylist(topup_log(ctx.input("validity", "labeler").to_pylist(), verdicts, parsed)),
@@ -99,9 +103,12 @@ def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat
         cases: list[GeneratedCase],
         needs_filter: dict[str, bool],
         parsed: ParseCount,
+        rejected: list[dict],
     ) -> tuple[list[GeneratedCase], Counter[str]]:
         """Rounds of one prompt per short description until each has ``min_kept`` kept
-        cases or has spent its budget; new cases de-duplicated against every case met."""
+        cases or has spent its budget; new cases checked as the parse stage checks them
+        (``check_cases``: de-duplicated against every case met), the rejected ones kept in
+        ``rejected``."""
         kept = Counter(c.key for c in cases if c.kept)
         seen = {d.key: seed_keys(d) for d in descs}
         for c in cases:
@@ -118,7 +125,8 @@ def topup_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], chat
             for i, answer in zip(short, answers):
                 d = descs[i]
                 prompts[d.key] += 1
-                found, _ = dedupe(answer_cases(d, answer, parsed), seen[d.key])
+                found, out = check_cases(d, answer_cases(d, answer, parsed), seen[d.key], t.near_copy_overlap)
+                rejected += out
                 new += [GeneratedCase.from_row(c) for c in found]
             judge_new_cases(new, judges, needs_filter)
             kept.update(c.key for c in new if c.kept)

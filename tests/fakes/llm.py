@@ -30,10 +30,25 @@ def _input_text(messages) -> str:
 class RuleBasedChat:
     name = "rule-based-test-llm"
 
-    def __init__(self, malformed_every: int = 0, always_hard: bool = False):
+    def __init__(self, malformed_every: int = 0, always_hard: bool = False, flawed: bool = False):
         self.calls = 0
         self.malformed_every = malformed_every
         self.always_hard = always_hard
+        self.flawed = flawed  # add the failure shapes of a small model's answers (``flaws``)
+
+    def flaws(self, text: str) -> list[str]:
+        """What a small model writes besides good cases (the annotated demo's failures): a
+        case behind an ``Explanation:`` label, the prompt's words, the input copied, a
+        self-contradiction, and the first case again."""
+        if not self.flawed:
+            return []
+        return [
+            "Test Case 5: explained\nCustomer Review: Explanation: The soundtrack alone is worth the ticket.",
+            "Test Case 6: leak\nCustomer Review: The movie meets the minimum requirements of a functional test.",
+            f"Test Case 7: copy\nCustomer Review: {text}",
+            "Test Case 8: mixed\nCustomer Review: The documentary is wonderful, it is truly terrible.",
+            "Test Case 9: again\nCustomer Review: The soundtrack alone is worth the ticket.",
+        ]
 
     def __call__(self, messages_list, params) -> list[Generation]:
         return [self._one(m) for m in messages_list]
@@ -46,9 +61,14 @@ class RuleBasedChat:
         text = _input_text(messages)
         words = re.findall(r"[A-Za-z']+", text)
         if "minimal functional test samples" in user:
-            chunks = [" ".join(words[i : i + 8]) for i in range(0, min(len(words), 32), 8)] or ["nothing to say"]
-            cases = [f"Test Case {i}: part {i}\nCustomer Review: {c.capitalize()}." for i, c in enumerate(chunks, 1)]
-            return make_generation("Sure! Here are the MFT samples:\n" + "\n".join(cases), "stop")
+            # a few of the input's words in a sentence of its own: not a near-copy of it
+            chunks = [" ".join(words[i : i + 4]) for i in range(0, min(len(words), 16), 4)] or ["nothing to say"]
+            leads = ("Overall", "In short", "For me", "All told")
+            cases = [
+                f"Test Case {i}: part {i}\nCustomer Review: {leads[i - 1]}, {c.lower()} says it all."
+                for i, c in enumerate(chunks, 1)
+            ]
+            return make_generation("Sure! Here are the MFT samples:\n" + "\n".join(cases + self.flaws(text)), "stop")
         if "Rephrase" in user:
             n = int(re.search(r"in (\d+) different ways", user).group(1))
             outs = [f"{i}. {'Honestly, ' * i}{text}" for i in range(1, n + 1)]
@@ -69,9 +89,30 @@ class RuleBasedAugChat:
 
     name = "rule-based-testaug-llm"
 
-    def __init__(self, malformed_every: int = 4):
+    def __init__(self, malformed_every: int = 4, flawed: bool = False):
         self.calls = 0
         self.malformed_every = malformed_every
+        self.flawed = flawed  # add the failure shapes of the annotated demo (``flaws``)
+
+    @staticmethod
+    def flaws(description: str, seed: str) -> list[str]:
+        """A small model's failures for a description (its first shown seed): a case behind
+        an ``Explanation:`` label, the prompt's words, the seed's words reordered (a
+        near-copy), a case whose last clause has the wrong polarity (a wrongly labelled
+        seed) and a self-contradiction."""
+        negative = "negative sentence" in description.lower()
+        words = seed.rstrip(".").split()
+        return [
+            f"- Explanation: {' '.join(words[:-1])} captain.",
+            "- { The flight follows the test description well. }",
+            f"- {{ {' '.join(reversed(words)).capitalize()}. }}",
+            "- { No one admires that food, it is wonderful. }"
+            if negative
+            else "- { The seat was not lousy at all, it is very disappointing. }",
+            "- { The crew is not awful at all, it is very disappointing. }"
+            if negative
+            else "- { The food was wonderful, it is truly terrible. }",
+        ]
 
     def __call__(self, messages_list, params):
         return [self._one(m) for m in messages_list]
@@ -91,4 +132,6 @@ class RuleBasedAugChat:
             lines.append(f"- {{ {' '.join(words[:-1])} pilot{'s' * i}. }}")
             lines.append(f"- {{ Honestly, {s[0].lower() + s[1:]} }}")
             lines.append(f"- {{ {s.rstrip('.')} really, {'again ' * (i + self.calls % 3)}. }}")
+        if self.flawed and seeds:
+            lines += self.flaws(user.split("\n", 1)[0], seeds[0])
         return make_generation("\n".join(lines), "stop")

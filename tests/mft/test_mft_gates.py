@@ -64,8 +64,10 @@ def test_one_version_passes_every_gate_in_order_and_its_tables_fit_the_schemas()
     assert [g["gate"] for g in log.rows] == [
         "few-shot examples",
         "generated MFTs",
+        "automatic checks",
         "de-duplication",
         "paraphrases",
+        "automatic checks (paraphrases)",
         "label check",
     ]
     assert all(g["split"] == "test" and g["version"] == 2 and g["seconds"] is not None for g in log.rows)
@@ -73,7 +75,7 @@ def test_one_version_passes_every_gate_in_order_and_its_tables_fit_the_schemas()
     assert any(c["paraphrase_of"] for c in cases) and any(c["paraphrase_of"] is None for c in cases)
     tables = version_tables(cases, log)
     assert tables["data"].schema == CASE_ROW_SCHEMA and tables["data"].num_rows == len(cases)
-    assert tables["gates"].num_rows == 5
+    assert tables["gates"].num_rows == 7
     assert set(tables["parsing"].column("step").to_pylist()) >= {"MFT generation", "label check"}
 
     unchecked = generate_version(

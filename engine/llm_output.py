@@ -1,0 +1,305 @@
+"""What an LLM wrote, made into candidate test cases a careful reader would sign.
+
+Shared by the LLM generators (MFT, TestAug): cleaning prompt and reasoning artefacts off
+a candidate before it is parsed, and the checks (``checkray.engine.case_checks.Check``)
+that reject a candidate with its reason:
+
+* ``artefact``: a label the cleaning could not take off (``Explanation:`` inside the text);
+* ``prompt leak``: the candidate repeats the prompt's instructions (``minimum requirements``
+  after "A Minimum Functionality test ..."): a bigram of content words, or a word of the
+  task's own vocabulary, that the prompt's instructions hold and its source texts do not;
+* ``near copy``: normalized word overlap (Jaccard) with a source (the representative, the
+  demonstration seeds) of at least a stated threshold;
+* ``duplicate``: the normalized text (and text pair) met before;
+* ``polarity``: a second, independent judgement of the label, VADER's compound score
+  (TextBlob where VADER knows no word) of the clause that decides: the text after the last
+  contrastive marker ("but", "however", "yet"), else the whole sentence; strongly against
+  the expected label (|score| >= ``POLARITY_AGAINST``) is a rejection;
+* ``contradiction``: two clauses not joined by a contrastive marker whose polarities are
+  both strong and opposite ("interesting, leaving you cold"; "not disappointing at all, it
+  is very disappointing").
+
+The polarity checks look only at single texts labelled ``positive`` or ``negative``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from checkray.engine.case_checks import Check, row_check
+from checkray.engine.schema import normalize_text
+
+# ------------------------------------------------------------------------ cleaning
+
+# Labels a model writes in front of (or after) a case: "Explanation:", "Answer:",
+# "Sentence 1:", "Rephrased review 2:", "Output:" ...
+_LABEL_WORDS = (
+    r"explanation|answer|sentence|output|input|example|review|customer\s+review|rephrased(?:\s+review)?|"
+    r"rephrasing|paraphrase|rewritten(?:\s+review)?|version|test\s*case|case|test|sample|result|response|"
+    r"new\s+(?:test\s+)?case|option"
+)
+_LEAD_LABEL = re.compile(rf"^\s*\**\s*(?:{_LABEL_WORDS})\s*#?\s*\d*\s*\**\s*[:.)\-]\s*\**\s*", re.IGNORECASE)
+_NUMBERING = re.compile(r"^\s*(?:\(?\d+[.)]|[-*\u2022]|\d+\s*[:\-])\s+")
+# Commentary after the case: "... (This sentence is positive.)", " - Sentiment: Positive",
+# " Label: negative", " Explanation: ..."
+_TRAILING = re.compile(
+    r"\s*(?:\((?:this|the|it|note|positive|negative|label|sentiment|explanation)\b[^()]*\)"
+    r"|[-\u2013\u2014|]*\s*\b(?:label|sentiment|explanation|reason|note|polarity)\s*:.*)\s*$",
+    re.IGNORECASE,
+)
+_QUOTES = "\"'“”‘’`"
+# A label left anywhere in a cleaned text: the model's reasoning, not a case.
+_ARTEFACT = re.compile(
+    r"\b(?:explanation|answer|label|sentiment|reason|rephrased(?: review)?|customer review|test case \d*|sentence \d+)\s*:",
+    re.IGNORECASE,
+)
+
+
+def clean_output(text: str) -> str:
+    """A candidate without the prompt and reasoning artefacts around it: markdown bold,
+    numbering and bullets, leading labels (``Explanation:``, ``Answer:``, ``Sentence 1:``,
+    repeated ones too), surrounding quotes or brackets and trailing commentary."""
+    text = " ".join((text or "").split()).replace("**", "")
+    for _ in range(4):  # "1. Answer: "..."" peels in rounds
+        before = text
+        text = _NUMBERING.sub("", text)
+        text = _LEAD_LABEL.sub("", text)
+        text = _TRAILING.sub("", text)
+        text = text.strip().strip(_QUOTES).strip()
+        if len(text) > 1 and text[0] == "[" and text[-1] == "]":
+            text = text[1:-1].strip()
+        if text == before:
+            break
+    return text
+
+
+def artefact_reason(text: str) -> str | None:
+    m = _ARTEFACT.search(text or "")
+    return f"prompt/reasoning label {m.group(0)!r} left in the text" if m else None
+
+
+# ------------------------------------------------------------------------ overlap
+
+_STOP = frozenset(
+    "a an the and or but of to in on at for with by from as is are was were be been it its this that these those "
+    "i you he she we they my your his her our their me him us them not no so very too just than then there here "
+    "do does did have has had will would can could should may might must one each every all some any".split()
+)
+# The task's own vocabulary: a case using one of these words that its prompt's instructions
+# use and its source texts do not repeats the instructions.
+META_WORDS = frozenset(
+    "minimum minimal functionality functional mft test tests testing sample samples customer format summary summarize "
+    "rephrase rephrased rephrasing paraphrase nlp bracket brackets adjective adjectives noun nouns clause clauses "
+    "negated description annotator label labels".split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    return normalize_text(text or "").split()
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the normalized word sets of ``a`` and ``b`` (0..1)."""
+    x, y = set(tokens(a)), set(tokens(b))
+    return len(x & y) / len(x | y) if x and y else 0.0
+
+
+def _content_bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
+    return {(a, b) for a, b in zip(words, words[1:]) if not (a in _STOP or b in _STOP)}
+
+
+def instruction_text(sections: Iterable[str]) -> str:
+    """A prompt's instruction words: its sections with the ``{placeholders}`` taken out."""
+    return " ".join(re.sub(r"\{[^{}]*\}", " ", s) for s in sections)
+
+
+def prompt_leak_reason(text: str, instructions: str, sources: Iterable[str] = ()) -> str | None:
+    """Why ``text`` repeats the prompt's ``instructions`` (None: it does not): a content-word
+    bigram or a ``META_WORDS`` word of the instructions, found in none of ``sources``."""
+    words = tokens(text)
+    inst = tokens(instructions)
+    allowed = set()
+    allowed_bigrams: set[tuple[str, str]] = set()
+    for s in sources:
+        w = tokens(s)
+        allowed.update(w)
+        allowed_bigrams |= _content_bigrams(w)
+    shared = sorted((_content_bigrams(words) & _content_bigrams(inst)) - allowed_bigrams)
+    if shared:
+        return "repeats the prompt: " + ", ".join(" ".join(b) for b in shared[:3])
+    meta = sorted((set(words) & set(inst) & META_WORDS) - allowed)
+    if meta:
+        return "repeats the prompt's words: " + ", ".join(meta[:3])
+    return None
+
+
+# ------------------------------------------------------------------------ polarity
+
+POLARITY_AGAINST = 0.5  # |score| of the deciding clause against the label that rejects
+CONTRADICTION = 0.3  # |score| both clauses reach for a self-contradiction
+_CONTRAST = re.compile(r"\b(?:but|however|yet|although|though|whereas|while|nevertheless|still)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"\s*[,;:\u2013\u2014]\s*|\s+-\s+")
+POLAR_LABELS = ("positive", "negative")
+# "The film is not poor at all, it is remarkable": a last clause that restates decides.
+_RESTATEMENT = re.compile(r"(?:it|this|that|the \w+)\s+(?:is|was|'s|turned out|feels|felt)\b", re.IGNORECASE)
+
+
+_NEGATOR = re.compile(
+    r"\b(?:not|no|never|nobody|nothing|none|neither|nor|hardly|without|cannot)\b|n't\b", re.IGNORECASE
+)
+NEGATED_AGAINST = 0.7  # a negated clause is judged by VADER alone, and only when it is this sure
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATOR.search(text))
+
+
+@lru_cache(maxsize=1)
+def _vader():
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    return SentimentIntensityAnalyzer()
+
+
+@lru_cache(maxsize=8192)
+def polarity(text: str) -> float:
+    """Two lexicon judges of ``text`` in one score: VADER's compound and TextBlob's polarity.
+    Where one is about neutral (|x| < 0.1) the other decides; where both lean the same way
+    the stronger one; where they disagree their mean (weak: neither rejects alone). VADER
+    misses words ("leaving you cold") and TextBlob negations, so each covers the other."""
+    if not text.strip():
+        return 0.0
+    from textblob import TextBlob
+
+    v = float(_vader().polarity_scores(text)["compound"])
+    if negated(text):  # TextBlob reads "didn't think this was good" as positive; VADER negates
+        return v
+    b = float(TextBlob(text).sentiment.polarity)
+    if abs(v) < 0.1 or abs(b) < 0.1:
+        return v if abs(v) >= abs(b) else b
+    if (v > 0) == (b > 0):
+        return v if abs(v) >= abs(b) else b
+    return (v + b) / 2
+
+
+def deciding_clause(text: str) -> str:
+    """The text after the last contrastive marker; else a last clause that restates ("...,
+    it is very disappointing"); else the whole text. A sentence that opens with a marker
+    ("Although X, Y") is decided by what follows its first comma."""
+    first = _CONTRAST.match(text.strip())
+    if first:
+        head, _, tail = text.partition(",")
+        return tail.strip() or text
+    parts = _CONTRAST.split(text)
+    tail = parts[-1].strip(" ,;.")
+    if len(parts) > 1 and tail:
+        return tail
+    last = _CLAUSE.split(text.strip(" .!"))[-1]
+    return last if _RESTATEMENT.match(last) and last != text.strip(" .!") else text
+
+
+def polarity_reason(text: str, expected: str) -> str | None:
+    """Why VADER/TextBlob contradicts ``expected`` (None: it does not, or not strongly)."""
+    if expected not in POLAR_LABELS:
+        return None
+    clause = deciding_clause(text)
+    score = polarity(clause)
+    limit = NEGATED_AGAINST if negated(clause) else POLARITY_AGAINST
+    against = score <= -limit if expected == "positive" else score >= limit
+    if not against:
+        return None
+    which = "sentence" if clause == text else f"deciding clause {clause!r}"
+    return f"{which} scores {score:+.2f} (VADER/TextBlob), against {expected}"
+
+
+def contradiction_reason(text: str) -> str | None:
+    """Two clauses of strong, opposite polarity that no contrastive marker joins."""
+    for segment in _CONTRAST.split(text):
+        clauses = [c for c in _CLAUSE.split(segment) if len(tokens(c)) >= 2]
+        scored = [(c, polarity(c)) for c in clauses]
+        pos = [(c, s) for c, s in scored if s >= CONTRADICTION]
+        neg = [(c, s) for c, s in scored if s <= -CONTRADICTION]
+        if pos and neg:
+            (p, ps), (n, ns) = pos[0], neg[0]
+            return f"self-contradiction: {p.strip()!r} ({ps:+.2f}) vs {n.strip()!r} ({ns:+.2f})"
+    return None
+
+
+# ------------------------------------------------------------------------ checks
+
+Row = Mapping[str, Any]
+
+
+def artefact_check() -> Check:
+    return row_check(
+        "artefact", lambda r: artefact_reason(r["text"]) or artefact_reason(r.get("text_pair") or ""), "label left in"
+    )
+
+
+def prompt_leak_check(instructions: Callable[[Row], str], sources: Callable[[Row], Iterable[str]]) -> Check:
+    """``instructions(row)``: the row's prompt instructions; ``sources(row)``: the texts it may repeat."""
+
+    def one(r: Row) -> str | None:
+        texts = [t for t in (r["text"], r.get("text_pair")) if t]
+        for t in texts:
+            why = prompt_leak_reason(t, instructions(r), sources(r))
+            if why:
+                return why
+        return None
+
+    return row_check("prompt leak", one, "n-grams of the prompt's instructions")
+
+
+def near_copy_check(sources: Callable[[Row], Iterable[str]], threshold: float) -> Check:
+    """Rejects a row whose text overlaps one of ``sources(row)`` by >= ``threshold``."""
+
+    def one(r: Row) -> str | None:
+        text = " ".join(t for t in (r["text"], r.get("text_pair")) if t)
+        best, which = 0.0, ""
+        for s in sources(r):
+            o = word_overlap(text, s)
+            if o > best:
+                best, which = o, s
+        if best >= threshold:
+            return f"near-copy ({best:.2f} >= {threshold:.2f} word overlap) of {which[:120]!r}"
+        return None
+
+    return row_check("near copy", one, f"word overlap with a source >= {threshold}")
+
+
+def duplicate_check(seen: set | None = None) -> Check:
+    """Rejects a row whose normalized (text, text_pair) was met before (in ``seen``, updated,
+    or earlier in the batch)."""
+    seen = set() if seen is None else seen
+
+    def batch(rows: Sequence[Row]) -> list[str | None]:
+        out = []
+        for r in rows:
+            key = (normalize_text(r["text"]), normalize_text(r.get("text_pair") or ""))
+            if key in seen:
+                out.append("duplicate of a case met before (normalized text)")
+            else:
+                seen.add(key)
+                out.append(None)
+        return out
+
+    return Check("duplicate", batch, "normalized text met before")
+
+
+def polarity_check(expected: Callable[[Row], str]) -> Check:
+    def one(r: Row) -> str | None:
+        return None if r.get("text_pair") else polarity_reason(r["text"], expected(r))
+
+    return row_check("polarity", one, "VADER/TextBlob strongly against the label")
+
+
+def contradiction_check(expected: Callable[[Row], str]) -> Check:
+    def one(r: Row) -> str | None:
+        if r.get("text_pair") or expected(r) not in POLAR_LABELS:
+            return None
+        return contradiction_reason(r["text"])
+
+    return row_check("contradiction", one, "two clauses of opposite strong polarity")
