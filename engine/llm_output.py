@@ -172,12 +172,12 @@ def polarity(text: str) -> float:
     misses words ("leaving you cold") and TextBlob negations, so each covers the other."""
     if not text.strip():
         return 0.0
-    from textblob import TextBlob
+    from checkray.engine.lang.pattern_sentiment import pattern_polarity
 
     v = float(_vader().polarity_scores(text)["compound"])
     if negated(text):  # TextBlob reads "didn't think this was good" as positive; VADER negates
         return v
-    b = float(TextBlob(text).sentiment.polarity)
+    b = pattern_polarity(text)
     if abs(v) < 0.1 or abs(b) < 0.1:
         return v if abs(v) >= abs(b) else b
     if (v > 0) == (b > 0):

@@ -46,8 +46,10 @@ def load_vader(spec: ModelSpec) -> LexiconModel:
 
 
 def load_textblob(spec: ModelSpec) -> LexiconModel:
+    from checkray.engine.lang.pattern_sentiment import pattern_polarity  # TextBlob's scores, without NLTK
+
     try:
-        from textblob import TextBlob
+        pattern_polarity("")
     except ModuleNotFoundError:
         raise InputError(f"model '{spec.name}': family textblob needs the 'textblob' package") from None
-    return LexiconModel(spec, lambda text: TextBlob(text).sentiment.polarity)
+    return LexiconModel(spec, pattern_polarity)
