@@ -122,9 +122,9 @@ def heatmap_figure(
     fig.update_layout(
         title={"text": title},
         yaxis={"autorange": "reversed", "automargin": True},
-        xaxis={"side": "top", "automargin": True, "tickangle": -30 if len(columns) > 6 else 0},
+        xaxis={"automargin": True, "tickangle": -30 if len(columns) > 6 else 0},
         height=max(320, 34 * len(rows) + 220),
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
         plot_bgcolor="#ffffff",
     )
     return fig

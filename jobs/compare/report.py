@@ -97,6 +97,7 @@ def _flips_figure(table: pa.Table, alpha: float, ids: dict[str, int], linked: se
     import plotly.graph_objects as go
 
     caps = table.filter(pc.equal(table.column("level"), "capability")).to_pylist()
+    caps = [r for r in caps if r["pass_to_fail"] or r["fail_to_pass"]]  # a capability with no flip has no bar
     caps.sort(key=lambda r: (-(r["pass_to_fail"] - r["fail_to_pass"]), -r["pass_to_fail"], str(r["capability"])))
     significant = [r["p_value"] == r["p_value"] and r["p_value"] < alpha for r in caps]
     names = [("★ " if sig else "") + str(r["capability"]) for r, sig in zip(caps, significant, strict=True)]
@@ -152,7 +153,8 @@ def compare_sections(
 ) -> list[Section]:
     ids = _capability_ids(table, flips)
     sections = []
-    if table.filter(pc.equal(table.column("level"), "capability")).num_rows:
+    caps = table.filter(pc.equal(table.column("level"), "capability"))
+    if caps.num_rows and pc.sum(pc.add(caps.column("pass_to_fail"), caps.column("fail_to_pass"))).as_py():
         fig, links = _flips_figure(table, conf.alpha, ids, {str(c) for c in flips.column("capability").to_pylist()})
         sections.append(
             Section(
