@@ -242,6 +242,38 @@ def inline_assets(page: str) -> str:
     return page[: tag.start()] + "<script>" + get_plotlyjs() + "</script>" + page[tag.end() :]
 
 
+_SPEC = re.compile(r'<script type="application/json" class="figure-spec" data-for="[^"]+">(.*?)</script>', re.S)
+
+
+def page_figures(page: str) -> list[dict[str, Any]]:
+    """The figures of a page ``render`` wrote: each one's data, layout, links and name."""
+    return [json.loads(m.group(1)) for m in _SPEC.finditer(page)]
+
+
+def export_figures(page: str, out_dir: str, formats: Sequence[str] = ("svg", "png")) -> list[str]:
+    """Write every figure of ``page`` as SVG/PNG files into ``out_dir`` (for papers and
+    slides), named as the page's download buttons name them. Needs plotly's static export,
+    kaleido (not a dependency of checkray: ``pip install kaleido``), which drives a local
+    Chrome or Chromium (``BROWSER_PATH``), offline. The pages themselves need neither:
+    their SVG/PNG buttons draw the file in the browser."""
+    import os
+
+    import plotly.graph_objects as go
+
+    os.makedirs(out_dir, exist_ok=True)
+    written, seen = [], {}
+    for spec in page_figures(page):
+        name = spec.get("name") or "figure"
+        seen[name] = seen.get(name, 0) + 1
+        stem = name if seen[name] == 1 else f"{name}-{seen[name]}"
+        fig = go.Figure({"data": spec["data"], "layout": spec["layout"]})
+        for fmt in formats:
+            path = os.path.join(out_dir, f"{stem}.{fmt}")
+            fig.write_image(path, format=fmt, width=1100, height=int(spec["layout"].get("height") or 500))
+            written.append(path)
+    return written
+
+
 def render_template(name: str, **context: Any) -> str:
     """Render another page of ``engine/html`` (autoescaped), e.g. a run directory's index."""
     return _ENV.get_template(name).render(**context)
