@@ -236,7 +236,7 @@ def inline_assets(page: str) -> str:
     inlined), for copies that leave the site: an experiment tracker's artifact."""
     from plotly.offline import get_plotlyjs
 
-    tag = re.search(r'<script src="(?:\.\./)*' + re.escape(plotly_asset()) + r'"></script>', page)
+    tag = re.search(r'<script defer src="(?:\.\./)*' + re.escape(plotly_asset()) + r'"></script>', page)
     if tag is None:
         return page
     return page[: tag.start()] + "<script>" + get_plotlyjs() + "</script>" + page[tag.end() :]

@@ -214,11 +214,11 @@ def test_a_site_shares_one_plotly_bundle(tmp_path):
         f"site/{plotly_asset()}",
     ]
     page = (Path(nested.root) / "leaderboard.html").read_text()
-    assert f'<script src="../../{plotly_asset()}"></script>' in page and "/* plotly.js */" not in page
-    assert "<script src=" not in (tmp_path / "site" / "zoo" / "report.html").read_text()  # no figure, no plotly
-    assert f'<script src="{plotly_asset()}"></script>' in (tmp_path / "alone" / "report.html").read_text()
+    assert f'<script defer src="../../{plotly_asset()}"></script>' in page and "/* plotly.js */" not in page
+    assert "<script defer src=" not in (tmp_path / "site" / "zoo" / "report.html").read_text()  # no figure, no plotly
+    assert f'<script defer src="{plotly_asset()}"></script>' in (tmp_path / "alone" / "report.html").read_text()
     standalone = inline_assets(page)
-    assert "<script src=" not in standalone and "<script>/* plotly.js */</script>" in standalone
+    assert "<script defer src=" not in standalone and "<script>/* plotly.js */</script>" in standalone
     assert "/* plotly.js */" in render("t", [_figure_section()])  # a page alone inlines it
 
 
