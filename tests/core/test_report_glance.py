@@ -5,6 +5,7 @@ opens with its flips, and a site's pages share one plotly bundle."""
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -235,3 +236,45 @@ def test_figures_export_as_svg_and_png(tmp_path):
     assert names == [f"failure-rate-by-{w}.{f}" for w in ("capability", "test") for f in ("png", "svg")]
     assert all(Path(p).stat().st_size > 1000 for p in written)
     assert (tmp_path / "failure-rate-by-capability.svg").read_text().startswith("<svg")
+
+
+def test_the_index_answers_first(tmp_path):
+    """Per benchmark its models best first (overall rate, worst capabilities); per generated
+    suite its size and estimated validity (validity_estimate.parquet, first quality table)."""
+    import pyarrow.parquet as pq
+
+    from checkray.jobs.index import write_index
+    from checkray.jobs.index_runs import find_runs
+
+    bench, suite = tmp_path / "benchmark", tmp_path / "testaug"
+    bench.mkdir()
+    suite.mkdir()
+    summary, _ = summary_and_examples()
+    pq.write_table(summary, bench / "summary.parquet")
+    (bench / "manifest.json").write_text(json.dumps({"job": "benchmark", "published": ["summary.parquet"]}))
+    estimate = [
+        {"generator": "testaug", "capability": "Negation", "cases": 30, "rejected": 4, "all_three": 0.5,
+         "all_three_low": 0.4, "all_three_high": 0.6},
+        {"generator": "testaug", "capability": "Vocabulary", "cases": 10, "rejected": 0, "all_three": 0.9,
+         "all_three_low": 0.8, "all_three_high": 0.95},
+    ]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(estimate), suite / "validity_estimate.parquet")
+    manifest = {
+        "job": "testaug",
+        "published": ["validity_estimate.parquet", "suite.parquet"],
+        "quality": [{"file": "validity_estimate.parquet", "title": "Estimated validity"}],
+    }
+    (suite / "manifest.json").write_text(json.dumps(manifest))
+    runs = {r.job: r for r in find_runs(str(tmp_path))}
+    models = runs["benchmark"].models
+    assert [m["model"] for m in models] == MODELS and models[0]["rank"] == 1
+    assert models[2]["worst capabilities"].startswith("1_story")  # "worse" fails 1_story most
+    assert models[0]["failure rate [95 % CI]"].startswith("7.5% [")  # "good": 6 of 80 cases
+    answer = runs["testaug"].suite
+    assert answer["cases"] == 40 and answer["rejected"] == 4
+    assert answer["valid (all three)"] == "60% [50%, 69%]"  # weighted by cases: (30 * .5 + 10 * .9) / 40
+    assert answer["least valid"] == "Negation 50%"
+    page = Path(write_index(RunDir(str(tmp_path)))).read_text()
+    assert page.index("At a glance") < page.index('id="reports"') < page.index('id="times"')
+    assert "Generated suites" in page and "Models, best first" in page
+    assert empty_rows_and_columns(page) == []
