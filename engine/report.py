@@ -1,13 +1,24 @@
-"""HTML reports: one self-contained page per job (jinja2 + plotly), viewable offline.
+"""HTML reports: one page per job (jinja2 + plotly), viewable offline.
 
 Jobs build a list of ``Section``s; the demo concatenates the sections of every job into
-one report. plotly.js is inlined once per page so the report needs no network.
+one report. plotly.js is never fetched from a network: a page written into a run
+(``write_page``) loads the one shared copy of the site, ``_checkray/plotly-<version>.min.js``
+(plotly's own bundle, shipped in the plotly package), found in the run or in a run above
+it (a demo writes it once at its top, so its eight pages share one copy); a page rendered
+to a string alone (``render`` without ``assets``) inlines it. A page without figures loads
+no plotly at all.
+
+Tables list only what exists: ``table_html`` drops every all-empty row and column (a
+cell is empty when it is None, NaN or blank) and makes the table sortable by a click on
+its header; colours are a colour-blind-safe sequential palette (``SEQUENTIAL``) and every
+coloured cell also shows its number.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,11 +40,49 @@ class Section:
     summary: str = ""  # plain text, escaped
 
 
-def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 200) -> str:
-    """An escaped HTML table of dict rows (floats shown with 3 decimals)."""
+ASSET_DIR = "_checkray"  # the site's shared scripts, at the top of a run (or of a demo)
+ASSET_DEPTH = 3  # how far up write_page looks for a run that already holds them
+
+# Failure rate 0 -> 1: light yellow to dark blue (cividis, reversed), readable with every
+# common colour-vision deficiency and in greyscale; the number is printed in each cell too.
+SEQUENTIAL = "cividis_r"
+
+
+def _empty(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, float):
+        return v != v
+    if isinstance(v, str):
+        return not v.strip() or v.strip() in ("-", "–")
+    if isinstance(v, (list, tuple)):
+        return not v
+    return False
+
+
+def real_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``rows`` and ``columns`` without an all-empty row or column."""
+    kept = [r for r in rows if not all(_empty(r.get(c)) for c in columns)]
+    return kept, [c for c in columns if not all(_empty(r.get(c)) for r in kept)]
+
+
+def table_html(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[str] | None = None,
+    max_rows: int = 200,
+    ids: Sequence[str | None] | None = None,
+) -> str:
+    """An escaped, sortable HTML table of dict rows (floats shown with 3 decimals), without
+    all-empty rows or columns. ``ids``: an element id per row (plain ASCII, for links)."""
     if not rows:
         return "<p><em>(no rows)</em></p>"
     columns = list(columns or rows[0].keys())
+    if ids is not None:
+        keep = [i for i, r in enumerate(rows) if not all(_empty(r.get(c)) for c in columns)]
+        rows, ids = [rows[i] for i in keep], [ids[i] for i in keep]
+    rows, columns = real_rows(rows, columns)
+    if not rows:
+        return "<p><em>(no rows)</em></p>"
 
     def cell(v: Any) -> str:
         if isinstance(v, float):
@@ -42,10 +91,15 @@ def table_html(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = N
             return html.escape(", ".join(map(str, v)))
         return html.escape("" if v is None else str(v))
 
+    def tr(i: int, r: dict[str, Any]) -> str:
+        rid = ids[i] if ids is not None else None
+        attr = f' id="{html.escape(rid)}"' if rid else ""
+        return f"<tr{attr}>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>"
+
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows[:max_rows])
+    body = "".join(tr(i, r) for i, r in enumerate(rows[:max_rows]))
     more = f"<p><em>{len(rows) - max_rows} more rows not shown</em></p>" if len(rows) > max_rows else ""
-    return f'<table class="data"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
+    return f'<table class="data sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
 
 
 # Tags plotly.js renders in text and that code writes in hover templates (no attributes).
@@ -85,27 +139,139 @@ def script_json(value: Any) -> str:
     return out
 
 
-def figure_html(fig) -> str:
-    """A plotly figure as a div; plotly.js itself is inlined once by ``render``. Every
-    string in the figure (data and layout) goes through ``plot_text`` first: hover texts,
-    legend names and category labels come from corpora, models and LLMs. plotly writes the
-    figure's JSON with ``<``, ``>`` and ``/`` escaped."""
-    import plotly.io as pio
+def figure_html(fig, links: Any = None, name: str = "") -> str:
+    """A plotly figure as a div and its JSON; the page draws every figure once plotly.js
+    is loaded (``render``). Every string in the figure (data and layout) goes through
+    ``plot_text`` first: hover texts, legend names and category labels come from corpora,
+    models and LLMs; the JSON has ``<``, ``>`` and ``&`` escaped (``script_json``).
+
+    ``links``: per trace, per point (a list, or a list of rows for a heatmap) an in-page
+    anchor (``#id``, ASCII letters, digits, ``-`` and ``_``) the point opens when clicked;
+    the page ignores any other value.
+    ``name``: the file name a PNG/SVG download of the figure gets."""
+    import uuid
+
+    from plotly.utils import PlotlyJSONEncoder
 
     spec = _escape_plot(fig.to_plotly_json())
-    return pio.to_html(spec, full_html=False, include_plotlyjs=False, validate=False)
+    spec = json.loads(json.dumps(spec, cls=PlotlyJSONEncoder))
+    payload = {"data": spec.get("data", []), "layout": spec.get("layout", {})}
+    if links is not None:
+        payload["links"] = links
+    payload["name"] = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:60] or "figure"
+    div = f"fig-{uuid.uuid4().hex[:12]}"
+    height = int((payload["layout"] or {}).get("height") or 450)
+    return (
+        f'<div id="{div}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
+        f'<script type="application/json" class="figure-spec" data-for="{div}">{script_json(payload)}</script>'
+    )
 
 
-def render(title: str, sections: Sequence[Section], subtitle: str = "") -> str:
+def plotly_asset() -> str:
+    """The shared plotly bundle's path in a site (versioned, so versions never mix)."""
+    import plotly
+
+    return f"{ASSET_DIR}/plotly-{plotly.__version__}.min.js"
+
+
+def _has_figures(sections: Sequence[Section]) -> bool:
+    return any('class="figure-spec"' in b for s in sections for b in s.blocks)
+
+
+def render(title: str, sections: Sequence[Section], subtitle: str = "", assets: str | None = None) -> str:
+    """The page. ``assets``: the relative URL of the folder holding ``_checkray/`` (``""``,
+    ``"../"`` ...) to load the shared plotly bundle from; None inlines it (a page alone)."""
     from plotly.offline import get_plotlyjs
 
+    figures = _has_figures(sections)
     return _ENV.get_template("report.html.j2").render(
         title=title,
         subtitle=subtitle,
         sections=sections,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotlyjs=get_plotlyjs(),
+        plotlyjs=get_plotlyjs() if figures and assets is None else "",
+        plotly_src=assets + plotly_asset() if figures and assets is not None else "",
+        figures=figures,
     )
+
+
+def site_assets(run) -> str:
+    """The relative URL prefix of the run that holds this site's shared plotly bundle:
+    ``run`` itself or a run up to ``ASSET_DEPTH`` levels above it (a demo's top); when
+    none has it, it is written into ``run`` (recorded as the run's own file)."""
+    import posixpath
+
+    import pyarrow.fs as pafs
+
+    asset = plotly_asset()
+    here = run.root.rstrip("/")
+    for up in range(ASSET_DEPTH + 1):
+        if run.fs.get_file_info(f"{here}/{asset}").type == pafs.FileType.File:
+            return "../" * up
+        parent = posixpath.dirname(here)
+        if not parent or parent == here:
+            break
+        here = parent
+    write_assets(run)
+    return ""
+
+
+def write_assets(run) -> str:
+    """Write the shared plotly bundle into ``run`` (once per version)."""
+    from plotly.offline import get_plotlyjs
+
+    if run.exists(plotly_asset()):
+        return run.path(plotly_asset())
+    return run.write_text(plotly_asset(), get_plotlyjs())
+
+
+def write_page(run, name: str, title: str, sections: Sequence[Section], subtitle: str = "") -> str:
+    """Render and write a report page into ``run``, loading the site's shared plotly."""
+    assets = site_assets(run) if _has_figures(sections) else ""
+    return run.write_text(name, render(title, sections, subtitle=subtitle, assets=assets))
+
+
+def inline_assets(page: str) -> str:
+    """A page written by ``write_page`` made self-contained (the shared plotly bundle
+    inlined), for copies that leave the site: an experiment tracker's artifact."""
+    from plotly.offline import get_plotlyjs
+
+    tag = re.search(r'<script defer src="(?:\.\./)*' + re.escape(plotly_asset()) + r'"></script>', page)
+    if tag is None:
+        return page
+    return page[: tag.start()] + "<script>" + get_plotlyjs() + "</script>" + page[tag.end() :]
+
+
+_SPEC = re.compile(r'<script type="application/json" class="figure-spec" data-for="[^"]+">(.*?)</script>', re.S)
+
+
+def page_figures(page: str) -> list[dict[str, Any]]:
+    """The figures of a page ``render`` wrote: each one's data, layout, links and name."""
+    return [json.loads(m.group(1)) for m in _SPEC.finditer(page)]
+
+
+def export_figures(page: str, out_dir: str, formats: Sequence[str] = ("svg", "png")) -> list[str]:
+    """Write every figure of ``page`` as SVG/PNG files into ``out_dir`` (for papers and
+    slides), named as the page's download buttons name them. Needs plotly's static export,
+    kaleido (not a dependency of checkray: ``pip install kaleido``), which drives a local
+    Chrome or Chromium (``BROWSER_PATH``), offline. The pages themselves need neither:
+    their SVG/PNG buttons draw the file in the browser."""
+    import os
+
+    import plotly.graph_objects as go
+
+    os.makedirs(out_dir, exist_ok=True)
+    written, seen = [], {}
+    for spec in page_figures(page):
+        name = spec.get("name") or "figure"
+        seen[name] = seen.get(name, 0) + 1
+        stem = name if seen[name] == 1 else f"{name}-{seen[name]}"
+        fig = go.Figure({"data": spec["data"], "layout": spec["layout"]})
+        for fmt in formats:
+            path = os.path.join(out_dir, f"{stem}.{fmt}")
+            fig.write_image(path, format=fmt, width=1100, height=int(spec["layout"].get("height") or 500))
+            written.append(path)
+    return written
 
 
 def render_template(name: str, **context: Any) -> str:

@@ -39,7 +39,7 @@ from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.config import JobSection
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
-from checkray.engine.report import render
+from checkray.engine.report import write_page
 from checkray.engine.runtime import init_ray
 from checkray.engine.stages import RunDir, Stage, StageRecord, StageRunner, current_stage
 from checkray.jobs.config import CheckrayConfig
@@ -167,7 +167,7 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         sections = job.publish(runner)
         extra = _publish_validity(job, run, sections)
         if job.report_file:
-            run.write_text(job.report_file, render(job.title, sections, subtitle=job.subtitle()))
+            write_page(run, job.report_file, job.title, sections, subtitle=job.subtitle())
         published = list(job.published) + extra + ([job.report_file] if job.report_file else [])
         run.write_text(
             MANIFEST,

@@ -26,7 +26,7 @@ import typer
 
 from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec, read_registry
-from checkray.engine.report import Section, render, table_html
+from checkray.engine.report import Section, table_html, write_assets, write_page
 from checkray.engine.stages import RunDir
 from checkray.jobs.base import Job, JobResult, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
@@ -124,6 +124,7 @@ def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> 
     RUN_LOG.attach(run)  # one log for the whole demo: DIR/logs/checkray.log
     with run.lock("demo"):
         state = DemoState(cfg, run)
+        write_assets(run)  # DIR/_checkray/: the one plotly bundle every page of the demo loads
         timings, sections = [], {}
         for step in steps or demo_steps():
             start = time.perf_counter()
@@ -134,7 +135,7 @@ def run_demo(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None) -> 
         ordered = [sec for name in REPORT_ORDER for sec in sections.get(name, [])]
         ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
         ordered.append(Section("Demo timings", [table_html(timings)]))
-        run.write_text("report.html", render("checkray · demo report", ordered, subtitle=cfg.corpus.path))
+        write_page(run, "report.html", "checkray · demo report", ordered, subtitle=cfg.corpus.path)
         run.write_text(DEMO_TIMINGS, json.dumps({"steps": timings}, indent=1))
         write_index(run, "checkray · demo")  # DIR/index.html: every report, config, versions, times, gates
     return run

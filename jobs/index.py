@@ -200,6 +200,9 @@ def render_index(uri: str, runs: list[RunInfo], title: str = "") -> str:
         runs=runs,
         href=lambda rel: quote(rel),
         steps=steps or None,
+        suite_rows=[
+            {"run": r.rel or ".", "job": r.job, **r.suite, "page": ", ".join(r.pages)} for r in runs if r.suite
+        ],
         stage_rows=[{"run": r.rel or ".", "job": r.job, **stage} for r in runs for stage in r.stages],
         configs=config_groups(runs),
         models=model_rows(tree, runs),

@@ -21,15 +21,18 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from checkray.engine.errors import InputError
+from checkray.engine.report import ASSET_DIR
 from checkray.engine.rundir import MARKER, STAGES, RunDir
+from checkray.engine.suite_validity import wilson
 
 INDEX = "index.html"
 MANIFEST = "manifest.json"  # jobs.base.MANIFEST (not imported: base pulls in Ray's runtime)
 DEMO_TIMINGS = "timings.json"  # written by the demo: the wall time of each step
-SKIP_DIRS = {STAGES, "logs"}
+SKIP_DIRS = {STAGES, "logs", ASSET_DIR}
 MAX_DEPTH = 4  # a demo nests runs two deep (costello/repair, testaug/benchmark)
 
 MAX_QUALITY_ROWS = 60
+WORST = 2  # capabilities named as a model's worst on the index
 
 
 @dataclass
@@ -52,6 +55,8 @@ class RunInfo:
     updated: str | None = None
     files: list[str] = field(default_factory=list)  # published files other than pages
     wall: float | None = None  # the last run's wall time (manifest "seconds"), if recorded
+    models: list[dict[str, Any]] = field(default_factory=list)  # a benchmark's models, best first
+    suite: dict[str, Any] | None = None  # a generated suite's size and estimated validity
 
     @property
     def seconds(self) -> float:
@@ -171,7 +176,106 @@ def _run_info(tree: RunTree, rel: str, manifest: dict[str, Any], marker: dict[st
         )
     info.incomplete = {str(k): str(v) for k, v in incomplete.items()}
     info.quality = _quality(tree, rel, manifest, published)
+    info.models = _model_answers(tree, rel, published)
+    info.suite = _suite_answer(tree, rel, manifest, published)
     return info
+
+
+def _share(k: float, n: float) -> str:
+    low, high = wilson(int(k), int(n))
+    return f"{k / n:.1%} [{low:.0%}, {high:.0%}]"
+
+
+def _model_answers(tree: RunTree, rel: str, published: list[str]) -> list[dict[str, Any]]:
+    """Per model of a benchmark run (its published summary.parquet, small): the overall
+    failure rate with its 95 % Wilson interval and the worst capabilities, best first."""
+    if "summary.parquet" not in published or tree.kind(rel, "summary.parquet") != pafs.FileType.File:
+        return []
+    try:
+        table = pq.read_table(
+            tree.path(rel, "summary.parquet"), filesystem=tree.fs, columns=["model", "capability", "n", "failures"]
+        )
+    except (OSError, KeyError, ValueError):
+        return []
+    totals: dict[str, list[int]] = {}
+    cells: dict[tuple[str, str], list[int]] = {}
+    for r in table.to_pylist():
+        n, k = int(r["n"] or 0), int(r["failures"] or 0)
+        for bucket, key in ((totals, r["model"]), (cells, (r["model"], r["capability"] or "(none)"))):
+            acc = bucket.setdefault(key, [0, 0])
+            acc[0] += n
+            acc[1] += k
+    rows = []
+    for model, (n, k) in totals.items():
+        if not n:
+            rows.append({"model": model, "failure rate [95 % CI]": "nothing evaluated", "cases": 0, "_rate": 2.0})
+            continue
+        # ranked by the interval's bound, so a capability of 2 cases is not called the worst for 1 failure
+        caps = [(c, ck, cn, wilson(ck, cn)) for (m, c), (cn, ck) in cells.items() if m == model and cn]
+        worst = sorted((x for x in caps if x[1]), key=lambda x: (-x[3][0], str(x[0])))[:WORST]
+        best = min(caps, key=lambda x: (x[3][1], str(x[0]))) if len(caps) > WORST else None
+        rows.append(
+            {
+                "model": model,
+                "failure rate [95 % CI]": _share(k, n),
+                "worst capabilities": ", ".join(f"{c} {ck / cn:.0%} of {cn}" for c, ck, cn, _ in worst)
+                or "none failed",
+                "best capability": f"{best[0]} {best[1] / best[2]:.0%} of {best[2]}" if best else "",
+                "cases": n,
+                "_rate": k / n,
+            }
+        )
+    rows.sort(key=lambda r: (r["_rate"], str(r["model"])))
+    for rank, r in enumerate(rows, 1):
+        r.pop("_rate")
+        r["rank"] = rank
+    return [{"rank": r.pop("rank"), **r} for r in rows]
+
+
+def _suite_answer(tree: RunTree, rel: str, manifest: dict[str, Any], published: list[str]) -> dict[str, Any] | None:
+    """A generated suite's size and people's estimate of its validity (the run's
+    ``validity_estimate.parquet``: per generator and capability, cases and the share judged
+    label-valid, fluent and on-capability), weighted by cases; else the suite's size only."""
+    from checkray.jobs.validity_estimate import VALIDITY_FILE
+
+    listed = [e.get("file") for e in manifest.get("quality") or [] if isinstance(e, dict)]
+    if VALIDITY_FILE in listed and VALIDITY_FILE in published and tree.kind(rel, VALIDITY_FILE) == pafs.FileType.File:
+        try:
+            rows = pq.read_table(tree.path(rel, VALIDITY_FILE), filesystem=tree.fs).to_pylist()
+        except OSError:
+            rows = []
+        cases = sum(int(r.get("cases") or 0) for r in rows)
+        judged = [r for r in rows if r.get("all_three") is not None and r.get("cases")]
+        weight = sum(int(r["cases"]) for r in judged)
+        answer: dict[str, Any] = {
+            "cases": cases,
+            "rejected": sum(int(r.get("rejected") or 0) for r in rows),
+            "generators": ", ".join(sorted({str(r.get("generator")) for r in rows})),
+        }
+        if weight:
+
+            def mean(name: str) -> float:
+                return sum(float(r[name]) * int(r["cases"]) for r in judged) / weight
+
+            answer["valid (all three)"] = (
+                f"{mean('all_three'):.0%} [{mean('all_three_low'):.0%}, {mean('all_three_high'):.0%}]"
+            )
+            answer["estimated on"] = f"{weight} of {cases} cases' generators/capabilities"
+            worst = min(judged, key=lambda r: float(r["all_three"]))
+            answer["least valid"] = (
+                f"{worst.get('capability') or worst.get('generator')} {float(worst['all_three']):.0%}"
+            )
+        else:
+            answer["valid (all three)"] = "not judged"
+        return answer
+    for name in ("suite.parquet", "triples.parquet"):
+        if name in published and tree.kind(rel, name) == pafs.FileType.File:
+            try:
+                n = pq.read_metadata(tree.path(rel, name), filesystem=tree.fs).num_rows
+            except OSError:
+                continue
+            return {"cases": n, "valid (all three)": "not estimated (no validity_estimate.parquet)"}
+    return None
 
 
 def _quality(tree: RunTree, rel: str, manifest: dict[str, Any], published: list[str]) -> list[Quality]:

@@ -35,6 +35,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from checkray.engine.errors import InputError
+from checkray.engine.report import inline_assets
 from checkray.engine.stages import RunDir
 from checkray.jobs.base import read_manifest
 
@@ -203,7 +204,11 @@ def log_benchmark(run_dir: str, tracking_uri: str, experiment: str = "checkray",
         dicts={"config.json": config, **({"provenance.json": provenance} if provenance else {})},
         texts={
             **gate_files,
-            **({"leaderboard.html": _text(run, "leaderboard.html")} if run.exists("leaderboard.html") else {}),
+            **(
+                {"leaderboard.html": inline_assets(_text(run, "leaderboard.html"))}
+                if run.exists("leaderboard.html")
+                else {}
+            ),
         },
     )
     identity = {r["name"]: r for r in (provenance or {}).get("models", [])}
@@ -283,7 +288,7 @@ def log_compare(run_dir: str, tracking_uri: str, experiment: str = "checkray", r
         params=params,
         tables={"flips.json": _records(flips), "compare.json": _records(table)},
         dicts={"compared.json": compared, "config.json": config},
-        texts={**gate_files, "report.html": run.read_text("report.html")},
+        texts={**gate_files, "report.html": inline_assets(run.read_text("report.html"))},
     )
     log.end(run_id)
     return run_id

@@ -1,6 +1,8 @@
-"""Report sections of ``checkray compare``: what was compared, the overall and
-per-capability results with McNemar's p and the bootstrap interval, a forest plot of the
-differences, every test, the flipped cases and the gate. Every text goes through
+"""Report sections of ``checkray compare``: first the flips per capability (pass→fail and
+fail→pass, significant capabilities marked, each bar linking to its flipped cases), then
+what was compared, the overall and per-capability results with McNemar's p and the
+bootstrap interval, a forest plot of the differences, every test, the flipped cases and
+the gate. Every text goes through
 ``checkray.engine.report.table_html`` / ``figure_html`` (escaped)."""
 
 from __future__ import annotations
@@ -75,10 +77,93 @@ def _forest(table: pa.Table):
     return fig
 
 
+# Okabe-Ito: told apart by every common colour-vision deficiency (and by the side of the axis).
+REGRESSION, FIX = "#D55E00", "#0072B2"
+
+
+def flip_anchor(capability_index: int) -> str:
+    return f"flips-{capability_index}"
+
+
+def _capability_ids(table: pa.Table, flips: pa.Table) -> dict[str, int]:
+    caps = table.filter(pc.equal(table.column("level"), "capability")).column("capability").to_pylist()
+    names = {str(c) for c in caps} | {str(c) for c in flips.column("capability").to_pylist()}
+    return {c: j for j, c in enumerate(sorted(names))}
+
+
+def _flips_figure(table: pa.Table, alpha: float, ids: dict[str, int], linked: set[str]):
+    """Pass→fail (left) and fail→pass (right) per capability, most regressions on top; a
+    capability whose McNemar p < alpha is marked ★ and drawn solid."""
+    import plotly.graph_objects as go
+
+    caps = table.filter(pc.equal(table.column("level"), "capability")).to_pylist()
+    caps = [r for r in caps if r["pass_to_fail"] or r["fail_to_pass"]]  # a capability with no flip has no bar
+    caps.sort(key=lambda r: (-(r["pass_to_fail"] - r["fail_to_pass"]), -r["pass_to_fail"], str(r["capability"])))
+    significant = [r["p_value"] == r["p_value"] and r["p_value"] < alpha for r in caps]
+    names = [("★ " if sig else "") + str(r["capability"]) for r, sig in zip(caps, significant, strict=True)]
+    hover = [
+        f"{r['capability']}<br>{r['pass_to_fail']} pass→fail, {r['fail_to_pass']} fail→pass of {r['n']} paired cases"
+        f"<br>pass rate {r['baseline_pass_rate']:.1%} → {r['candidate_pass_rate']:.1%}"
+        f"<br>McNemar p={r['p_value']:.3g} (Holm {r['p_holm']:.3g})" + ("<br><b>significant</b>" if sig else "")
+        for r, sig in zip(caps, significant, strict=True)
+    ]
+    links = ["#" + flip_anchor(ids[str(r["capability"])]) if str(r["capability"]) in linked else None for r in caps]
+    opacity = [1.0 if sig else 0.55 for sig in significant]
+    fig = go.Figure(
+        [
+            go.Bar(
+                y=names,
+                x=[-r["pass_to_fail"] for r in caps],
+                orientation="h",
+                name="pass→fail (regressions)",
+                marker={"color": REGRESSION, "opacity": opacity},
+                text=[str(r["pass_to_fail"]) for r in caps],
+                textposition="auto",
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+            ),
+            go.Bar(
+                y=names,
+                x=[r["fail_to_pass"] for r in caps],
+                orientation="h",
+                name="fail→pass (fixes)",
+                marker={"color": FIX, "opacity": opacity},
+                text=[str(r["fail_to_pass"]) for r in caps],
+                textposition="auto",
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+            ),
+        ]
+    )
+    fig.add_vline(x=0, line_color="#444")
+    fig.update_layout(
+        title={"text": f"Flipped cases per capability (★ McNemar p < {alpha:g})"},
+        barmode="relative",
+        xaxis={"title": {"text": "← pass→fail    cases    fail→pass →"}},
+        yaxis={"autorange": "reversed", "automargin": True},
+        legend={"orientation": "h", "y": -0.2},
+        height=max(280, 30 * len(caps) + 200),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+    )
+    return fig, [links, links]
+
+
 def compare_sections(
     table: pa.Table, flips: pa.Table, info: dict, conf: CompareConfig, checks: Sequence | None = None
 ) -> list[Section]:
-    sections = [
+    ids = _capability_ids(table, flips)
+    sections = []
+    caps = table.filter(pc.equal(table.column("level"), "capability"))
+    if caps.num_rows and pc.sum(pc.add(caps.column("pass_to_fail"), caps.column("fail_to_pass"))).as_py():
+        fig, links = _flips_figure(table, conf.alpha, ids, {str(c) for c in flips.column("capability").to_pylist()})
+        sections.append(
+            Section(
+                "Flips per capability",
+                [figure_html(fig, links=links, name="flips-per-capability")],
+                _headline(table, conf) + " Click a bar for its flipped cases.",
+            )
+        )
+    sections += [
         _compared_section(info),
         _overall_section(table, conf),
         _capability_section(table, conf.alpha),
@@ -92,7 +177,7 @@ def compare_sections(
             "One row per CheckList test (suite, capability, test name, type).",
         )
     )
-    sections.append(_flips_section(flips, conf.examples))
+    sections.append(_flips_section(flips, conf.examples, ids))
     if checks is not None:
         sections.append(_gate_section(checks))
     return sections
@@ -138,15 +223,19 @@ def _compared_section(info: dict) -> Section:
     )
 
 
-def _overall_section(table: pa.Table, conf: CompareConfig) -> Section:
+def _headline(table: pa.Table, conf: CompareConfig) -> str:
     overall = table.filter(pc.equal(table.column("level"), "overall")).to_pylist()[0]
-    headline = (
+    return (
         f"Pass rate {overall['baseline_pass_rate']:.3f} → {overall['candidate_pass_rate']:.3f} "
         f"({overall['diff']:+.3f}, {conf.confidence:.0%} paired-bootstrap interval "
         f"[{overall['ci_low']:+.3f}, {overall['ci_high']:+.3f}]) on {overall['n']} paired cases: "
         f"{overall['pass_to_fail']} flipped pass→fail, {overall['fail_to_pass']} fail→pass; McNemar's exact "
         f"p = {overall['p_value']:.4g}."
     )
+
+
+def _overall_section(table: pa.Table, conf: CompareConfig) -> Section:
+    headline = _headline(table, conf)
     rows = _rows(table, "overall", [], conf.alpha) + _rows(table, "test_type", ["test_type"], conf.alpha)
     return Section(
         "Overall and per test type",
@@ -172,19 +261,23 @@ def _has_capability_differences(table: pa.Table) -> bool:
     return bool(caps.num_rows) and not np.isnan(diffs.astype(float)).all()
 
 
-def _flips_section(flips: pa.Table, per_group: int) -> Section:
-    """Up to ``per_group`` flipped cases per capability and direction."""
-    shown, seen = [], {}
+def _flips_section(flips: pa.Table, per_group: int, ids: dict[str, int] | None = None) -> Section:
+    """Up to ``per_group`` flipped cases per capability and direction; the first row of a
+    capability carries the anchor the flips figure links to."""
+    shown, seen, anchors, first = [], {}, [], set()
     for r in flips.to_pylist():
         key = (r["capability"], r["direction"])
         if seen.get(key, 0) < per_group:
             seen[key] = seen.get(key, 0) + 1
             shown.append(r)
+            cap = str(r["capability"])
+            anchors.append(flip_anchor(ids[cap]) if ids and cap in ids and cap not in first else None)
+            first.add(cap)
     columns = ["direction", "capability", "topic", "test_type", "text", "expected"]
     columns += ["baseline_predicted", "candidate_predicted"]
     return Section(
         "Flipped cases",
-        [table_html(shown, columns, max_rows=1000)],
+        [table_html(shown, columns, max_rows=1000, ids=anchors)],
         f"Up to {per_group} per capability and direction ({flips.num_rows} flips in all, every one in "
         "flips.parquet); regressions (pass→fail) first.",
     )

@@ -13,9 +13,11 @@ from urllib.parse import unquote
 
 import pytest
 
+from checkray.engine.report import plotly_asset
 from tests.browser import artifact_dir, check_page, chromium_driver
 from tests.compare.test_report import compare_page
 from tests.core.test_report_escaping import REPORT_PAGES, P
+from tests.core.test_report_glance import empty_rows_and_columns
 
 # A browser (installed with apt-get when missing) is no part of `make test-fast`.
 pytestmark = pytest.mark.slow
@@ -84,6 +86,10 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
 
     found = check_page(browser, index, "demo-index")
     assert sorted(found["links"]) == ["benchmark/leaderboard.html", "report.html"]
+    assert "Models, best first" in source and "keyword" in source  # the index answers first
+    assert empty_rows_and_columns(source) == []
+    # one plotly bundle for the whole site, at its top; every page with a figure loads it
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.js")] == [plotly_asset()]
     plots = 0
     for link in found["links"]:
         page = out / unquote(link)
@@ -91,10 +97,33 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
         seen = check_page(browser, page, "demo-" + link.replace("/", "-").removesuffix(".html"))
         plots += len(seen["plots"])
         assert seen["title"].startswith("checkray")
+        assert empty_rows_and_columns(page.read_text()) == [], link
+        assert len(page.read_text()) < 1_000_000 and "<script defer src=" in page.read_text()
     assert plots >= 2  # the leaderboard's heatmap, and again in the combined report
+
+    # The leaderboard opens with the heatmap: 2 models x the suite's capabilities, each
+    # cell that failed linking to failing examples that are on the page.
+    browser.get((out / "benchmark" / "leaderboard.html").resolve().as_uri())
+    heat = browser.execute_script(HEATMAP_JS)
+    assert heat["first"] == "Failure rate by model and capability"
+    assert heat["rows"] == 2 and heat["cells"] == 2 * heat["columns"] and heat["columns"] >= 3
+    assert heat["links"] > 0 and heat["missing"] == []
     shots = sorted(p.name for p in artifact_dir().glob("demo-*.png"))
     assert shots == ["demo-benchmark-leaderboard.png", "demo-index.png", "demo-report.png"]
     print(f"screenshots: {artifact_dir()}")
+
+
+HEATMAP_JS = """
+const el = document.querySelector('.plotly-graph-div');
+const spec = JSON.parse(document.querySelector('script.figure-spec').textContent);
+const z = el._fullData[0].z;
+const hrefs = spec.links[0].flat().filter(h => h);
+return {
+  first: document.querySelector('section h2').textContent,
+  rows: z.length, columns: z[0].length, cells: z.flat().length,
+  links: hrefs.length, missing: hrefs.filter(h => !document.getElementById(h.slice(1))),
+};
+"""
 
 
 def _index_page(tmp_path: Path) -> Path:
