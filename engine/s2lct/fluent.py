@@ -91,6 +91,7 @@ FILM_SUBJECTS = {
     "the result",
 }
 NEGATION_WORDS = {"not", "n't", "never", "no"}
+LEADING_ADVERBS = {"also", "still", "just", "certainly", "definitely", "really", "simply", "actually", "surely", "indeed"}
 # Past tense of the finite verbs a tense shift rewrites ("I used to think it was ...").
 PAST = {
     "is": "was",
@@ -220,7 +221,10 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
                 and all(t["dep"] not in ("aux", "auxpass") for t in after)
             ):
                 attrs = [j for j in kids if toks[j]["dep"] in ("attr", "acomp") and j > root]
-                if attrs and all(t["t"].lower() not in NEGATION_WORDS for t in after):
+                # "it's also extremely effective" -> "extremely effective" ("call it also ..." is not English)
+                while after and after[0]["pos"] == "ADV" and after[0]["t"].lower() in LEADING_ADVERBS:
+                    after = after[1:]
+                if after and attrs and all(t["t"].lower() not in NEGATION_WORDS for t in after):
                     views["np"] = _text(after)
         return views, None
     if r["tag"] in ("NN", "NNS"):
