@@ -97,8 +97,9 @@ class S2lctConfig(JobSection):
     max_masks: int = Field(default=1, ge=1)  # extra symbols one expansion may insert
     # Penn tags a mask may take: nouns and adjectives. Adverbs were mostly degree words,
     # hedges or discourse markers that change the claim ("hardly", "still", "twice"),
-    # proper nouns and numbers broke the phrase ("incident US that", "menace two and").
-    fillable_tags: list[str] = Field(default_factory=lambda: ["JJ", "NN", "NNS"])
+    # proper nouns and numbers broke the phrase ("incident US that", "menace two and"),
+    # plural nouns made bad compounds ("the scenes story").
+    fillable_tags: list[str] = Field(default_factory=lambda: ["JJ", "NN"])
     # Extra text whose word bigrams only count for the fill's n-gram check and LM score
     # (tokenized by a regex, not parsed: cheap); [] for none.
     ngram_reference: list[ReferenceSource] = Field(

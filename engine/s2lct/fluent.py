@@ -91,7 +91,18 @@ FILM_SUBJECTS = {
     "the result",
 }
 NEGATION_WORDS = {"not", "n't", "never", "no"}
-LEADING_ADVERBS = {"also", "still", "just", "certainly", "definitely", "really", "simply", "actually", "surely", "indeed"}
+LEADING_ADVERBS = {
+    "also",
+    "still",
+    "just",
+    "certainly",
+    "definitely",
+    "really",
+    "simply",
+    "actually",
+    "surely",
+    "indeed",
+}
 # Past tense of the finite verbs a tense shift rewrites ("I used to think it was ...").
 PAST = {
     "is": "was",

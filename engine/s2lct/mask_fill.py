@@ -221,7 +221,7 @@ NEVER_INSERT = frozenset(
     next previous former latter late early single double major minor key top high low large small
     huge tiny possible likely actual usual original recent particular specific special general
     someone anyone everyone somebody anybody everybody people person thing things something
-    anything everything one ones way ways time times lot bit kind sort part parts overall simple""".split()
+    anything everything one ones way ways time times lot bit kind sort part parts overall simple basic present local wooden""".split()
 )
 
 
