@@ -191,4 +191,4 @@ def s2lct_command(
         },
     )
     run = run_job(S2lctJob(cfg)).run
-    typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REPORT_FILE}")
+    typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REJECTED_FILE}, {REPORT_FILE}")
