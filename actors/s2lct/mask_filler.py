@@ -30,12 +30,16 @@ import numpy as np
 import pyarrow as pa
 
 from checkray.engine.errors import InputError
-from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.lang.polarity import polar_sources, polarity_class
 from checkray.engine.s2lct.config import FillerConfig, filler_backend
 from checkray.engine.s2lct.fillers import FILLERS
+from checkray.engine.s2lct.fluent import polarity_reason
 from checkray.engine.s2lct.grammar import MaskSampling
 from checkray.engine.s2lct.mask_fill import (
+    NEVER_INSERT,
     BigramLM,
+    context_gram,
+    context_reason,
     context_words,
     cosine_scores,
     fill,
@@ -51,6 +55,7 @@ from checkray.engine.s2lct.spec import SearchRule
 # no more than that: validating a window of 8 tokens around the fill gives the same tag
 # as the whole sentence at a fraction of the cost for long seeds.
 TAG_WINDOW = 8
+ATTESTED_BONUS = 20.0  # ranking bonus of a fill whose trigram the reference text has (outranks any LM gap)
 RECORD_KEYS = ("masked", "tags", "production", "reference", "reference_count")
 
 Ranked = list[tuple[float, list[str]]]  # (score, one word per mask), best first
@@ -64,9 +69,15 @@ class OfflineFiller:
             raise InputError(f"mask filler: spaCy pipeline {filler.pipeline} has no word vectors (use builtin:md)")
         self.nlp = nlp
         self.candidates, self.window, self.vector_weight = filler.candidates, filler.window, filler.vector_weight
-        self.words = {tag: [w for w, _ in entries] for tag, entries in grammar.vocabulary.items() if entries}
+        # Words an expansion may never insert (polar, negators, degree words, hedges ...)
+        # are not candidates at all, so the best-ranked candidates are all insertable.
+        words = {
+            tag: [w for w, _ in entries if word_rejection([w]) is None] for tag, entries in grammar.vocabulary.items()
+        }
+        self.words = {tag: ws for tag, ws in words.items() if ws}
         self.vectors = {tag: np.stack([self.vector(w) for w in ws]) for tag, ws in self.words.items()}
         self.lm = BigramLM(grammar.unigrams, grammar.bigrams)
+        self.trigrams = grammar.trigrams
 
     @classmethod
     def preflight(cls, filler: FillerConfig) -> None:
@@ -87,6 +98,10 @@ class OfflineFiller:
             prev, nxt = neighbours(items, j)
             lm = np.array([self.lm.local_logprob(prev, w, nxt) for w in self.words[tag]])
             scores = lm + self.vector_weight * cosine_scores(self.vectors[tag], context)
+            if self.trigrams:  # words the reference text uses in exactly this context first
+                p = [i for i, it in enumerate(items) if "mask" in it][j]
+                seen = [bool(self.trigrams.get(context_gram(items, p, w))) for w in self.words[tag]]
+                scores = scores + ATTESTED_BONUS * np.array(seen)
             # A word equal to its neighbour ("a psychological psychological film") fits
             # the context vector best and says nothing new.
             same = {x.lower() for x in (prev, nxt) if x}
@@ -145,13 +160,23 @@ class Masked:
 
     found: dict
     rule: SearchRule | None  # re-checked on every fill (LC1, LC2)
+    polarity: str | None = None  # the seed sentence's polarity, re-checked on every fill
     fills: list[tuple[float, str, dict]] = field(default_factory=list)  # (score, words, fill record)
     rejected: Counter = field(default_factory=Counter)  # reason -> fills rejected
+    refused: list[list[str]] = field(default_factory=list)  # [filled text, reason, detail] of each rejected fill
+
+    def refuse(self, text: str, reason: str, detail: str = "") -> None:
+        self.rejected[reason] += 1
+        self.refused.append([text, reason, detail or reason])
 
     def record(self, keep: int) -> dict:
         """Its entry in the row's ``expansions`` JSON: the ``keep`` best valid fills."""
         fills = [f for _, _, f in pick_fills(self.fills, keep)]
-        return {k: self.found[k] for k in RECORD_KEYS} | {"rejected": dict(self.rejected), "fills": fills}
+        return {k: self.found[k] for k in RECORD_KEYS} | {
+            "rejected": dict(self.rejected),
+            "refused": self.refused,
+            "fills": fills,
+        }
 
 
 class ExpansionActor:
@@ -181,6 +206,10 @@ class ExpansionActor:
         self.filler = FILLERS.get(backend.name)(filler, grammar, self.nlp, threads)
         self.min_score = filler.min_score if backend.lm_scored else None
         self.keep = filler.keep
+        # The filled word must be attested next to both neighbours in the reference text.
+        self.ngram_check, self.ngram_min_count = filler.ngram_check, filler.ngram_min_count
+        self.lm = BigramLM(grammar.unigrams, grammar.bigrams)
+        self.trigrams = grammar.trigrams
         self.reference = grammar.productions
         self.sampling = sampling
         self.keep_columns = keep_columns
@@ -203,12 +232,19 @@ class ExpansionActor:
         """The fills of a masked sentence worth tagging: polar words, negators and (offline)
         implausible scores are rejected before any tagging."""
         kept = []
-        for trial in self.trials(masked.found["items"], masked.found["tags"], whole=masked.rule is not None):
-            reason = word_rejection(trial.words)
+        items = masked.found["items"]
+        for trial in self.trials(items, masked.found["tags"], whole=masked.rule is not None):
+            reason, detail = word_rejection(trial.words), ""
+            if reason is None and self.ngram_check:
+                for j, word in enumerate(trial.words):
+                    detail = context_reason(items, j, word, self.lm, self.trigrams, self.ngram_min_count) or ""
+                    if detail:
+                        reason = "ngram"
+                        break
             if reason is None and self.min_score is not None and trial.score < self.min_score:
                 reason = "score"  # the paper keeps the suggestions its recommender is confident about
             if reason:
-                masked.rejected[reason] += 1
+                masked.refuse(trial.text, reason, detail)
             else:
                 kept.append(trial)
         return kept
@@ -219,11 +255,14 @@ class ExpansionActor:
         for (masked, trial), doc in zip(screened, docs):
             toks = [{"t": t.text, "tag": t.tag_, "pos": t.pos_, "lemma": t.lemma_, "idx": t.idx} for t in doc]
             check = validate_fill(toks, trial.tag_offsets, trial.words, masked.found["tags"], masked.rule)
-            if check.ok:
+            why = polarity_reason(None, trial.text, masked.polarity) if check.ok and masked.polarity else None
+            if check.ok and not why:
                 record = {"text": trial.text, "words": trial.words, "score": trial.score}
                 masked.fills.append((trial.score, " ".join(trial.words), record))
+            elif why:
+                masked.refuse(trial.text, "sentence-polarity", why)
             else:
-                masked.rejected[check.reason] += 1
+                masked.refuse(trial.text, check.reason)
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         rows = batch.to_pylist()
@@ -233,8 +272,10 @@ class ExpansionActor:
             count, sampled = self.sampling.masked_sentences(tree, toks, self.reference, row["case_id"])
             rule = SearchRule.model_validate(json.loads(row["rule"])) if row.get("rule") else None
             found.append(count)
-            per_row.append([Masked(m, rule) for m in sampled])
+            per_row.append([Masked(m, rule, row.get("core_polarity")) for m in sampled])
         self.validate([(m, trial) for masked in per_row for m in masked for trial in self.screen(m)])
+        if self.sampling.tries > 1:  # the first k masked sentences with a valid fill (all keep their refusals)
+            per_row = [_first_k(masked, self.sampling.k, self.keep) for masked in per_row]
         expansions = [json.dumps([m.record(self.keep) for m in masked], ensure_ascii=False) for masked in per_row]
         cols = {name: batch.column(name) for name in self.keep_columns}
         cols.update(
@@ -247,13 +288,30 @@ class ExpansionActor:
         return pa.table(cols)
 
 
+def _first_k(masked: list[Masked], k: int, keep: int) -> list[Masked]:
+    """The first ``k`` masked sentences that got a valid fill; the others only for their refused fills."""
+    out, kept = [], 0
+    for m in masked:
+        if m.fills and kept < k:
+            kept += 1
+            out.append(m)
+        elif m.refused or m.fills:
+            m.fills = []
+            out.append(m)
+    return out
+
+
 def word_rejection(words: list[str]) -> str | None:
-    """Criterion 2 on the surface forms, before any tagging (the lemma is checked later)."""
+    """Criterion 2 on the surface forms, before any tagging (the lemma is checked later):
+    polar in any lexicon (VADER, AFINN, TextBlob), a negator, or a word that changes the
+    claim without being polar (``NEVER_INSERT``: degree words, hedges, discourse markers)."""
     for word in words:
-        if polarity_class(word) != "neutral":
+        if polarity_class(word) != "neutral" or polar_sources(word):
             return "polarity"
         if word.lower() in negators():
             return "negation"
+        if word.lower() in NEVER_INSERT:
+            return "function-word"
     return None
 
 

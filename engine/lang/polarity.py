@@ -75,3 +75,55 @@ def polarity_class(
     if score < -threshold:
         return "negative"
     return "neutral"
+
+
+# --- Several polarity sources at once (S²LCT's "clear polarity" and "truly neutral" checks) ---
+
+
+@cache
+def textblob_lexicon() -> dict[str, float]:
+    """TextBlob's ``en-sentiment.xml`` word polarities (adjectives from movie reviews), in
+    [-1, 1]: the mean over the word's senses; {} when TextBlob is not installed."""
+    try:
+        from textblob.en import sentiment
+    except ImportError:  # pragma: no cover - textblob ships with the project's extras
+        return {}
+    out = {}
+    for word, senses in sentiment.items():
+        values = [v[0] for v in senses.values() if v]
+        if values:
+            out[word.lower()] = sum(values) / len(values)
+    return out
+
+
+def polar_sources(word: str, lemma: str | None = None) -> dict[str, float]:
+    """The non-zero polarities a word has in each source (VADER, AFINN, TextBlob), by
+    source name; {} for a word every source calls neutral."""
+    out = {}
+    for name, table in (("vader", vader_lexicon()), ("afinn", afinn_lexicon()), ("textblob", textblob_lexicon())):
+        for form in (word, lemma):
+            score = table.get(form.lower()) if form else None
+            if score:
+                out[name] = score
+                break
+    return out
+
+
+@cache
+def _vader_analyzer():
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    return SentimentIntensityAnalyzer()
+
+
+def sentence_polarity(text: str) -> dict[str, float]:
+    """Sentence-level polarity scores: VADER's compound and TextBlob's pattern polarity
+    (TextBlob's score is 0.0 when it is not installed)."""
+    scores = {"vader": float(_vader_analyzer().polarity_scores(text)["compound"])}
+    try:
+        from textblob import TextBlob
+
+        scores["textblob"] = float(TextBlob(text).sentiment.polarity)
+    except ImportError:  # pragma: no cover
+        scores["textblob"] = 0.0
+    return scores

@@ -9,7 +9,6 @@ from pydantic import Field, field_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
 from checkray.engine.s2lct.fillers import FILLERS
-from checkray.engine.s2lct.grammar import CONTENT_TAGS
 
 
 class ReferenceSource(Section):
@@ -24,11 +23,16 @@ class FillerConfig(Section):
     pipeline: str = "builtin:md"  # spaCy pipeline with word vectors; also tags the fills
     vocabulary_per_tag: int = Field(default=200, ge=1)  # candidate words per Penn tag
     vocabulary_min_count: int = Field(default=2, ge=1)
-    candidates: int = Field(default=12, ge=1)  # best-ranked fills validated per masked sentence
+    # best-ranked fills validated per masked sentence (most fail the context check, which costs a lookup)
+    candidates: int = Field(default=30, ge=1)
     keep: int = Field(default=2, ge=1)  # valid fills kept per masked sentence
     window: int = Field(default=3, ge=1)  # context words on each side of a mask (vector score)
     vector_weight: float = Field(default=1.0, ge=0)  # offline score = bigram log-prob + weight x cosine
     min_score: Optional[float] = -14.0  # offline: fills scored lower are dropped as implausible (None: keep all)
+    # The filled word must form bigrams seen at least ngram_min_count times in the
+    # reference text with both neighbours ("gives see a", "central main character" are not).
+    ngram_check: bool = True
+    ngram_min_count: int = Field(default=1, ge=1)
 
     @field_validator("backend")
     @classmethod
@@ -74,6 +78,12 @@ class S2lctConfig(JobSection):
     neutral_proxy: bool = True  # corpus without neutral labels: no polar word = neutral
     neutral_label: str = "neutral"
     max_seeds: int = Field(default=50, ge=1)  # per capability (the paper: 50)
+    # fluent: the capabilities' fluent wrappers around checked seeds (docs/s2lct.md);
+    # paper: the paper's literal templates around any found sentence, unchecked.
+    wrappers: Literal["fluent", "paper"] = "fluent"
+    # Labeled corpora (positive/negative) whose word use marks words as polar for the
+    # neutral seeds' check, besides the searched corpus (corpus files or builtin: names).
+    polarity_corpora: list[str] = Field(default_factory=lambda: ["builtin:rotten_tomatoes"])
     reference: list[ReferenceSource] = Field(
         default_factory=lambda: [ReferenceSource(path="builtin:imdb", sample=1000)]
     )
@@ -81,8 +91,23 @@ class S2lctConfig(JobSection):
     grammar_file: Optional[str] = None  # reuse a saved grammar.parquet (the reference texts are then not parsed)
     grammar_min_count: int = Field(default=2, ge=1)  # reference productions seen fewer times are ignored
     k: int = Field(default=4, ge=1)  # masked sentences sampled per seed (Algorithm 1)
+    # masked sentences drawn per one kept: most masks find no fill that passes the checks,
+    # so k x mask_tries are drawn and the first k with a valid fill kept
+    mask_tries: int = Field(default=10, ge=1)
     max_masks: int = Field(default=1, ge=1)  # extra symbols one expansion may insert
-    fillable_tags: list[str] = Field(default_factory=lambda: list(CONTENT_TAGS))  # Penn tags a mask may take
+    # Penn tags a mask may take: nouns and adjectives. Adverbs were mostly degree words,
+    # hedges or discourse markers that change the claim ("hardly", "still", "twice"),
+    # proper nouns and numbers broke the phrase ("incident US that", "menace two and"),
+    # plural nouns made bad compounds ("the scenes story").
+    fillable_tags: list[str] = Field(default_factory=lambda: ["JJ", "NN"])
+    # Extra text whose word bigrams only count for the fill's n-gram check and LM score
+    # (tokenized by a regex, not parsed: cheap); [] for none.
+    ngram_reference: list[ReferenceSource] = Field(
+        default_factory=lambda: [
+            ReferenceSource(path="builtin:imdb", sample=5000),
+            ReferenceSource(path="builtin:rotten_tomatoes"),
+        ]
+    )
     parser: Literal["auto", "benepar", "spacy-dep2const"] = "auto"
     pipeline: str = "builtin:sm"  # spaCy pipeline of the parser actors
     # Speed only (stage fingerprints leave them out): parser/expansion actors (None: one per

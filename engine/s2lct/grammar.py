@@ -212,9 +212,9 @@ def insertions(prod: Production, r_rhs: Sequence[str]) -> list[tuple[int, str]] 
 
 
 def masked_tokens(tokens: Sequence[Mapping[str, Any]], inserts: Sequence[tuple[int, str]]) -> list[dict]:
-    """The sentence as ``[{t, ws}]`` items with ``{mask: TAG, ws}`` items inserted before
-    the given token positions (several at one position keep their order)."""
-    items = [{"t": t["t"], "ws": t["ws"]} for t in tokens]
+    """The sentence as ``[{t, ws, tag}]`` items with ``{mask: TAG, ws}`` items inserted
+    before the given token positions (several at one position keep their order)."""
+    items = [{"t": t["t"], "ws": t["ws"], "tag": t.get("tag")} for t in tokens]
     for pos, tag in sorted(inserts, key=lambda x: x[0], reverse=True):
         if pos > 0:  # the mask takes the previous token's spacing; that token gets a space
             ws, items[pos - 1] = items[pos - 1]["ws"], {**items[pos - 1], "ws": " "}
@@ -275,6 +275,7 @@ class MaskSampling:
     max_masks: int = 1
     fillable: frozenset[str] = frozenset(FILLABLE_TAGS)
     seed: int = 0
+    tries: int = 1  # masked sentences drawn per one kept: the expansion keeps the first k with a valid fill
 
     def masked_sentences(
         self,
@@ -285,4 +286,4 @@ class MaskSampling:
     ) -> tuple[int, list[dict]]:
         """(how many masked sentences Algorithm 1 found, the ``k`` sampled)."""
         found = expansion_candidates(tree, tokens, reference, self.fillable, self.max_masks) if tokens else []
-        return len(found), sample_masked(found, self.k, random.Random(f"{self.seed}:{case_id}"))
+        return len(found), sample_masked(found, self.k * self.tries, random.Random(f"{self.seed}:{case_id}"))

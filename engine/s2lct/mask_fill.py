@@ -65,6 +65,20 @@ class BigramLM:
             return unigram
         return self.lam * self.bi.get((a.lower(), b), 0) / self.uni[a.lower()] + (1 - self.lam) * unigram
 
+    def attested(self, prev: str | None, word: str, nxt: str | None, min_count: int = 1) -> str | None:
+        """Why ``word`` between ``prev`` and ``nxt`` is not attested in the reference text
+        (a bigram on either side seen fewer than ``min_count`` times); None when both are
+        (a side at the sentence edge or next to punctuation needs no bigram)."""
+        w = word.lower()
+        for a, b in ((prev, w), (w, nxt)):
+            if a is None or b is None or not any(ch.isalnum() for ch in a + b if ch not in "'"):
+                continue
+            if not any(ch.isalnum() for ch in a) or not any(ch.isalnum() for ch in b):
+                continue
+            if self.bi.get((a.lower(), b.lower()), 0) < min_count:
+                return f"'{a.lower()} {b.lower()}' unseen in the reference text"
+        return None
+
     def local_logprob(self, prev: str | None, word: str, nxt: str | None) -> float:
         """log P(word | prev) + log P(next | word): the part of the sentence's log-probability
         that depends on ``word``."""
@@ -85,6 +99,64 @@ def count_ngrams(
             if keep is None or a in keep or b in keep:
                 bi[(a, b)] += 1
     return uni, bi
+
+
+def count_trigrams(sentences: Iterable[Sequence[Mapping[str, Any]]], keep: set[str]) -> Counter:
+    """Counts of lowercased word trigrams whose middle or last word is in ``keep`` (the
+    candidates): what the fills' context check reads ("a [main] character", "the [film] .")."""
+    tri: Counter = Counter()
+    for tokens in sentences:
+        words = [t["t"].lower() for t in tokens if t["t"].strip()]
+        for a, b, c in zip(words, words[1:], words[2:]):
+            if b in keep or c in keep:
+                tri[f"{a} {b} {c}"] += 1
+    return tri
+
+
+def context_gram(items: Sequence[Mapping[str, Any]], p: int, word: str) -> str:
+    """The trigram a fill at item ``p`` must be attested in: (prev, word, next), or
+    before punctuation or the end (prev2, prev, word)."""
+    prev = items[p - 1].get("t", "") if p > 0 else ""
+    nxt = items[p + 1].get("t") if p + 1 < len(items) else None
+    if nxt is not None and any(ch.isalnum() for ch in nxt):
+        return f"{prev.lower()} {word.lower()} {nxt.lower()}"
+    prev2 = items[p - 2].get("t", "") if p >= 2 and "mask" not in items[p - 2] else ""
+    return f"{prev2.lower()} {prev.lower()} {word.lower()}"
+
+
+def context_reason(
+    items: Sequence[Mapping[str, Any]],
+    mask_index: int,
+    word: str,
+    lm: BigramLM,
+    trigrams: Mapping[str, int],
+    min_count: int = 1,
+) -> str | None:
+    """Why ``word`` does not fit where the ``mask_index``-th mask stands (None: it fits):
+    never first (the wrapper, or the sentence start, precedes it) nor inside a hyphenated
+    word; both bigrams with its neighbours attested; and a trigram attested: (prev, word,
+    next) or, before punctuation or the end, (prev2, prev, word)."""
+    positions = [i for i, it in enumerate(items) if "mask" in it]
+    p = positions[mask_index]
+    if p == 0:
+        return "first word of the sentence"
+    before = items[p - 1]
+    after = items[p + 1] if p + 1 < len(items) else None
+    if not before.get("ws") or before.get("t") == "-" or (after is not None and after.get("t") == "-"):
+        return "inside a hyphenated word"
+    prev, nxt = before.get("t"), after.get("t") if after else None
+    # An inserted noun or adjective modifies the noun (or adjective) after it: "a [sports]
+    # movie", "a [psychological] thriller"; elsewhere it reads as a broken phrase
+    # ("in a word [anyone]", "one [short] of").
+    if after is None or after.get("tag") not in ("NN", "NNS", "JJ"):
+        return "not right before a noun or adjective"
+    why = lm.attested(prev, word, nxt, min_count)
+    if why:
+        return why
+    gram = context_gram(items, p, word)
+    if not trigrams.get(gram):
+        return f"'{gram}' unseen in the reference text"
+    return None
 
 
 def neighbours(items: Sequence[Mapping[str, Any]], mask_index: int) -> tuple[str | None, str | None]:
@@ -127,6 +199,30 @@ def cosine_scores(candidates: np.ndarray, context: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = candidates @ context / norms
     return np.nan_to_num(scores, nan=-1.0)
+
+
+# Words that change what a sentence claims, or how strongly, without being polar: an
+# expansion never inserts them ("hardly an elegant comedy", "I think twice that", "not
+# exactly", "still it's", "much more"). Degree words, hedges, focus particles, discourse
+# markers, quantifiers and time adverbs that reorder events.
+NEVER_INSERT = frozenset(
+    """hardly barely scarcely not never too so only just even still more most less least also again
+    exactly twice thrice really quite maybe perhaps probably possibly actually certainly surely
+    definitely simply merely almost nearly rather fairly pretty somewhat very much many few little
+    enough all any some every each both either neither none nothing else however though although
+    yet but then now therefore thus hence instead otherwise anyway besides meanwhile indeed
+    ever already soon later once sometimes often always usually seldom rarely first last next
+    other another same such own whole entire main real true right wrong old new big great
+    good bad well better best worse worst far away back down up out off over here there
+    ago apparently obviously clearly seemingly supposedly truly totally completely utterly
+    absolutely entirely fully highly deeply extremely particularly especially mostly largely
+    generally basically essentially literally virtually practically
+    second third fourth different similar total final short long full certain various several
+    next previous former latter late early single double major minor key top high low large small
+    huge tiny possible likely actual usual original recent particular specific special general
+    someone anyone everyone somebody anybody everybody people person thing things something
+    anything everything one ones way ways time times lot bit kind sort part parts overall simple basic present local wooden""".split()
+)
 
 
 @lru_cache(maxsize=1)

@@ -18,8 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
-from checkray.engine.s2lct.spec import CapabilitySpec, SearchRule, Transform, WordClass
+from checkray.engine.s2lct.fluent import fill_template, polarity_reason, seed_form
+from checkray.engine.s2lct.spec import CapabilitySpec, FluentWrapper, SearchRule, Transform, WordClass
 from checkray.engine.schema import case_id
 
 Token = Mapping[str, Any]
@@ -27,6 +29,7 @@ NON_WORDS = {"PUNCT", "SPACE", "SYM", "X"}
 FINAL_PUNCT = {".", "!", "?", "..."}
 PROPER_TAGS = {"NNP", "NNPS"}
 METHOD = "s2lct"
+NEGATIONS = {"not", "n't", "never", "no", "nothing", "nobody", "none", "neither", "nor", "without", "nowhere"}
 
 
 def words(tokens: Sequence[Token]) -> list[Token]:
@@ -195,6 +198,7 @@ def seeds_from_transform(
     cursor = {i: 0 for i in pools}
     while len(seeds) < budget:
         texts, sources, rules = [], [], []
+        core_at = None  # the first sentence part: what the expansion inserts into
         exhausted = False
         for i, part in enumerate(transform.parts):
             if part.choose is not None:
@@ -211,6 +215,8 @@ def seeds_from_transform(
                     tokens = negate(tokens, part.negate, rng)
                     if tokens is None:
                         continue
+                if core_at is None:
+                    core_at = len(texts)
                 texts.append(clause_text(tokens, embedded=embedded))
                 sources.append(sent["id"])
                 rules.append(rule)
@@ -219,9 +225,14 @@ def seeds_from_transform(
                 break
         if exhausted:
             break
+        wrapped = list(texts)
+        wrapped[core_at] = "{s}"
         seeds.append(
             {
                 "text": join_parts(texts),
+                "core": texts[core_at],
+                "wrap": join_parts(wrapped),
+                "core_polarity": None,
                 "label": transform.label,
                 "sources": sources,
                 "rules": rules,
@@ -247,6 +258,9 @@ def build_seeds(spec: CapabilitySpec, found: Mapping[str, list[dict]], max_seeds
                 out.append(
                     {
                         "text": detokenize(sent["tokens"]),
+                        "core": detokenize(sent["tokens"]),
+                        "wrap": "{s}",
+                        "core_polarity": rule.label,
                         "label": rule.label,
                         "sources": [sent["id"]],
                         "rules": [rule.name],
@@ -262,6 +276,129 @@ def build_seeds(spec: CapabilitySpec, found: Mapping[str, list[dict]], max_seeds
     return list(unique.values())[:max_seeds]
 
 
+def _candidate(spec: CapabilitySpec, rule: str, sent: dict) -> dict:
+    text = detokenize(sent["tokens"])
+    return {
+        "id": sent["id"],
+        "rule": rule,
+        "label": spec.rule(rule).label,
+        "tokens": sent["tokens"],
+        "text": text,
+        "capability": spec.name,
+        "source": sent["id"],
+    }
+
+
+def seed_checks(
+    neutral_label: str, wrapper: FluentWrapper | None = None, corpus_polarity: Mapping[str, float] | None = None
+) -> list[Check]:
+    """The checks a found sentence passes before it becomes a seed (``wrappers: fluent``):
+    its form (one sentence; with a wrapper, a clause or noun phrase the wrapper has a
+    template for) and its polarity (clear, or for a neutral rule neutral in every source)."""
+
+    def form(row: dict) -> str | None:
+        if wrapper is None:
+            return "several sentences" if sum(t["dep"] == "ROOT" for t in row["tokens"]) != 1 else None
+        views, why = seed_form(row["tokens"], max_words=wrapper.max_words)
+        if why:
+            return why
+        if wrapper.exclude_negated:
+            negs = [t["t"] for t in row["tokens"] if t["t"].lower() in NEGATIONS]
+            if negs:
+                return f"negation '{negs[0]}' under a negating wrapper"
+        usable = [f for f in wrapper.templates if f in views]
+        if not usable:
+            return f"a {'/'.join(sorted(views))} seed, but the wrapper has templates for {'/'.join(wrapper.templates)} only"
+        row["form"], row["core"] = usable[0], views[usable[0]]
+        return None
+
+    def polarity(row: dict) -> str | None:
+        if row["label"] is None:
+            return None
+        return polarity_reason(
+            row["tokens"], row["text"], row["label"], neutral_label=neutral_label, corpus_polarity=corpus_polarity
+        )
+
+    return [
+        row_check("seed-form", form, "one sentence; wrapped seeds: a clause or noun phrase the wrapper embeds"),
+        row_check(
+            "seed-polarity",
+            polarity,
+            "polar seeds: the sentence scores agree with the label; neutral: no polar word in any lexicon",
+        ),
+    ]
+
+
+def screen_found(
+    spec: CapabilitySpec,
+    found: Mapping[str, list[dict]],
+    neutral_label: str,
+    corpus_polarity: Mapping[str, float] | None = None,
+) -> tuple[dict[str, list[dict]], list[dict], dict[str, list[str]]]:
+    """The found sentences of a capability without fluent wrappers that pass the seed
+    checks (rule -> sentences), the rejected ones with their reasons, and the checks
+    each kept sentence passed (by id)."""
+    kept: dict[str, list[dict]] = {}
+    rejected: list[dict] = []
+    passed: dict[str, list[str]] = {}
+    checks = seed_checks(neutral_label, corpus_polarity=corpus_polarity)
+    for rule, sents in found.items():
+        out = apply_checks([_candidate(spec, rule, sd) for sd in sents], checks)
+        rejected.extend(out.rejected)
+        keep_ids = {r["id"] for r in out.kept}
+        kept[rule] = [sd for sd in sents if sd["id"] in keep_ids]
+        passed.update({r["id"]: r["checks"] for r in out.kept})
+    return kept, rejected, passed
+
+
+def fluent_seeds(
+    spec: CapabilitySpec,
+    found: Mapping[str, list[dict]],
+    max_seeds: int,
+    seed: int,
+    neutral_label: str,
+    corpus_polarity: Mapping[str, float] | None = None,
+) -> tuple[list[dict], list[dict]]:
+    """Seeds of a capability's fluent wrappers, and the found sentences the seed checks
+    rejected on the way (sentences are drawn at random and checked until each wrapper
+    has its share; a sentence is used once per capability)."""
+    rng = random.Random(f"{seed}:{spec.id}:fluent")
+    budget = math.ceil(max_seeds / len(spec.fluent))
+    seeds, rejected, used = [], [], set()
+    for i, wrapper in enumerate(spec.fluent):
+        pool = [(name, sd) for name in wrapper.sentence for sd in found.get(name, [])]
+        rng.shuffle(pool)
+        checks = seed_checks(neutral_label, wrapper, corpus_polarity)
+        made, pos = 0, 0
+        while made < budget and pos < len(pool):
+            need = budget - made
+            chunk = [(n, sd) for n, sd in pool[pos : pos + need] if sd["id"] not in used]
+            pos += need
+            out = apply_checks([_candidate(spec, n, sd) for n, sd in chunk], checks)
+            rejected.extend(out.rejected)
+            for row in out.kept:
+                template = rng.choice(wrapper.templates[row["form"]])
+                wrap = fill_template(template, "{s}", {k: rng.choice(v) for k, v in wrapper.choose.items()})
+                used.add(row["id"])
+                made += 1
+                seeds.append(
+                    {
+                        "text": wrap.replace("{s}", row["core"]),
+                        "core": row["core"],
+                        "wrap": wrap,
+                        "core_polarity": row["label"],
+                        "label": wrapper.label,
+                        "sources": [row["id"]],
+                        "rules": [row["rule"]],
+                        "template_id": f"{spec.id}.fluent{i}.{row['form']}",
+                        "accepts": wrapper.accepts,
+                        "checks": row["checks"],
+                    }
+                )
+    unique = {(s["text"], s["label"]): s for s in seeds}
+    return list(unique.values())[:max_seeds], rejected
+
+
 def seed_rows(
     specs: Sequence[CapabilitySpec],
     searched: pa.Table,
@@ -272,11 +409,38 @@ def seed_rows(
     neutral_proxy: bool,
     neutral_label: str = "neutral",
 ) -> list[dict]:
+    """``checked_seed_rows`` with the paper's wrappers and no checks (the seeds only)."""
+    rows, _ = checked_seed_rows(
+        specs,
+        searched,
+        suite=suite,
+        max_seeds=max_seeds,
+        seed=seed,
+        neutral_proxy=neutral_proxy,
+        neutral_label=neutral_label,
+        wrappers="paper",
+    )
+    return rows
+
+
+def checked_seed_rows(
+    specs: Sequence[CapabilitySpec],
+    searched: pa.Table,
+    *,
+    suite: str,
+    max_seeds: int,
+    seed: int,
+    neutral_proxy: bool,
+    neutral_label: str = "neutral",
+    wrappers: str = "fluent",
+    corpus_polarity: Mapping[str, float] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """Seeds of every capability (not yet parsed) from the search rules' matches
-    (``searched``: the parse stage's ``id``, ``matches`` and ``tokens`` columns); suites
-    are named ``<suite>-<capability id>``."""
+    (``searched``: the parse stage's ``id``, ``matches`` and ``tokens`` columns), and the
+    found sentences the seed checks rejected (``wrappers: fluent``; the paper's wording
+    checks nothing); suites are named ``<suite>-<capability id>``."""
     rows = searched.select(["id", "matches", "tokens"]).to_pylist()
-    out = []
+    out, rejected = [], []
     for spec in specs:
         found: dict[str, list[dict]] = {}
         for row in rows:
@@ -284,7 +448,27 @@ def seed_rows(
                 found.setdefault(rule, []).append({"id": row["id"], "tokens": json.loads(row["tokens"])})
         neutral_rules = {r.name for r in spec.search if r.label == neutral_label}
         spec_suite = f"{suite}-{spec.id}"
-        for sd in build_seeds(spec, found, max_seeds, seed):
+        passed: dict[str, list[str]] = {}
+        if wrappers == "fluent" and spec.fluent:
+            built, refused = fluent_seeds(spec, found, max_seeds, seed, neutral_label, corpus_polarity)
+        elif wrappers == "fluent":
+            screened, refused, passed = screen_found(spec, found, neutral_label, corpus_polarity)
+            built = build_seeds(spec, screened, max_seeds, seed)
+        else:
+            built, refused = build_seeds(spec, found, max_seeds, seed), []
+        for row in refused:
+            row.pop("tokens", None)
+            rejected.append(
+                {
+                    **row,
+                    "case_id": case_id(METHOD, spec_suite, row["text"], row["label"]),
+                    "suite": spec_suite,
+                    "expected_label": row["label"],
+                    "meta": {"kind": "seed", "capability_id": spec.id, "rule": row["rule"]},
+                }
+            )
+        for sd in built:
+            checks = sd.get("checks") or (passed.get(sd["sources"][0], []) if len(sd["sources"]) == 1 else [])
             # LC1/LC2 expansions must satisfy the rule that found their seed again.
             rule = spec.rule(sd["rules"][0]) if spec.recheck_rule and not spec.transforms else None
             out.append(
@@ -302,6 +486,10 @@ def seed_rows(
                     "label_source": "lexicon-proxy" if neutral_proxy and set(sd["rules"]) & neutral_rules else "corpus",
                     "found": json.dumps({name: len(v) for name, v in found.items()}),
                     "rule": json.dumps(rule.model_dump(mode="json")) if rule else None,
+                    "core": sd["core"],
+                    "wrap": sd["wrap"],
+                    "core_polarity": sd["core_polarity"],
+                    "checks": json.dumps(checks),
                 }
             )
-    return out
+    return out, rejected

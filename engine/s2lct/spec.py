@@ -66,6 +66,40 @@ class Transform(Section):
     parts: list[Part] = Field(min_length=1)
 
 
+class FluentWrapper(Section):
+    """A fluent wrapper (``s2lct.wrappers: fluent``): seeds found by the ``sentence``
+    rules, read for their form (``engine/s2lct/fluent.py``), embedded in the first
+    template of the first form the seed has (``templates``: form -> alternatives, one drawn
+    per seed; forms: ``clause``, ``past`` (the clause in the past tense), ``np`` (a noun
+    phrase, or the predicate of "it is ...")). ``{s}`` is the seed; other ``{name}``
+    fields are drawn from ``choose[name]``."""
+
+    label: str  # the cases' expected label (follows from the wrapper and the seed's polarity)
+    accepts: list[str] = Field(default_factory=list)
+    sentence: list[str] = Field(min_length=1)
+    templates: dict[Literal["clause", "past", "np"], list[str]] = Field(min_length=1)
+    choose: dict[str, list[str]] = Field(default_factory=dict)
+    max_words: int = Field(default=20, ge=1)  # longer seeds are refused (a wrapper around them reads badly)
+    # Seeds with a negation are refused: "Do I think it never works? No, I don't." is a
+    # double negation a reader has to untangle (questions answered "no", negating wrappers).
+    exclude_negated: bool = False
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> FluentWrapper:
+        import re
+
+        for form, options in self.templates.items():
+            if not options:
+                raise ValueError(f"templates.{form} is empty")
+            for t in options:
+                if "{s}" not in t:
+                    raise ValueError(f"template {t!r} has no {{s}} (the seed)")
+                unknown = set(re.findall(r"\{(\w+)\}", t)) - {"s"} - set(self.choose)
+                if unknown:
+                    raise ValueError(f"template {t!r} names {sorted(unknown)}, which 'choose' does not list")
+        return self
+
+
 class CapabilitySpec(Section):
     id: str
     name: str
@@ -73,12 +107,21 @@ class CapabilitySpec(Section):
     search: list[SearchRule] = Field(min_length=1)
     transforms: list[Transform] = Field(default_factory=list)
     recheck_rule: bool = False  # expansions must satisfy the search rule again (LC1, LC2)
+    # Fluent wrappers (s2lct.wrappers: fluent, the default); ``transforms`` keep the
+    # paper's literal wording (s2lct.wrappers: paper). Without ``fluent`` the transforms
+    # (or the search alone) make the seeds in both modes, fluent mode checking the found
+    # sentences' form and polarity first.
+    fluent: list[FluentWrapper] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references(self) -> CapabilitySpec:
         names = [r.name for r in self.search]
         if len(set(names)) != len(names):
             raise ValueError("search rule names repeat")
+        for w in self.fluent:
+            for ref in w.sentence:
+                if ref not in names:
+                    raise ValueError(f"fluent wrapper refers to unknown search rule '{ref}'")
         for t in self.transforms:
             for part in t.parts:
                 for ref in part.sentence or []:

@@ -16,16 +16,42 @@ import pyarrow as pa
 from checkray.engine.s2lct.search import METHOD
 from checkray.engine.schema import case_id, make_cases
 
+# The checks every kept expansion passed (actors/s2lct/mask_filler.py), and the check
+# each rejection reason belongs to.
+FILL_CHECKS = ("fill-word", "fill-ngram", "fill-score", "fill-tag", "fill-rule", "fill-sentence-polarity")
+FILL_CHECK_OF = {
+    "polarity": "fill-word",
+    "negation": "fill-word",
+    "function-word": "fill-word",
+    "ngram": "fill-ngram",
+    "score": "fill-score",
+    "tag": "fill-tag",
+    "tokenization": "fill-tag",
+    "rule": "fill-rule",
+    "sentence-polarity": "fill-sentence-polarity",
+}
 
-def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> pa.Table:
-    """Seeds and expansions as test cases. An expansion keeps its seed's label and names
-    the seed in ``meta.seed_case_id``; its provenance template is the reference production."""
-    rows, seen = [], set()
+
+def wrap(seed_row: dict, core: str) -> str:
+    """The seed's wrapper around a (possibly expanded) seed sentence."""
+    template = seed_row.get("wrap") or "{s}"
+    return template.replace("{s}", core)
+
+
+def suite_table(
+    seeds: pa.Table, expanded: pa.Table, filler: str, seed: int, *, with_rejected: bool = False
+) -> pa.Table | tuple[pa.Table, pa.Table]:
+    """Seeds and expansions as test cases. An expansion inserts into the seed sentence
+    and is wrapped as its seed; it keeps its seed's label and names the seed in
+    ``meta.seed_case_id``; its provenance template is the reference production. With
+    ``with_rejected`` also the fills the checks refused (``rejected.parquet``'s rows)."""
+    rows, seen, refused = [], set(), []
     parsed = {r["case_id"]: r for r in expanded.to_pylist()}
     for sd in seeds.to_pylist():
         p = parsed[sd["case_id"]]
         sources = ",".join(json.loads(sd["sources"]))
         accepts = json.loads(sd["accepts"])
+        seed_checks = json.loads(sd.get("checks") or "[]")
         seen.add(sd["case_id"])
         rows.append(
             {
@@ -37,6 +63,7 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
                 "expected_label": sd["label"],
                 "expected_labels": accepts or None,  # "positive or neutral" (LC4, LC6, LC11)
                 "test_type": "MFT",
+                "checks": seed_checks,
                 "provenance": {
                     "source_id": sources,
                     "template_id": sd["template_id"],
@@ -54,8 +81,24 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
             }
         )
         for m in json.loads(p["expansions"]):
+            for text, reason, detail in m.get("refused", []):
+                full = wrap(sd, text)
+                refused.append(
+                    {
+                        "case_id": case_id(METHOD, sd["suite"], full, sd["label"]),
+                        "suite": sd["suite"],
+                        "capability": sd["capability"],
+                        "text": full,
+                        "expected_label": sd["label"],
+                        "check": FILL_CHECK_OF.get(reason, f"fill-{reason}"),
+                        "reason": detail,
+                        "source": sd["case_id"],
+                        "meta": {"kind": "expansion", "capability_id": sd["capability_id"], "masked": m["masked"]},
+                    }
+                )
             for fl in m["fills"]:
-                cid = case_id(METHOD, sd["suite"], fl["text"], sd["label"])
+                text = wrap(sd, fl["text"])
+                cid = case_id(METHOD, sd["suite"], text, sd["label"])
                 if cid in seen:
                     continue
                 seen.add(cid)
@@ -65,7 +108,8 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
                         "suite": sd["suite"],
                         "method": METHOD,
                         "capability": sd["capability"],
-                        "text": fl["text"],
+                        "text": text,
+                        "checks": seed_checks + list(FILL_CHECKS),
                         "expected_label": sd["label"],
                         "expected_labels": accepts or None,  # "positive or neutral" (LC4, LC6, LC11)
                         "test_type": "MFT",
@@ -90,4 +134,9 @@ def suite_table(seeds: pa.Table, expanded: pa.Table, filler: str, seed: int) -> 
                         },
                     }
                 )
-    return make_cases(rows)
+    cases = make_cases(rows)
+    if not with_rejected:
+        return cases
+    from checkray.engine.case_checks import rejected_table
+
+    return cases, rejected_table(refused)

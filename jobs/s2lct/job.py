@@ -44,6 +44,7 @@ from checkray.jobs.s2lct.stages import (
 from checkray.jobs.zoo.resolve import select_models
 
 SUITE_FILE, GRAMMAR_FILE, REPORT_FILE = "suite.parquet", "grammar.parquet", "report.html"
+REJECTED_FILE = "rejected.parquet"  # candidates (seeds, fills) an automatic check refused, with the reason
 TABLE3_FILE, COVERAGE_FILE = "table3.parquet", "coverage.parquet"
 CONSISTENCY_FILE = "consistency.parquet"
 CONSISTENCY_SUMMARY_FILE = "consistency_summary.parquet"  # label consistency per capability
@@ -63,7 +64,7 @@ class S2lctJob(Job[S2lctConfig]):
 
     name, title, section = "s2lct", "checkray · S²LCT", S2lctConfig
     suite_file = SUITE_FILE
-    published = (SUITE_FILE, GRAMMAR_FILE)
+    published = (SUITE_FILE, GRAMMAR_FILE, REJECTED_FILE)
     quality = (QualityTable(CONSISTENCY_SUMMARY_FILE, "S²LCT label consistency per capability"),)
 
     def check(self) -> None:
@@ -119,6 +120,7 @@ class S2lctJob(Job[S2lctConfig]):
         suite, grammar = runner.output("suite"), runner.output("grammar")
         run.write_table(SUITE_FILE, suite)
         run.write_table(GRAMMAR_FILE, grammar)
+        run.write_table(REJECTED_FILE, runner.output("suite", "rejected"))
         for file, (stage, output) in EVALUATION_FILES.items():
             if stage in runner.done:
                 run.write_table(file, runner.output(stage, output))
@@ -190,4 +192,4 @@ def s2lct_command(
         },
     )
     run = run_job(S2lctJob(cfg)).run
-    typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REPORT_FILE}")
+    typer.echo(f"wrote {run.uri}/{SUITE_FILE}, {GRAMMAR_FILE}, {REJECTED_FILE}, {REPORT_FILE}")

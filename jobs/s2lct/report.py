@@ -87,6 +87,26 @@ def generation_section(runner: StageRunner, suite: pa.Table, capabilities: Seque
     return Section("S²LCT · seeds and expansions per capability", [table_html(rows)], summary)
 
 
+def rejections_section(runner: StageRunner, suite: pa.Table, examples: int = 2) -> Section:
+    """Candidates the automatic checks refused (rejected.parquet), per check, with examples."""
+    from checkray.engine.case_checks import rejection_summary
+
+    rejected = runner.output("suite", "rejected")
+    rows = rejection_summary(rejected, suite.num_rows)
+    shown: dict[str, list[str]] = {}
+    for check, text, reason in zip(*(rejected.column(c).to_pylist() for c in ("check", "text", "reason"))):
+        if len(shown.setdefault(check, [])) < examples:
+            shown[check].append(f"{text} [{reason}]")
+    for row in rows:
+        row["examples"] = " | ".join(shown.get(row["check"], []))
+    return Section(
+        "S²LCT · candidates rejected by the automatic checks",
+        [table_html(rows)],
+        "Seeds (seed-form, seed-polarity) and fills (fill-*) that a check refused; every one is in "
+        "rejected.parquet with its reason; every suite row lists the checks it passed (column checks).",
+    )
+
+
 def examples_section(suite: pa.Table, per_capability: int = 2) -> Section:
     rows = suite.to_pylist()
     seeds = {r["case_id"]: r for r in rows if json.loads(r["meta"])["kind"] == "seed"}
@@ -241,6 +261,7 @@ def s2lct_sections(
     sections = [labels_section(label_notes)] if label_notes else []
     sections += [
         generation_section(runner, suite, capabilities, s),
+        rejections_section(runner, suite),
         examples_section(suite),
         grammar_section(grammar, runner),
     ]

@@ -20,15 +20,17 @@ from pathlib import Path
 import pyarrow as pa
 
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.case_checks import rejected_table
 from checkray.engine.config import CorpusConfig
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.errors import InputError
 from checkray.engine.runtime import cluster_resources, plan_actor_pool
 from checkray.engine.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 from checkray.engine.s2lct.fillers import FILLERS
+from checkray.engine.s2lct.fluent import corpus_polar_words
 from checkray.engine.s2lct.grammar import FILLABLE_TAGS, MaskSampling, count_productions, grammar_table
 from checkray.engine.s2lct.reference import filler_tables, reference_grammar
-from checkray.engine.s2lct.search import CorpusSearch, seed_rows
+from checkray.engine.s2lct.search import CorpusSearch, checked_seed_rows
 from checkray.engine.s2lct.spec import CapabilitySpec, capability_files
 from checkray.engine.s2lct.suite import suite_table
 from checkray.engine.stages import Stage, StageContext, path_digest
@@ -169,7 +171,12 @@ def grammar_stage(s: S2lctConfig) -> Stage:
         grammar = read_grammar(s.grammar_file) if s.grammar_file else grammar_table(count_productions(trees))
         return {
             "data": grammar,
-            **filler_tables(token_lists, s.filler.vocabulary_per_tag, s.filler.vocabulary_min_count),
+            **filler_tables(
+                token_lists,
+                s.filler.vocabulary_per_tag,
+                s.filler.vocabulary_min_count,
+                (t for src in s.ngram_reference for t in read_reference(src, 0)),
+            ),
             "sources": pa.table({"trees": [len(trees)]}),
         }
 
@@ -195,23 +202,38 @@ def read_grammar(path: str) -> pa.Table:
     return table.cast(GRAMMAR_SCHEMA)
 
 
+def labeled_polarity(s: S2lctConfig, searched: pa.Table) -> dict[str, float]:
+    """Words the labeled corpora use mostly in one label (``corpus_polar_words``): the
+    searched corpus and ``s2lct.polarity_corpora`` (default: the bundled Rotten Tomatoes
+    sentences); neutral seeds may not contain them."""
+    texts, labels = list(searched.column("text").to_pylist()), list(searched.column("label").to_pylist())
+    for path in s.polarity_corpora:
+        table = read_corpus(CorpusConfig(path=path))  # bundled corpora name their labels
+        texts += table.column("text").to_pylist()
+        labels += [str(x) for x in table.column("label").to_pylist()]
+    return corpus_polar_words(texts, labels)
+
+
 def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage:
     s = generation_view(s)
 
     def run(ctx: StageContext):
         proxy = bool(ctx.input("parse", "info").column("neutral_proxy")[0].as_py())
-        rows = seed_rows(
+        searched = ctx.input("parse", "search")
+        rows, rejected = checked_seed_rows(
             specs,
-            ctx.input("parse", "search"),
+            searched,
             suite=s.suite,
             max_seeds=s.max_seeds,
             seed=seed,
             neutral_proxy=proxy,
             neutral_label=s.neutral_label,
+            wrappers=s.wrappers,
+            corpus_polarity=labeled_polarity(s, searched) if s.wrappers == "fluent" else None,
         )
         if not rows:
             raise InputError("s2lct: no sentence of the corpus matches any capability's search rules")
-        return {"data": pa.Table.from_pylist(rows)}
+        return {"data": pa.Table.from_pylist(rows), "rejected": rejected_table(rejected)}
 
     return Stage("seeds", run, inputs=("parse",), config=[s, seed, list(specs)])
 
@@ -226,9 +248,14 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
         grammar = reference_grammar(
             *(ctx.input("grammar", output) for output in ("data", "vocabulary", "unigrams", "bigrams")),
             min_count=s.grammar_min_count,
+            trigrams=ctx.input("grammar", "trigrams"),
         )
         sampling = MaskSampling(
-            k=s.k, max_masks=s.max_masks, fillable=frozenset(s.fillable_tags or FILLABLE_TAGS), seed=seed
+            k=s.k,
+            max_masks=s.max_masks,
+            fillable=frozenset(s.fillable_tags or FILLABLE_TAGS),
+            seed=seed,
+            tries=s.mask_tries,
         )
         kwargs = dict(
             filler=s.filler,
@@ -238,7 +265,10 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
             parser=s.parser,
             keep_columns=("case_id",),
         )
-        seeds = ctx.input("seeds", columns=["case_id", "text", "rule"])
+        # The expansion inserts into the seed sentence (``core``), never into the wrapper.
+        seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity"]).rename_columns(
+            ["case_id", "text", "rule", "core_polarity"]
+        )
         return {"data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16)}
 
     return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])
@@ -249,6 +279,7 @@ def suite_stage(s: S2lctConfig, seed: int) -> Stage:
     filler = filler_name(s.filler)
 
     def run(ctx: StageContext):
-        return {"data": suite_table(ctx.input("seeds"), ctx.input("expand"), filler, seed)}
+        suite, rejected = suite_table(ctx.input("seeds"), ctx.input("expand"), filler, seed, with_rejected=True)
+        return {"data": suite, "rejected": pa.concat_tables([ctx.input("seeds", "rejected"), rejected])}
 
     return Stage("suite", run, inputs=("seeds", "expand"), config=[filler, seed])

@@ -422,7 +422,7 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     from checkray.engine.s2lct.reference import ReferenceGrammar
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    words = ["or", "both", ".", "ways", "things", "disasters"]
+    words = ["or", "both", ".", "films", "songs", "disasters"]
     tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(specials + words)}, do_lower_case=True)
     torch.manual_seed(0)
     config = BertConfig(
@@ -435,7 +435,9 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     )
     BertForMaskedLM(config).save_pretrained(tmp_path / "mlm")
     tokenizer.save_pretrained(tmp_path / "mlm")
-    filler = FillerConfig(backend="hf", hf_model=str(tmp_path / "mlm"), candidates=len(specials) + len(words), keep=3)
+    filler = FillerConfig(
+        backend="hf", hf_model=str(tmp_path / "mlm"), candidates=len(specials) + len(words), keep=3, ngram_check=False
+    )
     grammar = ReferenceGrammar(productions={"NP": [(("DT", "NNS"), 3)]}, vocabulary={}, unigrams={}, bigrams={})
     actor = ExpansionActor(filler, grammar, MaskSampling(k=2), keep_columns=("case_id",))
     out = actor(pa.table({"case_id": ["s1"], "text": ["Or both."], "rule": pa.nulls(1, pa.string())})).to_pylist()[0]
@@ -443,7 +445,7 @@ def test_expansion_actor_with_an_hf_fill_mask_model(tmp_path):
     [masked] = json.loads(out["expansions"])
     assert masked["masked"] == "Or both {MASK}." and masked["reference"] == "NP -> DT NNS"
     fills = [f["text"] for f in masked["fills"]]
-    assert set(fills) == {"Or both ways.", "Or both things."}  # "disasters" is negative
+    assert set(fills) == {"Or both films.", "Or both songs."}  # "disasters" is negative
     assert masked["rejected"].get("polarity", 0) >= 1
     scores = [f["score"] for f in masked["fills"]]
     assert scores == sorted(scores, reverse=True)

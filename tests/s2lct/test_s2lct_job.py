@@ -54,8 +54,13 @@ def write_config(path, **s2lct):
         "reference": [],
         "grammar_min_count": 1,
         "pool_size": 1,
-        "filler": {"vocabulary_min_count": 1, "keep": 1},
+        "filler": {"vocabulary_min_count": 1, "keep": 1, "ngram_check": False},
         "explain": {"failures": 2},
+        # The machinery on 40 sentences: the paper's wrappers (the fluent ones and their
+        # checks are tested in test_fluent.py; 40 sentences hold few clear seeds).
+        "wrappers": "paper",
+        "ngram_reference": [],
+        "polarity_corpora": [],
         **s2lct,
     }
     path.write_text(json.dumps({"runtime": {"object_store_mb": 256}, "s2lct": section}), encoding="utf-8")
@@ -89,7 +94,7 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     )
     output = capsys.readouterr()
     assert code == 0, output
-    assert output.out.strip() == f"wrote {out}/suite.parquet, grammar.parquet, report.html"
+    assert output.out.strip() == f"wrote {out}/suite.parquet, grammar.parquet, rejected.parquet, report.html"
     # The corpus is binary: one warning line for each capability that searches for "neutral".
     warned = [line for line in output.err.splitlines() if "s2lct · warning ·" in line]
     assert [w.split("· warning · ")[1].split(":")[0] for w in warned] == ["LC1", "LC5", "LC7"], warned
@@ -119,6 +124,9 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
         assert len(e["text"].split()) == len(seed["text"].split()) + 1 or m["words"][0] in e["text"]
         assert e["provenance"]["generator"].startswith("spacy-dep2const+bigram-lm+vectors")
         assert e["provenance"]["template_id"] == m["reference_production"]
+    rejected = pq.read_table(out / "rejected.parquet")
+    assert {"check", "reason", "text"} <= set(rejected.column_names)
+    assert all(r["checks"] is not None for r in rows)
     grammar = pq.read_table(out / "grammar.parquet")
     assert grammar.num_rows > 20 and grammar.column_names == ["lhs", "rhs", "count"]
     report = (out / "report.html").read_text(encoding="utf-8")
@@ -141,6 +149,7 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     assert manifest["job"] == "s2lct" and manifest["published"] == [
         "suite.parquet",
         "grammar.parquet",
+        "rejected.parquet",
         "table3.parquet",  # no torch model among the models: no coverage.parquet
         "consistency.parquet",
         "consistency_summary.parquet",

@@ -1,0 +1,368 @@
+"""Fluent S²LCT wrappers and the checks a seed sentence must pass before one wraps it (pure).
+
+The paper's wrappers ("Do I agree that <sentence>? yes", "I agreed that <sentence> but it
+wasn't.") paste any corpus sentence after "that"; most results are not English (a noun
+phrase or several sentences after "that") or contradict themselves. Here a found sentence
+is first read for its **form** (``seed_form``):
+
+* ``clause``: one sentence with a subject and a finite verb ("the plot is a mess"),
+  embedded as is (lowercased, final punctuation dropped);
+* ``np``: a noun-phrase fragment ("a compelling film about grief"), or the predicate of
+  a clause about the film itself ("it's / this is / the film is <predicate>"), which
+  wrappers embed after "it was", "call it" ...;
+
+and everything else is refused with its reason (several sentences, questions, quotes,
+brackets, colons, dashes, first/second person, contrast words that make a sentence mixed,
+too long). Its **polarity** must be clear (``polarity_reason``): for a polar label both
+sentence-level sources (VADER's compound, TextBlob) must agree with the corpus label; for
+a neutral one every word must be neutral in VADER, AFINN and TextBlob's movie-review
+lexicon and both sentence scores must be 0.
+
+A capability's ``fluent`` wrappers (its YAML) then pick a template by form; the
+template's ``{s}`` is the seed, other ``{name}`` fields are drawn from the wrapper's
+``choose`` lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from checkray.engine.lang.polarity import polar_sources, sentence_polarity
+
+Token = Mapping[str, Any]
+
+NON_WORDS = {"PUNCT", "SPACE", "SYM", "X"}
+# Tokens that make an embedded sentence unreadable after "that" or inside a question.
+BAD_PUNCT = {
+    ";",
+    ":",
+    "--",
+    "-",
+    "?",
+    "!",
+    "(",
+    ")",
+    "[",
+    "]",
+    "-lrb-",
+    "-rrb-",
+    "...",
+    "..",
+    "``",
+    "''",
+    '"',
+    "/",
+    "*",
+}
+FINAL_PUNCT = {".", "!", "?", "..."}
+# A sentence with one of these is often mixed ("X, but Y"): its polarity is not one label.
+CONTRAST = {
+    "but",
+    "although",
+    "though",
+    "however",
+    "yet",
+    "while",
+    "whereas",
+    "despite",
+    "except",
+    "unless",
+    "nevertheless",
+    "nonetheless",
+    "if",
+    "otherwise",
+    "instead",
+}
+# Inside "Do I think that ..." or "Some critics say ...", a first or second person reads
+# as someone else than the wrapper's speaker.
+PERSONAL = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "you", "your", "yours", "yourself", "'re"}
+SUBJECT_DEPS = {"nsubj", "nsubjpass", "expl", "csubj"}
+FINITE_TAGS = {"VBZ", "VBP", "VBD", "MD"}
+FILM_SUBJECTS = {
+    "it",
+    "this",
+    "the film",
+    "the movie",
+    "this film",
+    "this movie",
+    "the picture",
+    "this picture",
+    "the result",
+}
+NEGATION_WORDS = {"not", "n't", "never", "no"}
+LEADING_ADVERBS = {
+    "also",
+    "still",
+    "just",
+    "certainly",
+    "definitely",
+    "really",
+    "simply",
+    "actually",
+    "surely",
+    "indeed",
+}
+# Past tense of the finite verbs a tense shift rewrites ("I used to think it was ...").
+PAST = {
+    "is": "was",
+    "'s": "was",
+    "are": "were",
+    "'re": "were",
+    "am": "was",
+    "has": "had",
+    "have": "had",
+    "does": "did",
+    "do": "did",
+    "can": "could",
+    "will": "would",
+    "'ll": "would",
+}
+
+
+def _words(tokens: Sequence[Token]) -> list[Token]:
+    return [t for t in tokens if t["pos"] not in NON_WORDS]
+
+
+def _text(tokens: Sequence[Token]) -> str:
+    return "".join(t["t"] + t["ws"] for t in tokens).strip()
+
+
+def _strip_final(tokens: Sequence[Token]) -> list[Token]:
+    toks = list(tokens)
+    while toks and (toks[-1]["t"] in FINAL_PUNCT or toks[-1]["t"] in {",", "."}):
+        toks = toks[:-1]
+    return toks
+
+
+def _lower_first(tokens: list[Token]) -> list[Token]:
+    if tokens and tokens[0]["tag"] not in ("NNP", "NNPS") and tokens[0]["t"] != "I":
+        first = dict(tokens[0])
+        first["t"] = first["t"][:1].lower() + first["t"][1:]
+        tokens = [first, *tokens[1:]]
+    return tokens
+
+
+def _children(tokens: Sequence[Token], i: int) -> list[int]:
+    return [j for j, t in enumerate(tokens) if t["head"] == i and j != i]
+
+
+def _relative(tokens: Sequence[Token]) -> list[dict]:
+    """Tokens with ``head`` relative to the sentence (the parser's heads are document-level)."""
+    base = min((t["head"] for t in tokens), default=0)
+    roots = [t for t in tokens if t["dep"] == "ROOT"]
+    if roots and all(0 <= t["head"] < len(tokens) for t in tokens):
+        return [dict(t) for t in tokens]
+    return [dict(t, head=t["head"] - base) for t in tokens] if roots else [dict(t) for t in tokens]
+
+
+def form_reason(tokens: Sequence[Token], *, max_words: int = 20) -> str | None:
+    """Why a sentence cannot be embedded in a wrapper (None: it can)."""
+    words = _words(tokens)
+    if not words:
+        return "empty"
+    if sum(t["dep"] == "ROOT" for t in tokens) != 1:
+        return "several sentences"
+    if len(words) > max_words:
+        return f"long ({len(words)} words > {max_words})"
+    if any(t["t"] in ("?", "!") for t in tokens):
+        return "punctuation '?'/'!' (a question or exclamation)"
+    inner = _strip_final(tokens)
+    for t in inner:
+        low = t["t"].lower()
+        joined = t["t"] == "-" and not t["ws"]  # "fast-moving" is three tokens
+        if (low in BAD_PUNCT and not joined) or (low == "'" and t["tag"] != "POS"):
+            return f"punctuation '{t['t']}'"
+        if low == "." and t["pos"] == "PUNCT":
+            return "several sentences"
+    lows = {t["t"].lower() for t in words}
+    if lows & CONTRAST:
+        return f"contrast word '{sorted(lows & CONTRAST)[0]}' (mixed polarity)"
+    if lows & PERSONAL:
+        return f"first/second person '{sorted(lows & PERSONAL)[0]}'"
+    first = words[0]
+    if first["pos"] in ("CCONJ", "SCONJ", "INTJ") or first["t"].lower() in {"so", "then", "and", "or", "too"}:
+        return f"starts with '{first['t']}'"
+    if not all(ch.isascii() for t in tokens for ch in t["t"]):
+        return "non-ASCII"
+    return None
+
+
+def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str, str], str | None]:
+    """The views of a found sentence a wrapper can embed: ``clause`` (embedded clause
+    text), ``past`` (the clause with its first finite verb in the past tense, when one
+    was rewritten), ``np`` (a noun-phrase fragment, or the predicate of "it/this/the film
+    is ..."), or ({}, reason)."""
+    why = form_reason(tokens, max_words=max_words)
+    if why:
+        return {}, why
+    toks = _relative(_strip_final(tokens))
+    root = next((i for i, t in enumerate(toks) if t["dep"] == "ROOT"), None)
+    if root is None:
+        return {}, "no root"
+    r = toks[root]
+    kids = _children(toks, root)
+    views: dict[str, str] = {}
+    if r["pos"] in ("VERB", "AUX"):
+        subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
+        finite = r["tag"] in FINITE_TAGS or any(
+            toks[j]["dep"] in ("aux", "auxpass") and toks[j]["tag"] in FINITE_TAGS for j in kids
+        )
+        if not subjects:
+            return {}, "no subject (imperative or fragment)"
+        if not finite:
+            return {}, "no finite verb"
+        if subjects[0] > root and not any(toks[j]["dep"] in ("aux", "auxpass") for j in kids if j < subjects[0]):
+            return {}, "inverted subject"
+        if toks[0]["t"].lower() in {"what", "how", "why", "who", "when", "where"} and subjects[0] != 0:
+            return {}, "starts with a wh-word"
+        clause = _lower_first(toks)
+        views["clause"] = _text(clause)
+        past = past_tense(clause, root, kids)
+        if past:
+            views["past"] = _text(past)
+        # "it's / this is / the film is <predicate>": the predicate is what the film is.
+        subj_span = _subtree(toks, subjects[0])
+        subj = " ".join(toks[j]["t"].lower() for j in subj_span)
+        if r["lemma"] == "be" and subj in FILM_SUBJECTS and subjects[0] < root:
+            after = toks[root + 1 :]
+            if (
+                after
+                and after[0]["t"].lower() not in NEGATION_WORDS
+                and all(t["dep"] not in ("aux", "auxpass") for t in after)
+            ):
+                attrs = [j for j in kids if toks[j]["dep"] in ("attr", "acomp") and j > root]
+                # "it's also extremely effective" -> "extremely effective" ("call it also ..." is not English)
+                while after and after[0]["pos"] == "ADV" and after[0]["t"].lower() in LEADING_ADVERBS:
+                    after = after[1:]
+                if after and attrs and all(t["t"].lower() not in NEGATION_WORDS for t in after):
+                    views["np"] = _text(after)
+        return views, None
+    if r["tag"] in ("NN", "NNS"):
+        # A finite verb outside a relative clause means a mis-parsed clause ("the potential remains unrealized").
+        if any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in toks):
+            return {}, "noun phrase with a finite verb"
+        if len(_words(toks)) > 14:
+            return {}, "long noun phrase"
+        first = toks[0]["t"].lower()
+        if first in {"a", "an", "the", "this", "another"} or (r["tag"] == "NNS" and toks[0]["pos"] == "ADJ"):
+            views["np"] = _text(_lower_first(toks))
+            return views, None
+        return {}, f"noun phrase starting with '{toks[0]['t']}'"
+    return {}, f"fragment ({r['pos']} root)"
+
+
+def _subtree(tokens: Sequence[Token], i: int) -> list[int]:
+    out, todo = [], [i]
+    while todo:
+        j = todo.pop()
+        out.append(j)
+        todo.extend(_children(tokens, j))
+    return sorted(out)
+
+
+def past_tense(tokens: list[Token], root: int, kids: list[int]) -> list[Token] | None:
+    """The clause with its main finite verb (or its first auxiliary) in the past tense,
+    for the verbs ``PAST`` knows; None when there is none to rewrite."""
+    candidates = [j for j in kids if tokens[j]["dep"] in ("aux", "auxpass") and j < root] + [root]
+    for j in candidates:
+        tok = tokens[j]
+        new = PAST.get(tok["t"].lower())
+        if new and tok["tag"] in FINITE_TAGS:
+            out = [dict(t) for t in tokens]
+            # "it's" -> "it was": the clitic gets its own space back.
+            if tok["t"].startswith("'") and j > 0:
+                out[j - 1]["ws"] = " "
+            out[j]["t"] = new
+            return out
+    return None
+
+
+def corpus_polar_words(
+    texts: Sequence[str], labels: Sequence[str | None], *, min_count: int = 3, share: float = 0.75
+) -> dict[str, float]:
+    """Words a labeled review corpus uses mostly in one label: word -> smoothed share of
+    positive uses mapped to [-1, 1], for words seen ``min_count`` times whose smoothed
+    share of one label is at least ``share``. The lexicons miss many review words that
+    readers take as polar ("erratic", "tasty", "clunker"); the corpus does not."""
+    import re
+    from collections import Counter
+
+    pos, neg = Counter(), Counter()
+    for text, label in zip(texts, labels):
+        if label not in ("positive", "negative"):
+            continue
+        words = set(re.findall(r"[a-z][a-z'-]*", text.lower()))
+        (pos if label == "positive" else neg).update(words)
+    out = {}
+    for word in set(pos) | set(neg):
+        n = pos[word] + neg[word]
+        p = (pos[word] + 1) / (n + 2)
+        if n >= min_count and (p >= share or p <= 1 - share):
+            out[word] = round(2 * p - 1, 3)
+        elif n >= BALANCED_MIN_COUNT and abs(2 * p - 1) <= BALANCED_SPREAD:
+            out[word] = 0.0  # seen often, as much in praise as in pans: attested neutral
+    return out
+
+
+# A modifier (adjective, adverb) in a neutral seed must be attested neutral: seen this
+# often in the labeled corpora, with a positive share within 0.5 +- spread / 2.
+BALANCED_MIN_COUNT = 6
+BALANCED_SPREAD = 0.4
+
+
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def polarity_reason(
+    tokens: Sequence[Token] | None,
+    text: str,
+    label: str,
+    *,
+    neutral_label: str = "neutral",
+    corpus_polarity: Mapping[str, float] | None = None,
+) -> str | None:
+    """Why a sentence's polarity does not clearly match ``label`` (None: it does).
+
+    Neutral: no word polar in any lexicon (VADER, AFINN, TextBlob) nor in the labeled
+    corpus (``corpus_polarity``, ``corpus_polar_words``) and both sentence scores 0.
+    Positive/negative: VADER's compound has the label's sign (|c| >= 0.05) and TextBlob's
+    polarity does not have the opposite sign."""
+    scores = sentence_polarity(text)
+    if label == neutral_label:
+        for tok in _words(tokens or []):
+            polar = polar_sources(tok["t"], tok.get("lemma"))
+            if polar:
+                name, value = next(iter(polar.items()))
+                return f"polar word '{tok['t']}' ({name} {value:+.2f})"
+            if corpus_polarity is None:
+                continue
+            value = corpus_polarity.get(tok["t"].lower())
+            if value and tok["pos"] in ("ADJ", "ADV", "NOUN", "VERB", "PROPN"):
+                return f"polar word '{tok['t']}' (labeled corpus {value:+.2f})"
+            if value is None and tok["pos"] in ("ADJ", "ADV") and tok["t"].lower() not in _stop_words():
+                return f"modifier '{tok['t']}' not attested neutral in the labeled corpora"
+        for name, value in scores.items():
+            if value != 0:
+                return f"{name} sentence score {value:+.2f}"
+        return None
+    sign = {"positive": 1, "negative": -1}.get(label)
+    if sign is None:
+        return None
+    if scores["vader"] * sign < 0.05:
+        return f"vader sentence score {scores['vader']:+.2f} does not say {label}"
+    if scores["textblob"] * sign < -0.1:
+        return f"textblob sentence score {scores['textblob']:+.2f} says the opposite of {label}"
+    return None
+
+
+def fill_template(template: str, seed: str, choices: Mapping[str, str]) -> str:
+    """The wrapper text with its ``{name}`` fields from ``choices`` and ``{s}`` (the seed)
+    left in place for the expansion to fill later."""
+    out = template
+    for name, value in choices.items():
+        out = out.replace("{" + name + "}", value)
+    return out

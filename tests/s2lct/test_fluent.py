@@ -1,0 +1,214 @@
+"""S²LCT's fluent wrappers and the checks around them: seed forms, clear and truly neutral
+polarity, fills that fit their context, rejected candidates kept with their reasons, and
+the paper's literal wording still available."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from checkray.actors.s2lct.parser import token_dicts
+from checkray.engine.s2lct.fluent import corpus_polar_words, polarity_reason, seed_form
+from checkray.engine.s2lct.mask_fill import BigramLM, context_reason
+from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
+from checkray.engine.s2lct.spec import load_capabilities
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    from checkray.actors.spacy_nlp import load_spacy
+
+    return load_spacy("builtin:sm")
+
+
+@pytest.fixture(scope="module")
+def caps():
+    return {c.id: c for c in load_capabilities()}
+
+
+def toks(nlp, text):
+    return token_dicts(nlp(text))
+
+
+def searched(nlp, caps, pairs):
+    rows = []
+    for i, (text, label) in enumerate(pairs):
+        t = toks(nlp, text)
+        matches = {cid: r for cid, cap in caps.items() if (r := matching_rules(cap, t, label, neutral_proxy=True))}
+        rows.append({"id": f"d{i}", "matches": json.dumps(matches), "tokens": json.dumps(t)})
+    return pa.Table.from_pylist(rows)
+
+
+def test_seed_forms_clause_noun_phrase_and_refusals(nlp):
+    views, why = seed_form(toks(nlp, "The plot is a complete mess."))
+    assert (
+        why is None
+        and views["clause"] == "the plot is a complete mess"
+        and views["past"] == "the plot was a complete mess"
+    )
+    views, why = seed_form(toks(nlp, "A compelling film about grief."))
+    assert why is None and views == {"np": "a compelling film about grief"}
+    # "it's <predicate>": the predicate is what the film is (an "np" view besides the clause).
+    views, why = seed_form(toks(nlp, "It's a smart, compelling drama."))
+    assert why is None and views["np"] == "a smart, compelling drama"
+    for text, reason in [
+        ("The acting is great. The plot is not.", "several sentences"),
+        ("Is this the worst film of the year?", "punctuation"),
+        ("The cast is fine, but the script is awful.", "contrast word 'but'"),
+        ("I loved every minute of it.", "first/second person"),
+        ("Go see it and enjoy.", "no subject"),
+    ]:
+        views, why = seed_form(toks(nlp, text))
+        assert not views and why.startswith(reason), (text, why)
+
+
+def test_polar_words_are_refused_as_neutral(nlp):
+    for text in ["Kinnear gives a tremendous performance.", "A riveting documentary.", "A vivid cinematic portrait."]:
+        why = polarity_reason(toks(nlp, text), text, "neutral")
+        assert why and why.startswith("polar word"), (text, why)
+    # A word the lexicons miss but a labeled corpus uses in one label only.
+    corpus = corpus_polar_words(
+        ["an erratic mess ."] * 4 + ["a film ."] * 6 + ["a fine film ."] * 6, ["negative"] * 10 + ["positive"] * 6
+    )
+    assert corpus["erratic"] < 0 and corpus["film"] == 0.0
+    text = "A picture as erratic as its central character."
+    assert "erratic" in polarity_reason(toks(nlp, text), text, "neutral", corpus_polarity=corpus)
+    text = "The film is set in a town."
+    assert polarity_reason(toks(nlp, text), text, "neutral") is None
+    # Polar seeds: the sentence scores must agree with the corpus label.
+    assert polarity_reason(None, "A wonderful, moving film.", "positive") is None
+    assert polarity_reason(None, "A wonderful, moving film.", "negative")
+
+
+def test_fluent_wrappers_on_a_clause_and_on_a_fragment(nlp, caps):
+    pairs = [
+        ("The acting is wonderful.", "positive"),
+        ("A beautiful and moving story.", "positive"),
+        ("The plot is dull and boring.", "negative"),
+        ("A terrible waste of time.", "negative"),
+        ("The cast is fine, but the script is awful.", "negative"),  # mixed: refused
+    ]
+    table = searched(nlp, {k: caps[k] for k in ("LC9", "LC10", "LC3", "LC6")}, pairs)
+    specs = [caps[k] for k in ("LC9", "LC10", "LC3", "LC6")]
+    rows, rejected = checked_seed_rows(specs, table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
+    texts = {(r["capability_id"], r["text"], r["label"]) for r in rows}
+    assert ("LC9", "Do I think that the acting is wonderful? Yes, I do.", "positive") in texts
+    assert ("LC9", "Would I call it a beautiful and moving story? Yes, I would.", "positive") in texts
+    assert ("LC10", "Do I think that the acting is wonderful? No, I don't.", "negative") in texts
+    assert ("LC6", "I thought it would be a terrible waste of time, but it wasn't.", "positive") in texts or (
+        "LC6",
+        "I expected a terrible waste of time, but that's not what I got.",
+        "positive",
+    ) in texts
+    lc3 = [r for r in rows if r["capability_id"] == "LC3"]
+    # A change over time: the past opinion is the opposite of the present one.
+    for r in lc3:
+        past_negative = "dull" in r["text"] or "terrible" in r["text"]
+        assert r["label"] == ("positive" if past_negative else "negative"), r["text"]
+    assert any("the plot was dull and boring" in r["text"] for r in lc3)
+    # Every seed names the checks it passed; the mixed sentence is rejected with its reason.
+    assert all(json.loads(r["checks"]) == ["seed-form", "seed-polarity"] for r in rows)
+    mixed = [r for r in rejected if "script is awful" in r["text"]]
+    assert mixed and all(r["check"] == "seed-form" and "contrast word" in r["reason"] for r in mixed)
+    # The expansion inserts into the seed sentence (core), then the wrapper is put back.
+    r = next(r for r in rows if r["text"].startswith("Do I think that the acting"))
+    assert r["core"] == "the acting is wonderful" and r["wrap"].replace("{s}", r["core"]) == r["text"]
+
+
+def test_paper_wording_is_still_available(nlp, caps):
+    table = searched(nlp, {"LC9": caps["LC9"]}, [("The acting is wonderful.", "positive")])
+    rows, rejected = checked_seed_rows(
+        [caps["LC9"]], table, suite="s", max_seeds=2, seed=0, neutral_proxy=True, wrappers="paper"
+    )
+    assert rows and rows[0]["text"] in {
+        "Do I think that the acting is wonderful? yes",
+        "Do I agree that the acting is wonderful? yes",
+    }
+    assert rejected == []
+
+
+def test_fill_checks_refuse_unattested_context_and_function_words():
+    from checkray.actors.s2lct.mask_filler import word_rejection
+
+    lm = BigramLM({"a": 10, "main": 5, "character": 5, "central": 3}, {("a", "main"): 2, ("main", "character"): 3})
+    assert lm.attested("a", "main", "character") is None
+    assert "unseen" in lm.attested("central", "main", "character")  # "central main character"
+    assert lm.attested(None, "main", ".") is None  # nothing to check at the edges / next to punctuation
+
+    def items(*words, mask_at):
+        out = [{"t": w, "ws": " ", "tag": "NN" if w == "character" else "DT"} for w in words]
+        out.insert(mask_at, {"mask": "JJ", "ws": " "})
+        return out
+
+    trigrams = {"a main character": 2}
+    assert context_reason(items("a", "character", mask_at=1), 0, "main", lm, trigrams) is None
+    # The bigram "central main" was never seen: "its central [main] character" is refused.
+    assert "unseen" in context_reason(items("its", "central", "character", mask_at=2), 0, "main", lm, trigrams)
+    # Both bigrams seen but not the trigram; not before a noun; first word.
+    assert context_reason(items("a", "character", mask_at=1), 0, "main", lm, {}).endswith(
+        "unseen in the reference text"
+    )
+    assert (
+        context_reason(items("a", "the", mask_at=1), 0, "main", lm, trigrams) == "not right before a noun or adjective"
+    )
+    assert context_reason(items("character", mask_at=0), 0, "main", lm, trigrams) == "first word of the sentence"
+    assert word_rejection(["not"]) == "negation"
+    assert word_rejection(["never"]) == "negation"
+    for word in ("twice", "still", "so", "second", "someone", "again"):
+        assert word_rejection([word]) == "function-word", word
+    assert word_rejection(["hardly"]) is not None  # polar in a lexicon, and a degree word
+    assert word_rejection(["tremendous"]) == "polarity"
+    assert word_rejection(["documentary"]) is None
+
+
+def test_rejected_fills_keep_their_reason_and_wrapped_text():
+    from checkray.engine.s2lct.suite import suite_table
+
+    seeds = pa.Table.from_pylist(
+        [
+            {
+                "case_id": "c1",
+                "capability_id": "LC9",
+                "capability": "LC9: q",
+                "suite": "s-LC9",
+                "text": "Do I think that the plot is a mess? Yes, I do.",
+                "label": "negative",
+                "sources": json.dumps(["d1"]),
+                "rules": json.dumps(["neg_sent"]),
+                "template_id": "LC9.fluent1.clause",
+                "accepts": json.dumps([]),
+                "label_source": "corpus",
+                "core": "the plot is a mess",
+                "wrap": "Do I think that {s}? Yes, I do.",
+                "checks": json.dumps(["seed-form", "seed-polarity"]),
+            }
+        ]
+    )
+    expansions = [
+        {
+            "masked": "the {MASK} plot is a mess",
+            "tags": ["JJ"],
+            "production": "NP -> DT NN",
+            "reference": "NP -> DT JJ NN",
+            "reference_count": 3,
+            "rejected": {"ngram": 1},
+            "refused": [["the main plot is a mess", "ngram", "'the main' unseen"]],
+            "fills": [{"text": "the whole plot is a mess", "words": ["whole"], "score": -3.0}],
+        }
+    ]
+    expanded = pa.Table.from_pylist(
+        [{"case_id": "c1", "tree": "(S)", "parser": "spacy-dep2const", "expansions": json.dumps(expansions)}]
+    )
+    suite, rejected = suite_table(seeds, expanded, "bigram-lm", 0, with_rejected=True)
+    texts = suite.column("text").to_pylist()
+    assert texts == [
+        "Do I think that the plot is a mess? Yes, I do.",
+        "Do I think that the whole plot is a mess? Yes, I do.",
+    ]
+    checks = suite.column("checks").to_pylist()
+    assert checks[0] == ["seed-form", "seed-polarity"] and "fill-ngram" in checks[1]
+    [rej] = rejected.to_pylist()
+    assert rej["check"] == "fill-ngram" and rej["reason"] == "'the main' unseen"
+    assert rej["text"] == "Do I think that the main plot is a mess? Yes, I do." and rej["source"] == "c1"
