@@ -60,3 +60,9 @@ def _analyzer() -> Any:
 def pattern_polarity(sentence: str) -> float:
     """TextBlob's polarity of ``sentence`` (-1 .. 1)."""
     return float(_analyzer()(sentence)[0])
+
+
+def pattern_lexicon() -> Any:
+    """The analyzer's word table (word -> {part of speech: (polarity, subjectivity,
+    intensity)}), as ``textblob.en.sentiment`` holds it."""
+    return _analyzer()

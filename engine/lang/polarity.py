@@ -84,9 +84,11 @@ def polarity_class(
 def textblob_lexicon() -> dict[str, float]:
     """TextBlob's ``en-sentiment.xml`` word polarities (adjectives from movie reviews), in
     [-1, 1]: the mean over the word's senses; {} when TextBlob is not installed."""
+    from checkray.engine.lang.pattern_sentiment import pattern_lexicon
+
     try:
-        from textblob.en import sentiment
-    except ImportError:  # pragma: no cover - textblob ships with the project's extras
+        sentiment = pattern_lexicon()
+    except ModuleNotFoundError:  # pragma: no cover - textblob ships with the project's extras
         return {}
     out = {}
     for word, senses in sentiment.items():
@@ -120,10 +122,10 @@ def sentence_polarity(text: str) -> dict[str, float]:
     """Sentence-level polarity scores: VADER's compound and TextBlob's pattern polarity
     (TextBlob's score is 0.0 when it is not installed)."""
     scores = {"vader": float(_vader_analyzer().polarity_scores(text)["compound"])}
-    try:
-        from textblob import TextBlob
+    from checkray.engine.lang.pattern_sentiment import pattern_polarity
 
-        scores["textblob"] = float(TextBlob(text).sentiment.polarity)
-    except ImportError:  # pragma: no cover
+    try:
+        scores["textblob"] = pattern_polarity(text)
+    except ModuleNotFoundError:  # pragma: no cover
         scores["textblob"] = 0.0
     return scores

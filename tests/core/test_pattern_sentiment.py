@@ -36,3 +36,12 @@ def test_nltk_is_not_imported():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_the_word_table_equals_textblobs():
+    from textblob.en import sentiment
+
+    from checkray.engine.lang.pattern_sentiment import pattern_lexicon
+
+    mine = pattern_lexicon()
+    assert dict(mine.items()) == dict(sentiment.items()) and len(mine) > 2000
