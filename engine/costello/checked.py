@@ -25,7 +25,10 @@ order; the first it fails rejects it, with the reason, and a rejected candidate 
 ``profanity``        the variant adds no profane or offensive word the seed lacks
                      (better-profanity's list + WordNet senses glossed offensive/slur/obscene)
 
-The first candidate that passes all of them is kept (sense order, then corpus frequency).
+Of the candidates that pass them all, the one that fits its context best is kept: the
+summed log counts of the n-grams it forms with its neighbours, less ``SENSE_PENALTY`` per
+less frequent sense; a candidate of a sense other than the first must also have been seen
+beside a content-word neighbour (``context_fit``).
 """
 
 from __future__ import annotations
@@ -49,10 +52,11 @@ from checkray.engine.costello.mutations import (
 from checkray.engine.lang.polarity import polarity_class, word_polarity
 
 SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
-MIN_COUNT = 20  # occurrences in the reference corpus (~3 per million words): a common word
+MIN_COUNT = 10  # occurrences in the reference corpus (~1.4 per million words): a common word
 PMI_COLLOCATION = 80.0  # two content words observed >= 80x more often than chance ...
 MIN_COLLOCATION = 10  # ... at least this often: a fixed expression
 CANDIDATES = 8  # candidates tried per word
+SENSE_PENALTY = 2.0  # context score (sum of log n-gram counts) a less frequent sense must make up
 _OPPOSITE = {"positive": "negative", "negative": "positive"}
 # Substitutable fine tags per operator family: base and inflected forms (lemminflect).
 WORD_TAGS = {
@@ -172,6 +176,12 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     return None
 
 
+def _scored(*words: str) -> bool:
+    from checkray.engine.lang.polarity import afinn_lexicon, vader_lexicon
+
+    return any(w and (w.lower() in vader_lexicon() or w.lower() in afinn_lexicon()) for w in words)
+
+
 def _reject(v: Variant, passed: list[str], check: str, reason: str) -> Variant:
     return Variant(
         v.op, v.text, v.text_pair, v.index, v.word, v.replacement, ",".join(passed), check, " ".join(reason.split())
@@ -182,12 +192,31 @@ def _keep(v: Variant, passed: list[str]) -> Variant:
     return Variant(v.op, v.text, v.text_pair, v.index, v.word, v.replacement, ",".join(passed))
 
 
-def ranked_candidates(lemma: str, upos: str, kind: Kind, ref: ReferenceModel) -> list[str]:
-    """Candidates of the word's most frequent senses: sense order, then corpus frequency."""
+def ranked_candidates(lemma: str, upos: str, kind: Kind, ref: ReferenceModel) -> list[tuple[str, int]]:
+    """(candidate, sense rank) of the word's most frequent senses: sense order, then corpus frequency."""
     from checkray.engine.lang.wordnet import sense_candidates
 
     cands = sense_candidates(lemma, upos, kind, SENSES)
-    return [w for w, _ in sorted(cands, key=lambda c: (c[1], -ref.count(c[0])))][:CANDIDATES]
+    return sorted(cands, key=lambda c: (c[1], -ref.count(c[0])))[:CANDIDATES]
+
+
+def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> tuple[float, bool]:
+    """(sum of log counts of the n-grams ``form`` makes at token i, whether it forms an
+    attested bigram with a content-word neighbour or has none)."""
+    import math
+
+    left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
+    w = form.lower()
+    grams = []
+    if left:
+        grams.append((left[-1], w))
+    if right:
+        grams.append((w, right[0]))
+    grams += ReferenceModel._trigrams(left, w, right)
+    score = sum(math.log1p(ref.count(*g)) for g in grams)
+    content = [n for n in (left[-1:] + right[:1]) if n.isalpha() and n not in _stop_words()]
+    attested = not content or any(ref.count(*g) > 0 for g in grams[:2] if set(g) & set(content))
+    return score, attested
 
 
 def word_checks(
@@ -200,6 +229,7 @@ def word_checks(
     guard: bool,
     position: str | None,
     seed_text: str,
+    rank: int = 1,
 ) -> tuple[Variant, list[str], str | None, str | None]:
     """One candidate at token i through the checks: (variant, passed, failed check, reason)."""
     tok = tokens[i]
@@ -228,14 +258,18 @@ def word_checks(
         got = polarity_class(form, candidate_lemma)
         if cls == "neutral":
             return variant, passed, "polarity", f"'{tok.text}' is neutral"
-        if got != want:
+        # A candidate neither lexicon lists inherits the sense's polarity (WordNet's
+        # synonymy / antonymy); one the lexicons score must have the wanted class.
+        if got != want and (got != "neutral" or _scored(form, candidate_lemma)):
             return variant, passed, "polarity", f"'{form}' is {got}, a {kind} of {cls} '{tok.text}' must be {want}"
         passed.append("polarity")
-    left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
-    orig_left, _ = _neighbours(tokens, i)
-    why = ref.fits(orig_left, tok.text.lower(), form.lower(), right)
-    if why is None and left != orig_left:  # "a" -> "an": the new article must fit too
-        why = ref.fits(left, tok.text.lower(), form.lower(), right)
+    new_left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
+    left, _ = _neighbours(tokens, i)
+    why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
+    if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
+        # A less frequent sense needs positive evidence: the candidate seen beside a
+        # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).
+        why = f"'{form}' is from sense {rank} of '{tok.text}' and never seen beside its content-word neighbours"
     if why:
         return variant, passed, "context_fit", why
     passed.append("context_fit")
@@ -263,9 +297,15 @@ def checked_substitutions(
     ents: Sequence[str] | None = None,
     guard: bool = True,
     per_word: int = 1,
+    senses: dict[int, int] | None = None,
 ) -> list[Variant]:
     """Per substitutable word (adjective or verb, any inflection) up to ``per_word`` kept
-    variants, and every candidate rejected on the way (``check``/``reason`` set)."""
+    variants, and every candidate rejected on the way (``check``/``reason`` set).
+
+    ``senses`` (token index -> WordNet sense rank): for synonyms it is filled with the sense
+    of each kept synonym; for antonyms it restricts a word's antonyms to that sense (or the
+    first), so that CR1's antonym opposes the sense its synonym found in this context
+    ("sick society": ill / healthy, not ill / well)."""
     out: list[Variant] = []
     seed_text = detokenize(tokens)
     for i, tok in enumerate(tokens):
@@ -276,18 +316,25 @@ def checked_substitutions(
         if guard and polarity_class(tok.text.lower(), lemma) == "neutral":
             continue  # not a sentiment word: no candidate is generated (as the plain operator)
         position = position_verdict(tokens, i, ref, ents)
-        kept = 0
-        for cand in ranked_candidates(lemma, upos, kind, ref):
+        good: list[tuple[float, int, Variant]] = []
+        for n, (cand, rank) in enumerate(ranked_candidates(lemma, upos, kind, ref)):
             v, passed, check, why = word_checks(
-                tokens, i, cand, kind, ref, guard=guard, position=position, seed_text=seed_text
+                tokens, i, cand, kind, ref, guard=guard, position=position, seed_text=seed_text, rank=rank
             )
+            if kind == "antonym" and senses is not None and i in senses and rank not in (1, senses[i]):
+                check = "sense"
+                why = f"antonym of sense {rank}; the synonym kept here is of sense {senses[i]}"
+                passed = []
             if check:
                 out.append(_reject(v, passed, check, why or ""))
                 continue
-            out.append(_keep(v, passed))
-            kept += 1
-            if kept >= per_word:
-                break
+            # Best fit first: the n-grams it forms, less a penalty per less frequent sense.
+            score = context_score(tokens, i, v.replacement or cand, ref)[0] - SENSE_PENALTY * (rank - 1)
+            good.append((-score, n, rank, _keep(v, passed)))
+        best = sorted(good)[:per_word]
+        if best and kind == "synonym" and senses is not None:
+            senses[i] = best[0][2]
+        out += [v for *_, v in best]
     return out
 
 
@@ -450,11 +497,11 @@ def checked_shared_substitutions(
         sites = [(a, k) for k in a_at] + [(b, k) for k in b_index[key]]
         positions = [position_verdict(s, k, ref, None) for s, k in sites]
         position = next((p for p in positions if p), None)
-        for cand in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
+        for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
             verdict = None
             for s, k in sites:
                 v, passed, check, why = word_checks(
-                    s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text
+                    s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text, rank=rank
                 )
                 if check:
                     verdict = (passed, check, why)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 VERSION = 1
+MIN_EVIDENCE = 3  # an n-gram of the original seen this often is evidence of usage
 _TOKEN = re.compile(r"[A-Za-z]+(?=n't)|n't|'[A-Za-z]+|[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
 _SENTENCE_END = {".", "!", "?", '"', ":", ";", "(", ")", "-", "--"}
 
@@ -86,32 +87,43 @@ class ReferenceModel:
         rarer = min(self.count(a), self.count(b))
         return rarer > 0 and n / rarer >= share
 
-    def fits(self, left: list[str], old: str, new: str, right: list[str]) -> str | None:
+    def fits(
+        self, left: list[str], old: str, new: str, right: list[str], new_left: list[str] | None = None
+    ) -> str | None:
         """None when ``new`` fits where ``old`` stood, else why not. ``left``/``right``: up to
-        two neighbouring tokens each side (nearest last / first), lower case.
+        two neighbouring tokens each side (nearest last / first), lower case; ``new_left``:
+        the replacement's left neighbours when they change with it ("a" -> "an").
 
-        Each bigram the original forms with a neighbour and that the corpus attests must be
-        attested for the replacement too; and when the original sits in an attested trigram,
-        the replacement must sit in at least one attested trigram."""
+        Each bigram the original forms with a neighbour and that the corpus attests at least
+        ``MIN_EVIDENCE`` times must be attested for the replacement too; and when the original
+        sits in such a trigram, the replacement must sit in at least one attested trigram.
+        (A bigram seen once or twice says little: "frantic spontaneity" does not make
+        "lively spontaneity" wrong.)"""
+        new_left = left if new_left is None else new_left
         l1 = left[-1] if left else None
+        n1 = new_left[-1] if new_left else None
         r1 = right[0] if right else None
-        for pair_old, pair_new in (((l1, old), (l1, new)), ((old, r1), (new, r1))):
+        for pair_old, pair_new in (((l1, old), (n1, new)), ((old, r1), (new, r1))):
             if None in pair_old:
                 continue
-            if self.count(*pair_old) > 0 and self.count(*pair_new) == 0:
+            if self.count(*pair_old) >= MIN_EVIDENCE and self.count(*pair_new) == 0:
                 return f"'{' '.join(pair_new)}' is unattested in the reference corpus ('{' '.join(pair_old)}': {self.count(*pair_old)})"
-        windows = []
-        if len(left) >= 2:
-            windows.append((left[-2], left[-1], "{}"))
-        if l1 and r1:
-            windows.append((l1, "{}", r1))
-        if len(right) >= 2:
-            windows.append(("{}", right[0], right[1]))
-        old_tri = [tuple(w.format(old) if w == "{}" else w for w in win) for win in windows]
-        new_tri = [tuple(w.format(new) if w == "{}" else w for w in win) for win in windows]
-        if any(self.count(*t) for t in old_tri) and not any(self.count(*t) for t in new_tri):
+        old_tri = self._trigrams(left, old, right)
+        new_tri = self._trigrams(new_left, new, right)
+        if any(self.count(*t) >= MIN_EVIDENCE for t in old_tri) and not any(self.count(*t) for t in new_tri):
             return f"no trigram around '{new}' is attested in the reference corpus"
         return None
+
+    @staticmethod
+    def _trigrams(left: list[str], word: str, right: list[str]) -> list[tuple[str, str, str]]:
+        out = []
+        if len(left) >= 2:
+            out.append((left[-2], left[-1], word))
+        if left and right:
+            out.append((left[-1], word, right[0]))
+        if len(right) >= 2:
+            out.append((word, right[0], right[1]))
+        return out
 
 
 def cache_file() -> Path:

@@ -202,7 +202,8 @@ def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[
     """(single-word candidate, sense rank) from the word's ``senses`` most frequent WordNet
     senses (WordNet's sense order, which follows the tagged SemCor counts; the count file
     itself is not shipped here): synonyms share the sense's synset, antonyms come from the
-    word's lemma in that sense (or, for a satellite adjective, from its head). Most
+    word's lemma in that sense, else from the other lemmas of that sense (hard = difficult
+    -> easy), else, for a satellite adjective, from its head. Most
     frequent sense first, WordNet's lemma order within a sense."""
     wn = wordnet()
     out: dict[str, int] = {}
@@ -217,6 +218,8 @@ def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[
                 pool = synset.lemmas()
             else:
                 pool = [a for lem in own for a in lem.antonyms()]
+                if not pool:  # hard (= difficult) -> easy: the antonym of a synonym in this sense
+                    pool = [a for lem in synset.lemmas() for a in lem.antonyms()]
                 if not pool and synset.pos() == "s":
                     pool = [a for head in synset.similar_tos() for lem in head.lemmas() for a in lem.antonyms()]
             for word in _words(pool):
