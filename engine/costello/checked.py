@@ -55,6 +55,7 @@ SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
 MIN_COUNT = 10  # occurrences in the reference corpus (~1.4 per million words): a common word
 PMI_COLLOCATION = 80.0  # two content words observed >= 80x more often than chance ...
 MIN_COLLOCATION = 10  # ... at least this often: a fixed expression
+PMI_TRIGRAM = 50.0  # a trigram >= 50x likelier than its likelier split into bigram + word
 CANDIDATES = 8  # candidates tried per word
 SENSE_PENALTY = 2.0  # context score (sum of log n-gram counts) a less frequent sense must make up
 _OPPOSITE = {"positive": "negative", "negative": "positive"}
@@ -140,7 +141,8 @@ def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> st
     for start in range(max(0, i - 2), i + 1):
         for end in range(max(i + 1, start + 2), min(len(tokens), start + 3) + 1):
             for seq in (words[start:end], lemmas[start:end]):
-                if all(w.isalpha() for w in seq) and is_multiword(seq):
+                # "good and" (= very) is a WordNet adverb, but "good and funny" is no idiom
+                if all(w.isalpha() for w in seq) and not set(seq) & {"and", "or", "but"} and is_multiword(seq):
                     return f"'{' '.join(words[start:end])}' is a WordNet multiword expression"
     for a, b in ((i - 1, i), (i, i + 1)):
         if a < 0 or b >= len(tokens) or not (words[a].isalpha() and words[b].isalpha()):
@@ -152,6 +154,19 @@ def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> st
             pmi = n * ref.total / max(1, ref.count(words[a]) * ref.count(words[b]))
             if pmi >= PMI_COLLOCATION:
                 return f"'{words[a]} {words[b]}' is a collocation of the reference corpus ({n}x, {pmi:.0f}x chance)"
+    for a in range(max(0, i - 2), i + 1):  # "sad to say": a trigram far likelier than either split
+        tri = words[a : a + 3]
+        if len(tri) < 3 or not all(w.isalpha() for w in tri):
+            continue
+        n = ref.count(*tri)
+        if n < MIN_COLLOCATION:
+            continue
+        split = min(
+            n * ref.total / max(1, ref.count(tri[0], tri[1]) * ref.count(tri[2])),
+            n * ref.total / max(1, ref.count(tri[0]) * ref.count(tri[1], tri[2])),
+        )
+        if split >= PMI_TRIGRAM:
+            return f"'{' '.join(tri)}' is a collocation of the reference corpus ({n}x, {split:.0f}x chance)"
     return None
 
 
