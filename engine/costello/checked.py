@@ -407,11 +407,11 @@ def checked_gender_swap(
             repl = words.get(low, "her")
         elif low in words and tok.pos in ("NOUN", "ADJ") and tok.text.isalpha():
             gendered_any = True
-            if tok.pos == "NOUN" and not denotes_person(low):
+            if tok.pos == "NOUN" and not (denotes_person(low) or denotes_person((tok.lemma or low).lower())):
                 problems.append(("person", f"'{tok.text}' does not denote a person here"))
                 continue
             if tok.pos == "ADJ":  # "female director" yes, "female empowerment picture" no
-                if nxt is None or nxt.pos != "NOUN" or not denotes_person(nxt.text.lower()):
+                if nxt is None or nxt.pos != "NOUN" or not denotes_person((nxt.lemma or nxt.text).lower()):
                     problems.append(("person", f"'{tok.text}' does not modify a person"))
                     continue
             repl = words[low]

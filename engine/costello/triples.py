@@ -62,14 +62,18 @@ CR2_SHIFT = 0.25
 
 
 def cr2_farther(variants: Sequence[Variant]) -> Variant | None:
-    """CR2's negative: the first synonym of clearly different strength, else the first antonym."""
+    """CR2's negative: the first antonym (a clear change of meaning), else the first
+    synonym of clearly different strength."""
     from checkray.engine.lang.polarity import word_polarity
 
+    antonym = next((v for v in variants if v.op == "antonym"), None)
+    if antonym is not None:
+        return antonym
     for v in variants:
         if v.op == "synonym" and v.word and v.replacement:
             if abs(word_polarity(v.word) - word_polarity(v.replacement)) >= CR2_SHIFT:
                 return v
-    return next((v for v in variants if v.op == "antonym"), None)
+    return None
 
 
 def combine(

@@ -153,7 +153,7 @@ def test_combine_builds_each_cr_and_links_variants_to_seed():
     assert set(triples) == {"CR1", "CR2", "CR3"}
     # CR1: synonym and antonym of the SAME word (brave), not the first synonym (good).
     assert triples["CR1"].positive.replacement == "courageous" and triples["CR1"].negative.replacement == "cowardly"
-    assert triples["CR2"].positive.op == "gender" and triples["CR2"].negative.op == "synonym"
+    assert triples["CR2"].positive.op == "gender" and triples["CR2"].negative.op == "antonym"  # a real change
     assert triples["CR3"].negative.op == "inversion"
 
     cases = validate_cases(triples_to_cases(list(triples.values()), "t"))
