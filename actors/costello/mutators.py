@@ -36,6 +36,9 @@ VARIANT_SCHEMA = pa.schema(
         ("index", pa.int64()),
         ("word", pa.string()),
         ("replacement", pa.string()),
+        ("checks", pa.string()),  # checks passed, comma-separated
+        ("check", pa.string()),  # the check that rejected the variant (null: kept)
+        ("reason", pa.string()),
     ]
 )
 ACTOR_SCHEMA = VARIANT_SCHEMA.append(pa.field(ROW, pa.int64()))  # what an actor returns
@@ -45,12 +48,14 @@ PAIR_WORDS = 8  # shared words tried per matching pair (CR4 needs one with a syn
 
 
 def mutate_one(
-    doc, pair_doc, text: str, inversions: dict[str, str] | None, settings: MutationSettings
+    doc, pair_doc, text: str, inversions: dict[str, str] | None, settings: MutationSettings, ref=None
 ) -> list[Variant]:
     """Every operator on one seed (a single sentence, or a pair when ``pair_doc`` is given);
     ``inversions``: the table ``settings.inversions`` names, read. ``settings.dense_seed``:
     also the authors' dense synonym substitution (CR3's positive), only for seeds that the
     inversion table covers (no other CR uses it)."""
+    if settings.context_checks and ref is not None:
+        return _checked_one(doc, pair_doc, text, inversions, settings, ref)
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
         return shared_substitutions(a, b, "synonym", PAIR_WORDS) + shared_substitutions(a, b, "antonym", PAIR_WORDS)
@@ -66,6 +71,35 @@ def mutate_one(
     return variants
 
 
+def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, ref) -> list[Variant]:
+    """The checked operators (engine/costello/checked.py): kept and rejected variants."""
+    from checkray.engine.costello.checked import (
+        checked_gender_swap,
+        checked_shared_substitutions,
+        checked_substitutions,
+        profanity_checked,
+    )
+
+    if pair_doc is not None:
+        a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
+        return checked_shared_substitutions(a, b, "synonym", ref, PAIR_WORDS) + checked_shared_substitutions(
+            a, b, "antonym", ref, PAIR_WORDS
+        )
+    tokens = tokens_from_doc(doc)
+    ents = [t.ent_type_ for t in doc]
+    words = dict(ents=ents, guard=settings.polarity_guard, per_word=settings.per_word)
+    senses: dict[int, int] = {}  # the sense each kept synonym found; antonyms oppose it
+    variants = checked_substitutions(tokens, "synonym", ref, senses=senses, **words)
+    variants += checked_substitutions(tokens, "antonym", ref, senses=senses, **words)
+    variants += checked_gender_swap(tokens, ref, ents=ents, extra_pairs=settings.gender_pairs)
+    if inversions:
+        inverted = inversion(text, inversions)
+        if inverted and settings.dense_seed is not None:
+            variants += [profanity_checked(text, v) for v in dense_synonyms(tokens, settings.dense_seed)]
+        variants += [profanity_checked(text, v) for v in inverted]
+    return variants
+
+
 class MutationActor:
     """Callable class for ``map_with_actors``: seeds in, variants out (ACTOR_SCHEMA)."""
 
@@ -73,8 +107,15 @@ class MutationActor:
         from checkray.actors.spacy_nlp import load_spacy
         from checkray.engine.lang.wordnet import wordnet
 
-        self.nlp = load_spacy(settings.pipeline, disable=("parser", "ner"))
+        # NER stays on for the checked operators: names and titles are not edited.
+        disable = ("parser",) if settings.context_checks else ("parser", "ner")
+        self.nlp = load_spacy(settings.pipeline, disable=disable)
         wordnet()  # build/load once per actor, not on the first sentence
+        self.ref = None
+        if settings.context_checks:
+            from checkray.engine.costello.context import reference_model
+
+            self.ref = reference_model()
         self.inversions = read_inversions(settings.inversions) if settings.inversions else None
         self.settings = settings
 
@@ -88,7 +129,7 @@ class MutationActor:
         }
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
-            for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.settings):
+            for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.settings, self.ref):
                 rows.append({"seed_id": seed_id, **asdict(v), ROW: i})
         return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 

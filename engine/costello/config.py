@@ -57,6 +57,10 @@ class CostelloConfig(JobSection):
     seeds: int = Field(default=1000, ge=1)  # seed sentences (inversion-table hits first)
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     polarity_guard: bool = True
+    # Substitutions and gender swaps checked in context (engine/costello/checked.py): sense,
+    # common word, fixed expression, name/title, n-gram fit, profanity; rejected candidates
+    # are published in rejected.parquet. False: the plain first-WordNet-lemma operators.
+    context_checks: bool = True
     per_seed: int = Field(default=1, ge=1)  # triples per CR per seed
     # Threshold dictionary: each model's own vocabulary (the paper's default: a tokenizer's
     # every entry but its special tokens, or a spaCy model's vector rows) or words of the
@@ -133,6 +137,7 @@ class MutationSettings(Section):
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     inversions: str | None = None  # the semantic-inversion table (CR3)
     polarity_guard: bool = True
-    per_word: int = Field(default=1, ge=1)  # synonyms / antonyms tried per word
+    per_word: int = Field(default=1, ge=1)  # synonyms / antonyms kept per word
+    context_checks: bool = True  # checked operators (engine/costello/checked.py)
     gender_pairs: str | None = None  # extra gendered word pairs
     dense_seed: int | None = None  # the authors' dense synonym substitution (CR3's positive), seeded

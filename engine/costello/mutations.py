@@ -58,6 +58,9 @@ class Variant:
     index: int = -1  # token index of the substituted word (-1: whole sentence)
     word: str | None = None
     replacement: str | None = None
+    checks: str = ""  # the checks it passed, comma-separated (engine/costello/checks.py)
+    check: str | None = None  # the check that rejected it (None: kept)
+    reason: str | None = None  # why, one line
 
 
 def tokens_from_doc(doc) -> list[Token]:
@@ -236,7 +239,8 @@ def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> lis
     """The synonym operator of the authors' CR3 (NL-Augmenter's ``SynonymSubstitution``):
     every noun, verb, adverb and adjective that has a single-word WordNet synonym is
     replaced, with probability ``prob``, by one of them drawn at random (no polarity
-    guard, no sense choice). Seeded per sentence, so a rerun gives the same variant."""
+    guard, no sense choice). Seeded per sentence, so a rerun gives the same variant.
+    One guard the authors' code lacks: a profane or offensive synonym is never drawn."""
     import random
 
     from checkray.engine.lang.wordnet import synonyms
@@ -246,7 +250,7 @@ def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> lis
     for i, tok in enumerate(tokens):
         if tok.pos not in NOTIONAL_POS or not tok.text.isalpha() or in_compound(tokens, i):
             continue
-        candidates = [c for c in synonyms(tok.text.lower(), tok.pos) if c != tok.text.lower()]
+        candidates = [c for c in synonyms(tok.text.lower(), tok.pos) if c != tok.text.lower() and not _offensive(c)]
         if candidates and rng.random() < prob:
             replace[i] = match_case(rng.choice(candidates), tok.text)
     if not replace:
@@ -261,6 +265,14 @@ def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> lis
             replacement=replace[first],
         )
     ]
+
+
+def _offensive(word: str) -> bool:
+    """Profane (better-profanity's list) or glossed offensive in WordNet: never drawn."""
+    from checkray.engine.costello.checked import profane_words
+    from checkray.engine.lang.wordnet import is_offensive
+
+    return word in profane_words() or is_offensive(word)
 
 
 # ------------------------------------------------------------------ semantic inversion

@@ -55,15 +55,46 @@ class Triple:
     suite: str | None = None  # None: the suite the job names (generated triples)
 
 
-def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1, cr3_positive: str = "synonym") -> list[Triple]:
+# CR2's farther sentence must change the meaning noticeably (a correct gender swap is "no
+# change" under the fairness premise, so a same-strength synonym would make a tie): a
+# synonym whose polarity strength differs by at least this much, else the antonym.
+CR2_SHIFT = 0.25
+
+
+def cr2_farther(variants: Sequence[Variant]) -> Variant | None:
+    """CR2's negative: the first antonym (a clear change of meaning), else the first
+    synonym of clearly different strength."""
+    from checkray.engine.lang.polarity import word_polarity
+
+    antonym = next((v for v in variants if v.op == "antonym"), None)
+    if antonym is not None:
+        return antonym
+    for v in variants:
+        if v.op == "synonym" and v.word and v.replacement:
+            if abs(word_polarity(v.word) - word_polarity(v.replacement)) >= CR2_SHIFT:
+                return v
+    return None
+
+
+def combine(
+    seed: Seed,
+    variants: Sequence[Variant],
+    per_seed: int = 1,
+    cr3_positive: str = "synonym",
+    cr2_negative: str = "shift",
+) -> list[Triple]:
     """Every CR the seed's variants allow, at most ``per_seed`` triples per CR.
 
     CR1 and CR4 need a synonym and an antonym of the SAME word (the comparison is only
-    meaningful then); CR2 and CR3 take the first variant of each operator. CR3's positive
-    is the word-level ``synonym`` or the authors' dense ``synonym_dense`` substitution.
+    meaningful then); CR3 takes the first variant of each operator. CR3's positive is the
+    word-level ``synonym`` or the authors' dense ``synonym_dense`` substitution. CR2's
+    negative is ``cr2_farther`` (``cr2_negative="shift"``) or, as the paper, the first
+    synonym (``"synonym"``). Rejected variants (``check`` set) are never used.
     """
     by_op: dict[str, list[Variant]] = {}
     for v in variants:
+        if v.check:
+            continue
         if v.text.strip() and v.text.strip() != seed.text.strip():
             by_op.setdefault(v.op, []).append(v)
     triples: list[Triple] = []
@@ -84,7 +115,11 @@ def combine(seed: Seed, variants: Sequence[Variant], per_seed: int = 1, cr3_posi
         pos_op, neg_op = RELATIONSHIPS[cr]
         if cr == "CR3":
             pos_op = cr3_positive
-        for pos, neg in list(zip(by_op.get(pos_op, []), by_op.get(neg_op, [])))[:per_seed]:
+        negatives = by_op.get(neg_op, [])
+        if cr == "CR2" and cr2_negative == "shift":
+            farther = cr2_farther([v for op in ("synonym", "antonym") for v in by_op.get(op, [])])
+            negatives = [farther] if farther else []
+        for pos, neg in list(zip(by_op.get(pos_op, []), negatives))[:per_seed]:
             if pos.text != neg.text or pos.text_pair != neg.text_pair:
                 add(cr, pos, neg)
     return triples
@@ -96,11 +131,12 @@ def assemble(
     suite: str,
     per_seed: int = 1,
     cr3_positive: str = "synonym",
+    cr2_negative: str = "shift",
 ) -> list[Triple]:
     out: list[Triple] = []
     seen: set[str] = set()
     for seed in seeds:
-        for t in combine(seed, variants.get(seed.id, ()), per_seed, cr3_positive):
+        for t in combine(seed, variants.get(seed.id, ()), per_seed, cr3_positive, cr2_negative):
             if t.triple not in seen:
                 seen.add(t.triple)
                 out.append(t)
@@ -112,6 +148,10 @@ def _meta(t: Triple, role: str, v: Variant | None) -> dict:
     if v is not None:
         meta.update(operator=v.op, word=v.word, replacement=v.replacement)
     return meta
+
+
+def _checks(v: Variant) -> list[str] | None:
+    return [c for c in v.checks.split(",") if c] or None if v.checks else None
 
 
 def _provenance(t: Triple, operator: str) -> dict:
@@ -147,6 +187,7 @@ def triples_to_cases(triples: Sequence[Triple], suite: str) -> pa.Table:
                     relation=relation,
                     provenance=_provenance(t, v.op),
                     meta=_meta(t, role, v),
+                    checks=_checks(v),
                 )
             )
     return make_cases(rows)
@@ -195,3 +236,51 @@ def triple_table(cases: pa.Table) -> pa.Table:
 def counts_per_cr(triples: pa.Table) -> dict[str, int]:
     caps = triples.column("capability").to_pylist()
     return {cr: caps.count(cr) for cr in CAPABILITIES}
+
+
+# The CRs each operator's variants serve (a rejected variant is reported under them).
+OPERATOR_CRS = {
+    "synonym": "CR1,CR2,CR3",
+    "antonym": "CR1,CR2",
+    "gender": "CR2",
+    "inversion": "CR3",
+    "synonym_dense": "CR3",
+    "pair_synonym": "CR4",
+    "pair_antonym": "CR4",
+}
+
+
+def rejected_variants(
+    seeds: Sequence[Seed], variants: Mapping[str, Sequence[Variant]], triples: Sequence[Triple], suite: str
+) -> pa.Table:
+    """``rejected.parquet``'s rows: every variant a check rejected (its check and reason),
+    and each kept gender swap that found no CR2 farther sentence (check ``cr2_farther``)."""
+    from checkray.engine.case_checks import rejected_table
+
+    with_cr2 = {t.seed.id for t in triples if t.capability == "CR2"}
+    rows = []
+    for seed in seeds:
+        for v in variants.get(seed.id, ()):
+            check, reason = v.check, v.reason
+            if not check and v.op == "gender" and seed.id not in with_cr2:
+                check = "cr2_farther"
+                reason = "no synonym of clearly different strength and no antonym passed the checks"
+            if not check:
+                continue
+            meta = {"seed_id": seed.id, "operator": v.op, "word": v.word, "replacement": v.replacement}
+            meta["checks_passed"] = [c for c in v.checks.split(",") if c]
+            rows.append(
+                {
+                    "case_id": case_id(METHOD, suite, seed.id, v.op, v.text, v.text_pair, check),
+                    "suite": suite,
+                    "capability": OPERATOR_CRS.get(v.op),
+                    "text": v.text,
+                    "text_pair": v.text_pair,
+                    "expected_label": None,
+                    "check": check,
+                    "reason": reason,
+                    "source": seed.text if seed.text_pair is None else f"{seed.text} [SEP] {seed.text_pair}",
+                    "meta": meta,
+                }
+            )
+    return rejected_table(rows)

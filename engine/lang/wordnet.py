@@ -196,3 +196,66 @@ def antonyms(lemma: str, upos: str) -> list[str]:
                             out.setdefault(word)
     out.pop(lemma.lower(), None)
     return list(out)
+
+
+def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[tuple[str, int]]:
+    """(single-word candidate, sense rank) from the word's ``senses`` most frequent WordNet
+    senses (WordNet's sense order, which follows the tagged SemCor counts; the count file
+    itself is not shipped here): synonyms share the sense's synset, antonyms come from the
+    word's lemma in that sense, else from the other lemmas of that sense (hard = difficult
+    -> easy), else, for a satellite adjective, from its head. Most
+    frequent sense first, WordNet's lemma order within a sense."""
+    wn = wordnet()
+    out: dict[str, int] = {}
+    rank = 0
+    for pos in WN_POS.get(upos, ()):
+        for synset in wn.synsets(lemma, pos=pos):
+            rank += 1
+            if rank > senses:
+                break
+            own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma.lower()]
+            if kind == "synonym":
+                pool = synset.lemmas()
+            else:
+                pool = [a for lem in own for a in lem.antonyms()]
+                if not pool:  # hard (= difficult) -> easy: the antonym of a synonym in this sense
+                    pool = [a for lem in synset.lemmas() for a in lem.antonyms()]
+                if not pool and synset.pos() == "s":
+                    pool = [a for head in synset.similar_tos() for lem in head.lemmas() for a in lem.antonyms()]
+            for word in _words(pool):
+                if word != lemma.lower():
+                    out.setdefault(word, rank)
+    return sorted(out.items(), key=lambda kv: kv[1])
+
+
+def is_multiword(words: list[str]) -> bool:
+    """Whether the words, joined, are a WordNet multiword lemma (``big_screen``, ``too_bad``)."""
+    if len(words) < 2:
+        return False
+    wn = wordnet()
+    name = "_".join(w.lower() for w in words)
+    return bool(wn.synsets(name)) or bool(wn.synsets(name.replace("_", "-")))
+
+
+# Glosses that mark a sense as offensive (WordNet writes "(ethnic slur)", "offensive term").
+_OFFENSIVE_GLOSS = (
+    "offensive term",
+    "(offensive",
+    "offensive name",
+    "offensive slang",
+    "slur",
+    "obscene",
+    "vulgar",
+    "derogatory term",
+    "disparaging term",
+    "(disparaging",
+)
+
+
+@lru_cache(maxsize=65536)
+def is_offensive(word: str) -> bool:
+    """Whether a single word has a WordNet sense whose gloss marks it offensive, a slur or obscene."""
+    wn = wordnet()
+    return any(
+        any(mark in synset.definition().lower() for mark in _OFFENSIVE_GLOSS) for synset in wn.synsets(word.lower())
+    )

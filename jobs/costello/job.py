@@ -35,11 +35,19 @@ import typer
 
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.case_checks import empty_rejected
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, MutationSettings
 from checkray.engine.costello.mutations import Variant, inversion_sentences, read_inversions
 from checkray.engine.costello.scoring import texts_to_embed
-from checkray.engine.costello.triples import Seed, assemble, counts_per_cr, triple_table, triples_to_cases
+from checkray.engine.costello.triples import (
+    Seed,
+    assemble,
+    counts_per_cr,
+    rejected_variants,
+    triple_table,
+    triples_to_cases,
+)
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
 from checkray.engine.stages import Stage, StageContext, StageRunner, path_digest
@@ -127,7 +135,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
 
 
 def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
-    cc = cc.view("pipeline", "inversions", "polarity_guard", "gender_pairs", "cr3_synonym")
+    cc = cc.view("pipeline", "inversions", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks")
 
     def run(ctx: StageContext):
         from checkray.actors.costello.mutators import VARIANT_SCHEMA, mutate_corpus
@@ -141,6 +149,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
             polarity_guard=cc.polarity_guard,
             gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
             dense_seed=seed if cc.cr3_synonym == "dense" else None,
+            context_checks=cc.context_checks,
         )
         return {"data": mutate_corpus(seeds, settings, batch_size=64)}
 
@@ -148,12 +157,13 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
 
 
 def triples_stage(cc: CostelloConfig) -> Stage:
-    cc = cc.view("suite", "per_seed", "triples", "generate", "cr3_synonym")
+    cc = cc.view("suite", "per_seed", "triples", "generate", "cr3_synonym", "context_checks")
 
     def run(ctx: StageContext):
         from checkray.engine.costello.released import read_triples
 
         parts = []
+        rejected = empty_rejected()
         if cc.generate:
             seeds = [
                 Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()
@@ -162,7 +172,9 @@ def triples_stage(cc: CostelloConfig) -> Stage:
             for r in ctx.input("mutate").to_pylist():
                 variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
             positive = "synonym_dense" if cc.cr3_synonym == "dense" else "synonym"
-            triples = assemble(seeds, variants, cc.suite, cc.per_seed, positive)
+            cr2 = "shift" if cc.context_checks else "synonym"
+            triples = assemble(seeds, variants, cc.suite, cc.per_seed, positive, cr2)
+            rejected = rejected_variants(seeds, variants, triples, cc.suite)
             # Seeds taken from the inversion table (IMDB reviews for the paper) are there for CR3 only.
             triples = [t for t in triples if not t.seed.id.startswith(INVERSION_SEED) or t.capability == "CR3"]
             if not triples and not cc.triples:
@@ -182,7 +194,7 @@ def triples_stage(cc: CostelloConfig) -> Stage:
             parts.append(table)
         if not parts:
             raise InputError("costello: nothing to score (generate is off and no triples file was given)")
-        return {"data": pa.concat_tables(parts)}
+        return {"data": pa.concat_tables(parts), "rejected": rejected}
 
     return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], external=_digests(*cc.triples))
 
@@ -289,6 +301,7 @@ class CostelloJob(Job[CostelloConfig]):
         "train.parquet",
         "dictionaries.parquet",
         "classifiers.parquet",
+        "rejected.parquet",
     )
 
     def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, zoo: str | None = None):
@@ -314,7 +327,7 @@ class CostelloJob(Job[CostelloConfig]):
         yield validate_stage(cc, self.embedders, seed)
 
     def publish(self, runner: StageRunner) -> list[ReportSection]:
-        from checkray.jobs.costello.report import costello_sections
+        from checkray.jobs.costello.report import costello_sections, rejected_section
 
         run = runner.run
         cases = runner.output("triples")
@@ -327,10 +340,15 @@ class CostelloJob(Job[CostelloConfig]):
         run.write_table("train.parquet", runner.output("seeds", "train"))
         run.write_table("dictionaries.parquet", runner.output("embed", "dictionaries"))
         run.write_table("classifiers.parquet", classifiers)
+        rejected = runner.output("triples", "rejected")
+        run.write_table("rejected.parquet", rejected)
         # What the run tested with, for the repair: the config and the resolved embedders.
         record = {"config": self.cfg.model_dump(mode="json"), "embedders": [s.model_dump() for s in self.embedders]}
         run.write_text("costello.json", json.dumps(record, indent=1))
-        return costello_sections(triple_table(cases), violations, thresholds, classifiers, self.conf)
+        wide = triple_table(cases)
+        return [rejected_section(rejected, wide.num_rows)] + costello_sections(
+            wide, violations, thresholds, classifiers, self.conf
+        )
 
 
 def run_costello(cfg: CheckrayConfig, out: str, specs: Sequence[ModelSpec] = (), *, repair: bool = True) -> JobResult:

@@ -23,6 +23,21 @@ from checkray.engine.costello.triples import CAPABILITIES
 from checkray.engine.report import Section, table_html
 
 
+def rejected_section(rejected: pa.Table, kept: int) -> Section:
+    """Rejected candidate variants per check (rejected.parquet), next to the triples kept."""
+    from checkray.engine.case_checks import rejection_summary
+
+    rows = rejection_summary(rejected, kept)
+    rows[0]["check"] = "(triples kept)"
+    return Section(
+        "COSTELLO: candidate variants rejected per check",
+        [table_html(rows)],
+        "Every candidate a check refused is in rejected.parquet with the check and its reason "
+        "(sense, common_word, polarity, fixed_expression, named_entity, context_fit, profanity; "
+        "person, consistent for gender swaps; cr2_farther). 'share' is of kept triples + rejected variants.",
+    )
+
+
 def triples_section(wide: pa.Table) -> Section:
     return Section(
         "COSTELLO: contrast triples per CR (Table 1)",

@@ -153,7 +153,7 @@ def test_combine_builds_each_cr_and_links_variants_to_seed():
     assert set(triples) == {"CR1", "CR2", "CR3"}
     # CR1: synonym and antonym of the SAME word (brave), not the first synonym (good).
     assert triples["CR1"].positive.replacement == "courageous" and triples["CR1"].negative.replacement == "cowardly"
-    assert triples["CR2"].positive.op == "gender" and triples["CR2"].negative.op == "synonym"
+    assert triples["CR2"].positive.op == "gender" and triples["CR2"].negative.op == "antonym"  # a real change
     assert triples["CR3"].negative.op == "inversion"
 
     cases = validate_cases(triples_to_cases(list(triples.values()), "t"))
@@ -307,7 +307,9 @@ def test_paper_config_and_its_embedder_lists_load():
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "costello_paper.yaml", {})
     cc, rc = cfg.section(CostelloConfig), cfg.section(RepairConfig)
-    assert cc.dictionary_size is None and cc.classifiers >= 14 and cc.inversion_seeds and cc.cr3_synonym == "dense"
+    assert (
+        cc.dictionary_size is None and cc.classifiers >= 14 and cc.inversion_seeds and cc.cr3_synonym == "word"
+    )  # dense: the authors' option only
     assert (rc.learning_rate, rc.epochs, rc.alpha, rc.threshold) == (1e-4, 8, 0.5, "mu-2sigma")
     names = [s.name for s in read_embedders(str(root / cc.embedders))]
     names += [s.name for s in read_embedders(str(root / "configs/costello/embedders_paper_mpnet.yaml"))]

@@ -1,0 +1,538 @@
+"""COSTELLO's substituting operators with their candidates checked in context.
+
+The plain operators (``mutations.py``) take WordNet's first lemma whatever the sentence:
+good -> honorable ("honorable performances"), smart -> chic, like -> wish ("you'll
+probably wish rollerball"), and they edit fixed expressions ("too bad", "the big screen")
+and titles ("the bad news bears"). Here every candidate runs through named checks, in this
+order; the first it fails rejects it, with the reason, and a rejected candidate is kept as a
+``Variant`` whose ``check``/``reason`` say so (the job publishes them in ``rejected.parquet``):
+
+``sense``            the candidate comes from one of the word's most frequent WordNet senses
+                     (``SENSES``), is a single word, and inflects to the original's form
+                     (lemminflect; comparatives, past tenses, plurals ...)
+``fixed_expression`` the word is not part of a WordNet multiword lemma with its neighbours
+                     (``too_bad``, ``brain_dead``, ``at_worst``, ``allow_for``) nor of a
+                     strong collocation of the corpus (``the big screen``, ``precious little``)
+``named_entity``     the word is not in a title or a name: spaCy's entities, a span written
+                     capitalised mid-sentence in the corpus ("Bad News Bears", "Birthday
+                     Girl"), a proper noun, a quoted span, half of a hyphenated word
+``common_word``      the (inflected) candidate occurs at least ``MIN_COUNT`` times in the
+                     reference corpus (the bundled IMDB + Rotten Tomatoes reviews)
+``polarity``         synonym keeps the word's polarity class, antonym flips it (CR1-CR3)
+``context_fit``      the bigrams the candidate forms with its neighbours are attested where
+                     the original's are, and a trigram around it when one around the
+                     original is (``ReferenceModel.fits``)
+``profanity``        the variant adds no profane or offensive word the seed lacks
+                     (better-profanity's list + WordNet senses glossed offensive/slur/obscene)
+
+Of the candidates that pass them all, the one that fits its context best is kept: the
+summed log counts of the n-grams it forms with its neighbours, less ``SENSE_PENALTY`` per
+less frequent sense; a candidate of a sense other than the first must also have been seen
+beside a content-word neighbour (``context_fit``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from checkray.engine.costello.context import ReferenceModel
+from checkray.engine.costello.mutations import (
+    NOTIONAL_POS,
+    Kind,
+    Token,
+    Variant,
+    detokenize,
+    gender_lexicon,
+    in_compound,
+    match_case,
+    replace_word,
+)
+from checkray.engine.lang.polarity import polarity_class, word_polarity
+
+SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
+MIN_COUNT = 10  # occurrences in the reference corpus (~1.4 per million words): a common word
+PMI_COLLOCATION = 80.0  # two content words observed >= 80x more often than chance ...
+MIN_COLLOCATION = 10  # ... at least this often: a fixed expression
+PMI_TRIGRAM = 50.0  # a trigram >= 50x likelier than its likelier split into bigram + word
+CANDIDATES = 8  # candidates tried per word
+SENSE_PENALTY = 2.0  # context score (sum of log n-gram counts) a less frequent sense must make up
+_OPPOSITE = {"positive": "negative", "negative": "positive"}
+# Substitutable fine tags per operator family: base and inflected forms (lemminflect).
+WORD_TAGS = {
+    "JJ": "ADJ",
+    "JJR": "ADJ",
+    "JJS": "ADJ",
+    "VB": "VERB",
+    "VBP": "VERB",
+    "VBD": "VERB",
+    "VBZ": "VERB",
+    "VBG": "VERB",
+    "VBN": "VERB",
+}
+PAIR_TAGS = {**WORD_TAGS, "NN": "NOUN", "NNS": "NOUN", "RB": "ADV"}
+CHECKS = ("sense", "fixed_expression", "named_entity", "common_word", "polarity", "context_fit", "profanity")
+PAIR_CHECKS = tuple(c for c in CHECKS if c != "polarity")
+# Entity types of spaCy's NER that mark titles and names.
+_NAME_ENTS = {"PERSON", "WORK_OF_ART", "ORG", "GPE", "NORP", "FAC", "EVENT", "PRODUCT", "LOC", "LAW"}
+_QUOTES = {'"', "``", "''", "“", "”"}
+_WORD = re.compile(r"[a-z]+")
+
+
+def inflect(lemma: str, tag: str) -> str | None:
+    """``lemma`` in the form ``tag`` (lemminflect); the lemma itself for base tags."""
+    if tag in ("JJ", "VB", "VBP", "NN", "RB"):
+        if tag == "VBP" and lemma == "be":
+            return None
+        return lemma
+    from lemminflect import getInflection
+
+    forms = getInflection(lemma, tag=tag)
+    return forms[0] if forms else None
+
+
+@lru_cache(maxsize=1)
+def profane_words() -> frozenset[str]:
+    """better-profanity's word list (single words)."""
+    from importlib import resources
+
+    text = resources.files("better_profanity").joinpath("profanity_wordlist.txt").read_text(encoding="utf-8")
+    return frozenset(w.strip().lower() for w in text.splitlines() if w.strip() and " " not in w.strip())
+
+
+def added_profanity(seed: str, variant: str) -> list[str]:
+    """Profane / offensive words of ``variant`` that ``seed`` does not contain."""
+    from checkray.engine.lang.wordnet import is_offensive
+
+    have = set(_WORD.findall(seed.lower()))
+    new = [w for w in dict.fromkeys(_WORD.findall(variant.lower())) if w not in have]
+    return [w for w in new if w in profane_words() or is_offensive(w)]
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def profanity_checked(seed: str, v: Variant) -> Variant:
+    """A whole-sentence variant (inversion, dense synonyms) through the profanity check."""
+    bad = added_profanity(seed, v.text + " " + (v.text_pair or ""))
+    if bad:
+        return _reject(v, [], "profanity", f"adds {', '.join(bad)}")
+    return _keep(v, ["profanity"])
+
+
+def _neighbours(tokens: Sequence[Token], i: int, replace: dict[int, str] | None = None) -> tuple[list[str], list[str]]:
+    replace = replace or {}
+    left = [replace.get(j, tokens[j].text).lower() for j in range(max(0, i - 2), i)]
+    right = [replace.get(j, tokens[j].text).lower() for j in range(i + 1, min(len(tokens), i + 3))]
+    return left, right
+
+
+def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> str | None:
+    """Why token i is part of a fixed expression, or None."""
+    from checkray.engine.lang.wordnet import is_multiword
+
+    words = [t.text.lower() for t in tokens]
+    lemmas = [(t.lemma or t.text).lower() for t in tokens]
+    for start in range(max(0, i - 2), i + 1):
+        for end in range(max(i + 1, start + 2), min(len(tokens), start + 3) + 1):
+            for seq in (words[start:end], lemmas[start:end]):
+                # "good and" (= very) is a WordNet adverb, but "good and funny" is no idiom
+                if all(w.isalpha() for w in seq) and not set(seq) & {"and", "or", "but"} and is_multiword(seq):
+                    return f"'{' '.join(words[start:end])}' is a WordNet multiword expression"
+    for a, b in ((i - 1, i), (i, i + 1)):
+        if a < 0 or b >= len(tokens) or not (words[a].isalpha() and words[b].isalpha()):
+            continue
+        if words[a] in _stop_words() or words[b] in _stop_words():
+            continue  # "his wife", "an intelligent": grammar, not an expression
+        n = ref.count(words[a], words[b])
+        if n >= MIN_COLLOCATION:
+            pmi = n * ref.total / max(1, ref.count(words[a]) * ref.count(words[b]))
+            if pmi >= PMI_COLLOCATION:
+                return f"'{words[a]} {words[b]}' is a collocation of the reference corpus ({n}x, {pmi:.0f}x chance)"
+    for a in range(max(0, i - 2), i + 1):  # "sad to say": a trigram far likelier than either split
+        tri = words[a : a + 3]
+        if len(tri) < 3 or not all(w.isalpha() for w in tri):
+            continue
+        n = ref.count(*tri)
+        if n < MIN_COLLOCATION:
+            continue
+        split = min(
+            n * ref.total / max(1, ref.count(tri[0], tri[1]) * ref.count(tri[2])),
+            n * ref.total / max(1, ref.count(tri[0]) * ref.count(tri[1], tri[2])),
+        )
+        if split >= PMI_TRIGRAM:
+            return f"'{' '.join(tri)}' is a collocation of the reference corpus ({n}x, {split:.0f}x chance)"
+    return None
+
+
+def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Sequence[str] | None = None) -> str | None:
+    """Why token i is inside a name or title, or None."""
+    tok = tokens[i]
+    if ents is not None and ents[i] in _NAME_ENTS:
+        return f"inside a named entity ({ents[i]})"
+    if tok.pos == "PROPN":
+        return "a proper noun"
+    if in_compound(tokens, i):
+        return "half of a hyphenated word"
+    quotes = [j for j, t in enumerate(tokens) if t.text in _QUOTES]
+    if any(a < i < b for a, b in zip(quotes[::2], quotes[1::2])):
+        return "inside a quoted span"
+    words = [t.text.lower() for t in tokens]
+    if ref.title_like(words[i]):
+        return f"'{words[i]}' is mostly written capitalised (a name)"
+    for a, b in ((i - 1, i), (i, i + 1)):
+        if 0 <= a and b < len(tokens) and ref.title_like(words[a], words[b], share=0.4):
+            return f"'{words[a]} {words[b]}' is mostly written capitalised (a title or name)"
+    return None
+
+
+def _scored(*words: str) -> bool:
+    from checkray.engine.lang.polarity import afinn_lexicon, vader_lexicon
+
+    return any(w and (w.lower() in vader_lexicon() or w.lower() in afinn_lexicon()) for w in words)
+
+
+def _reject(v: Variant, passed: list[str], check: str, reason: str) -> Variant:
+    return Variant(
+        v.op, v.text, v.text_pair, v.index, v.word, v.replacement, ",".join(passed), check, " ".join(reason.split())
+    )
+
+
+def _keep(v: Variant, passed: list[str]) -> Variant:
+    return Variant(v.op, v.text, v.text_pair, v.index, v.word, v.replacement, ",".join(passed))
+
+
+def ranked_candidates(lemma: str, upos: str, kind: Kind, ref: ReferenceModel) -> list[tuple[str, int]]:
+    """(candidate, sense rank) of the word's most frequent senses: sense order, then corpus frequency."""
+    from checkray.engine.lang.wordnet import sense_candidates
+
+    cands = sense_candidates(lemma, upos, kind, SENSES)
+    return sorted(cands, key=lambda c: (c[1], -ref.count(c[0])))[:CANDIDATES]
+
+
+def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> tuple[float, bool]:
+    """(sum of log counts of the n-grams ``form`` makes at token i, whether it forms an
+    attested bigram with a content-word neighbour or has none)."""
+    import math
+
+    left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
+    w = form.lower()
+    grams = []
+    if left:
+        grams.append((left[-1], w))
+    if right:
+        grams.append((w, right[0]))
+    grams += ReferenceModel._trigrams(left, w, right)
+    score = sum(math.log1p(ref.count(*g)) for g in grams)
+    content = [n for n in (left[-1:] + right[:1]) if n.isalpha() and n not in _stop_words()]
+    attested = not content or any(ref.count(*g) > 0 for g in grams[:2] if set(g) & set(content))
+    return score, attested
+
+
+def word_checks(
+    tokens: Sequence[Token],
+    i: int,
+    candidate_lemma: str,
+    kind: Kind,
+    ref: ReferenceModel,
+    *,
+    guard: bool,
+    position: str | None,
+    seed_text: str,
+    rank: int = 1,
+) -> tuple[Variant, list[str], str | None, str | None]:
+    """One candidate at token i through the checks: (variant, passed, failed check, reason)."""
+    tok = tokens[i]
+    form = inflect(candidate_lemma, tok.tag)
+    base = Variant(kind, detokenize(tokens), index=i, word=tok.text, replacement=form or candidate_lemma)
+    passed: list[str] = []
+    if form is None or " " in form or "_" in form:
+        return base, passed, "sense", f"'{candidate_lemma}' has no single-word {tok.tag} form"
+    variant = Variant(kind, detokenize(tokens, replace_word(tokens, i, form)), index=i, word=tok.text, replacement=form)
+    passed.append("sense")
+    if position:
+        check, why = position.split(":", 1)
+        return variant, passed, check, why
+    passed += ["fixed_expression", "named_entity"]
+    if ref.count(form) < MIN_COUNT:
+        return (
+            variant,
+            passed,
+            "common_word",
+            f"'{form}' occurs {ref.count(form)}x in the reference corpus (< {MIN_COUNT})",
+        )
+    passed.append("common_word")
+    if guard:
+        cls = polarity_class(tok.text.lower(), (tok.lemma or tok.text).lower())
+        want = cls if kind == "synonym" else _OPPOSITE.get(cls)
+        got = polarity_class(form, candidate_lemma)
+        if cls == "neutral":
+            return variant, passed, "polarity", f"'{tok.text}' is neutral"
+        # A candidate neither lexicon lists inherits the sense's polarity (WordNet's
+        # synonymy / antonymy); one the lexicons score must have the wanted class.
+        if got != want and (got != "neutral" or _scored(form, candidate_lemma)):
+            return variant, passed, "polarity", f"'{form}' is {got}, a {kind} of {cls} '{tok.text}' must be {want}"
+        passed.append("polarity")
+    new_left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
+    left, _ = _neighbours(tokens, i)
+    why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
+    if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
+        # A less frequent sense needs positive evidence: the candidate seen beside a
+        # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).
+        why = f"'{form}' is from sense {rank} of '{tok.text}' and never seen beside its content-word neighbours"
+    if why:
+        return variant, passed, "context_fit", why
+    passed.append("context_fit")
+    bad = added_profanity(seed_text, variant.text)
+    if bad:
+        return variant, passed, "profanity", f"adds {', '.join(bad)}"
+    passed.append("profanity")
+    return variant, passed, None, None
+
+
+def position_verdict(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Sequence[str] | None) -> str | None:
+    """'check:reason' when token i must not be edited (fixed expression, name, title)."""
+    why = fixed_expression(tokens, i, ref)
+    if why:
+        return f"fixed_expression:{why}"
+    why = named_entity(tokens, i, ref, ents)
+    return f"named_entity:{why}" if why else None
+
+
+def checked_substitutions(
+    tokens: Sequence[Token],
+    kind: Kind,
+    ref: ReferenceModel,
+    *,
+    ents: Sequence[str] | None = None,
+    guard: bool = True,
+    per_word: int = 1,
+    senses: dict[int, int] | None = None,
+) -> list[Variant]:
+    """Per substitutable word (adjective or verb, any inflection) up to ``per_word`` kept
+    variants, and every candidate rejected on the way (``check``/``reason`` set).
+
+    ``senses`` (token index -> WordNet sense rank): for synonyms it is filled with the sense
+    of each kept synonym; for antonyms it restricts a word's antonyms to that sense (or the
+    first), so that CR1's antonym opposes the sense its synonym found in this context
+    ("sick society": ill / healthy, not ill / well)."""
+    out: list[Variant] = []
+    seed_text = detokenize(tokens)
+    for i, tok in enumerate(tokens):
+        upos = WORD_TAGS.get(tok.tag)
+        if upos is None or tok.pos not in ("ADJ", "VERB") or not tok.text.isalpha():
+            continue
+        lemma = (tok.lemma or tok.text).lower()
+        if guard and polarity_class(tok.text.lower(), lemma) == "neutral":
+            continue  # not a sentiment word: no candidate is generated (as the plain operator)
+        position = position_verdict(tokens, i, ref, ents)
+        good: list[tuple[float, int, Variant]] = []
+        for n, (cand, rank) in enumerate(ranked_candidates(lemma, upos, kind, ref)):
+            v, passed, check, why = word_checks(
+                tokens, i, cand, kind, ref, guard=guard, position=position, seed_text=seed_text, rank=rank
+            )
+            if kind == "antonym" and senses is not None and i in senses and rank not in (1, senses[i]):
+                check = "sense"
+                why = f"antonym of sense {rank}; the synonym kept here is of sense {senses[i]}"
+                passed = []
+            if check:
+                out.append(_reject(v, passed, check, why or ""))
+                continue
+            # Best fit first: the n-grams it forms, less a penalty per less frequent sense.
+            score = context_score(tokens, i, v.replacement or cand, ref)[0] - SENSE_PENALTY * (rank - 1)
+            good.append((-score, n, rank, _keep(v, passed)))
+        best = sorted(good)[:per_word]
+        if best and kind == "synonym" and senses is not None:
+            senses[i] = best[0][2]
+        out += [v for *_, v in best]
+    return out
+
+
+def strength_shift(word: str, replacement: str, lemma: str | None = None) -> float:
+    """|polarity(word) - polarity(replacement)|: how much a synonym changes the strength."""
+    return abs(word_polarity(word, lemma) - word_polarity(replacement))
+
+
+# ------------------------------------------------------------------ gender swap (CR2)
+
+PRONOUNS = {"he", "she", "him", "her", "his", "hers", "himself", "herself"}
+_POSSESSED_TAGS = {"NN", "NNS", "NNP", "NNPS", "JJ", "JJR", "JJS", "VBG", "CD"}
+_ADVERBIAL_NOUNS = {"yesterday", "today", "tonight", "tomorrow", "again", "now", "home"}
+GENDER_CHECKS = ("person", "fixed_expression", "named_entity", "consistent", "profanity")
+
+
+@lru_cache(maxsize=4096)
+def denotes_person(word: str) -> bool:
+    """A noun whose most frequent WordNet noun sense is a person (noun.person)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    synsets = wordnet().synsets(word.lower(), pos="n")
+    return bool(synsets) and synsets[0].lexname() == "noun.person"
+
+
+def checked_gender_swap(
+    tokens: Sequence[Token],
+    ref: ReferenceModel,
+    *,
+    ents: Sequence[str] | None = None,
+    extra_pairs: str | None = None,
+) -> list[Variant]:
+    """Every word denoting a person's gender swapped at once: pronouns, person nouns
+    (actor/actress, girls; not "host to some sequences", not "female" before a non-person
+    noun), first names (case-insensitive when the corpus is lower-cased and the corpus
+    writes the word capitalised). Refused (one rejected variant with the reason) when a
+    gendered word sits in a title or fixed expression, or when a person's mention cannot be
+    swapped with the rest (a name of both genders' lists, or a PERSON name we have no
+    counterpart for beside swapped pronouns)."""
+    words, names = gender_lexicon(extra_pairs)
+    lower_names = {k.lower(): v for k, v in names.items()}
+    replace: dict[int, str] = {}
+    problems: list[tuple[str, str]] = []
+    gendered_any = False
+    for i, tok in enumerate(tokens):
+        low = tok.text.lower()
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        repl = None
+        if low == "her":
+            possessive = tok.tag == "PRP$" or (
+                nxt is not None and nxt.tag in _POSSESSED_TAGS and nxt.text.lower() not in _ADVERBIAL_NOUNS
+            )
+            repl = "his" if possessive else "him"
+        elif low in PRONOUNS:
+            repl = words.get(low, "her")
+        elif low in words and tok.pos in ("NOUN", "ADJ") and tok.text.isalpha():
+            gendered_any = True
+            if tok.pos == "NOUN" and not (denotes_person(low) or denotes_person((tok.lemma or low).lower())):
+                problems.append(("person", f"'{tok.text}' does not denote a person here"))
+                continue
+            if tok.pos == "ADJ":  # "female director" yes, "female empowerment picture" no
+                if nxt is None or nxt.pos != "NOUN" or not denotes_person((nxt.lemma or nxt.text).lower()):
+                    problems.append(("person", f"'{tok.text}' does not modify a person"))
+                    continue
+            repl = words[low]
+            if tok.pos == "NOUN":  # "host to some sequences" -> "hostess to": not this sense
+                left, right = _neighbours(tokens, i)
+                why = ref.fits(left, low, repl, right)
+                if why:
+                    problems.append(("person", f"'{tok.text}' -> '{repl}': {why}"))
+                    continue
+        elif low in lower_names and tok.text.isalpha() and (tok.pos == "PROPN" or ref.title_like(low)):
+            repl = lower_names[low]
+            if tok.text[:1].islower():
+                repl = repl.lower()
+        if repl is None:
+            continue
+        gendered_any = True
+        position = position_verdict(tokens, i, ref, None) if low not in PRONOUNS else None
+        if position:
+            check, why = position.split(":", 1)
+            problems.append((check, f"'{tok.text}': {why}"))
+            continue
+        replace[i] = repl if tok.pos == "PROPN" else match_case(repl, tok.text)
+    if not gendered_any:
+        return []
+    seed_text = detokenize(tokens)
+    first = min(replace) if replace else 0
+    text = detokenize(tokens, replace) if replace else seed_text
+    variant = Variant(
+        "gender", text, index=first, word=tokens[first].text, replacement=replace.get(first, tokens[first].text)
+    )
+    passed: list[str] = []
+    for check in ("person", "fixed_expression", "named_entity"):
+        bad = [why for c, why in problems if c == check]
+        if bad:
+            return [_reject(variant, passed, check, "; ".join(bad))]
+        passed.append(check)
+    if not replace:
+        return []
+    why = _inconsistent(tokens, replace, ents, ref, lower_names)
+    if why:
+        return [_reject(variant, passed, "consistent", why)]
+    passed.append("consistent")
+    bad_words = added_profanity(seed_text, text)
+    if bad_words:
+        return [_reject(variant, passed, "profanity", f"adds {', '.join(bad_words)}")]
+    passed.append("profanity")
+    return [_keep(variant, passed)]
+
+
+def _inconsistent(
+    tokens: Sequence[Token],
+    replace: dict[int, str],
+    ents: Sequence[str] | None,
+    ref: ReferenceModel,
+    lower_names: dict[str, str],
+) -> str | None:
+    """Why the swap leaves a mention of a swapped person unswapped, or None: a first name
+    (PERSON entity or a capitalised-in-corpus word) that no list maps, beside swapped
+    pronouns or person nouns."""
+    for j, tok in enumerate(tokens):
+        if j in replace or not tok.text.isalpha():
+            continue
+        low = tok.text.lower()
+        prev_is_name = j > 0 and (j - 1) in replace and tokens[j - 1].text.lower() in lower_names
+        if prev_is_name:
+            continue  # a surname after a swapped first name
+        person_ent = ents is not None and ents[j] == "PERSON" and (j == 0 or ents[j - 1] != "PERSON")
+        if person_ent or (low in lower_names and (tok.pos == "PROPN" or ref.title_like(low))):
+            return f"'{tok.text}' names a person whose name is not swapped"
+    return None
+
+
+# ------------------------------------------------------------------ matching pairs (CR4)
+
+
+def checked_shared_substitutions(
+    a: Sequence[Token], b: Sequence[Token], kind: Kind, ref: ReferenceModel, per_pair: int = 1
+) -> list[Variant]:
+    """For shared notional words (same lemma and tag in both sentences), the first candidate
+    that passes the checks in BOTH sentences at every occurrence; rejected candidates kept
+    with their reasons (no polarity guard: matching is not about sentiment)."""
+    b_index: dict[tuple[str, str], list[int]] = {}
+    for j, tok in enumerate(b):
+        if tok.pos in NOTIONAL_POS and tok.text.isalpha():
+            b_index.setdefault(((tok.lemma or tok.text).lower(), tok.pos), []).append(j)
+    out: list[Variant] = []
+    kept = 0
+    seen: set[tuple[str, str]] = set()
+    seed_text = detokenize(a) + " " + detokenize(b)
+    for i, tok in enumerate(a):
+        key = ((tok.lemma or tok.text).lower(), tok.pos)
+        if key not in b_index or key in seen or not tok.text.isalpha() or tok.tag not in PAIR_TAGS:
+            continue
+        seen.add(key)
+        if any(b[j].tag != tok.tag for j in b_index[key]):
+            continue
+        a_at = [k for k, t in enumerate(a) if ((t.lemma or t.text).lower(), t.pos) == key and t.tag == tok.tag]
+        sites = [(a, k) for k in a_at] + [(b, k) for k in b_index[key]]
+        positions = [position_verdict(s, k, ref, None) for s, k in sites]
+        position = next((p for p in positions if p), None)
+        for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
+            verdict = None
+            for s, k in sites:
+                v, passed, check, why = word_checks(
+                    s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text, rank=rank
+                )
+                if check:
+                    verdict = (passed, check, why)
+                    break
+            form = inflect(cand, tok.tag) or cand
+            ra = {k: match_case(form, a[k].text) for k in a_at}
+            rb = {k: match_case(form, b[k].text) for k in b_index[key]}
+            variant = Variant(
+                f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i, word=tok.text, replacement=form
+            )
+            if verdict:
+                out.append(_reject(variant, verdict[0], verdict[1], verdict[2] or ""))
+                continue
+            out.append(_keep(variant, list(PAIR_CHECKS)))
+            kept += 1
+            break
+        if kept >= per_pair:
+            break
+    return out
