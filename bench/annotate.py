@@ -24,127 +24,27 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from checkray.engine.review import SUITE_OF_JOB, job_runs  # noqa: E402
+from checkray.engine.review import units_of_run as review_units  # noqa: E402
 from checkray.engine.suite_validity import GENERATORS, VERDICTS, meta_path  # noqa: E402
-
-# The suite each generator's cases are published in, by job.
-SUITE_OF_JOB = {
-    "templates": "suite.parquet",
-    "mft": "suite.parquet",
-    "testaug": "suite.parquet",
-    "s2lct": "suite.parquet",
-    "costello": "triples.parquet",
-}
-
-
-def job_runs(root: Path) -> Iterator[tuple[str, Path]]:
-    """(job, run directory) of every finished run at or below ``root``."""
-    for manifest in sorted(root.rglob("manifest.json")):
-        if "stages" in manifest.parts:
-            continue
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
-        yield str(meta.get("job")), manifest.parent
-
-
-def _meta(row: dict) -> dict:
-    raw = row.get("meta")
-    return json.loads(raw) if isinstance(raw, str) and raw else {}
-
-
-def _expected(row: dict) -> str:
-    labels = row.get("expected_labels")
-    if labels:
-        return " or ".join(labels)
-    if row.get("test_type") in ("INV", "DIR") and row.get("relation"):
-        return f"{row['relation']} vs {row.get('perturbs')}"
-    return str(row.get("expected_label"))
-
-
-def case_units(job: str, rows: list[dict]) -> dict[str, list[dict]]:
-    """The cases of one suite as annotation units, by generator."""
-    out: dict[str, list[dict]] = {}
-    for row in rows:
-        meta, prov = _meta(row), row.get("provenance") or {}
-        if job == "templates":
-            generator, source = "templates", f"template: {meta.get('template')}"
-        elif job == "mft":
-            generator = "mft"
-            source = f"version {meta.get('version')} {meta.get('split')}; from: {meta.get('representative') or meta.get('source_text') or prov.get('source_id')}"
-        elif job == "testaug":
-            generator = "testaug"
-            source = f"{row['suite']}; {meta.get('description')}; from: {meta.get('source') or meta.get('template')}"
-        elif job == "s2lct":
-            expanded = meta.get("kind") == "expansion"
-            generator = "s2lct_expansion" if expanded else "s2lct_seed"
-            source = (
-                f"masked: {meta.get('masked')} -> {meta.get('words')}"
-                if expanded
-                else f"rules {meta.get('rules')}; label from {meta.get('label_source')}"
-            )
-        else:
-            continue
-        unit = {
-            "case_id": row["case_id"],
-            "generator": generator,
-            "capability": row["capability"] if job != "testaug" else f"{row['capability']}: {row.get('topic')}",
-            "text": row["text"],
-            "text_pair": row.get("text_pair"),
-            "expected": _expected(row),
-            "source": source,
-        }
-        out.setdefault(generator, []).append(unit)
-    return out
-
-
-def triple_units(rows: list[dict]) -> dict[str, list[dict]]:
-    """COSTELLO triples (three rows joined by ``meta.triple``) as units, by CR."""
-    by_triple: dict[str, dict[str, dict]] = {}
-    for row in rows:
-        meta = _meta(row)
-        role = "seed" if row.get("relation") is None else row["relation"]
-        by_triple.setdefault(meta.get("triple") or row["case_id"], {})[role] = row
-    out: dict[str, list[dict]] = {}
-    for tid, parts in by_triple.items():
-        if not {"seed", "closer", "farther"} <= set(parts):
-            continue
-        seed, closer, farther = parts["seed"], parts["closer"], parts["farther"]
-        cr = closer["capability"]
-        unit = {
-            "case_id": tid,
-            "generator": f"costello_{cr.lower()}",
-            "capability": cr,
-            "text": seed["text"],
-            "text_pair": seed.get("text_pair"),
-            "closer": closer["text"] + (f" [SEP] {closer['text_pair']}" if closer.get("text_pair") else ""),
-            "farther": farther["text"] + (f" [SEP] {farther['text_pair']}" if farther.get("text_pair") else ""),
-            "expected": "closer nearer the seed than farther",
-            "source": json.dumps({k: v for k, v in _meta(closer).items() if k != "triple"})[:200],
-        }
-        out.setdefault(unit["generator"], []).append(unit)
-    return out
 
 
 def units_of_run(root: Path) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """Every annotation unit below ``root`` by generator, and the digest of each suite read."""
+    """Every annotation unit below ``root`` by generator (the review page's units,
+    ``engine/review.py``), and the digest of each suite read."""
     units: dict[str, list[dict]] = {}
-    digests: dict[str, str] = {}
-    for job, run in job_runs(root):
-        name = SUITE_OF_JOB.get(job)
-        if name is None or not (run / name).is_file():
-            continue
-        rows = pq.read_table(run / name).to_pylist()
-        digests[str(run.relative_to(root)) or "."] = hashlib.sha256((run / name).read_bytes()).hexdigest()[:16]
-        found = triple_units(rows) if job == "costello" else case_units(job, rows)
-        for generator, items in found.items():
-            units.setdefault(generator, []).extend(items)
+    for unit in review_units(root):
+        units.setdefault(unit["generator"], []).append(unit)
+    digests = {
+        str(run.relative_to(root)) or ".": hashlib.sha256((run / SUITE_OF_JOB[job]).read_bytes()).hexdigest()[:16]
+        for job, run in job_runs(root)
+    }
     return units, digests
 
 
@@ -228,6 +128,16 @@ def sample_released_command(args: argparse.Namespace) -> None:
     write_batch(Path(args.out), units, meta)
 
 
+def _s2lct_capabilities(cfg: dict) -> list[str]:
+    """The capability files an S²LCT run read (its config, or the shipped configs/s2lct)."""
+    listed = (cfg.get("s2lct") or {}).get("capabilities") or [str(ROOT / "configs" / "s2lct")]
+    found: list[str] = []
+    for item in listed:
+        path = Path(item) if Path(item).is_absolute() else ROOT / item
+        found += [str(p) for p in sorted(path.glob("*.yaml"))] if path.is_dir() else [str(path)]
+    return found
+
+
 def run_yields(root: Path) -> dict[str, str]:
     """Cases kept per input, per generator, from what the runs below ``root`` published:
     templates per template, MFT per representative prompted, TestAug per description,
@@ -252,11 +162,13 @@ def run_yields(root: Path) -> dict[str, str]:
             )
             ratio("mft", len(units.get("mft", [])), prompts, "representative prompted")
         elif job == "testaug":
-            descs = {u["capability"] for u in units.get("testaug", [])}
+            descs = {u["description"] for u in units.get("testaug", [])}
             ratio("testaug", len(units.get("testaug", [])), len(descs), "description")
         elif job == "s2lct":
             seeds, exps = units.get("s2lct_seed", []), units.get("s2lct_expansion", [])
-            ratio("s2lct_seed", len(seeds), len({u["capability"] for u in seeds}), "capability")
+            # per capability the run asked for (one that found no seed counts, as zero)
+            wanted = len(_s2lct_capabilities(cfg)) or len({u["capability"] for u in seeds})
+            ratio("s2lct_seed", len(seeds), wanted, "capability")
             ratio("s2lct_expansion", len(exps), len(seeds), "seed")
         elif job == "costello":
             n_seeds = len(
