@@ -44,16 +44,18 @@ _LABEL_WORDS = (
 _LEAD_LABEL = re.compile(rf"^\s*\**\s*(?:{_LABEL_WORDS})\s*#?\s*\d*\s*\**\s*[:.)\-]\s*\**\s*", re.IGNORECASE)
 _NUMBERING = re.compile(r"^\s*(?:\(?\d+[.)]|[-*\u2022]|\d+\s*[:\-])\s+")
 # Commentary after the case: "... (This sentence is positive.)", " - Sentiment: Positive",
-# " Label: negative", " Explanation: ..."
+# " Label: negative", " Explanation: ...", '" - Should return: "...' (an instruction echoed)
 _TRAILING = re.compile(
     r"\s*(?:\((?:this|the|it|note|positive|negative|label|sentiment|explanation)\b[^()]*\)"
+    r"|[\"”]?\s*[-–—]+\s*should\s+(?:return|be|output|read|say)\s*:.*"
     r"|[-\u2013\u2014|]*\s*\b(?:label|sentiment|explanation|reason|note|polarity)\s*:.*)\s*$",
     re.IGNORECASE,
 )
 _QUOTES = "\"'“”‘’`"
 # A label left anywhere in a cleaned text: the model's reasoning, not a case.
 _ARTEFACT = re.compile(
-    r"\b(?:explanation|answer|label|sentiment|reason|rephrased(?: review)?|customer review|test case \d*|sentence \d+)\s*:",
+    r"\b(?:explanation|answer|label|sentiment|reason|rephrased(?: review)?|customer review|test case \d*|sentence \d+"
+    r"|should (?:return|output))\s*:",
     re.IGNORECASE,
 )
 
@@ -150,7 +152,12 @@ _RESTATEMENT = re.compile(r"(?:it|this|that|the \w+)\s+(?:is|was|'s|turned out|f
 _NEGATOR = re.compile(
     r"\b(?:not|no|never|nobody|nothing|none|neither|nor|hardly|without|cannot)\b|n't\b", re.IGNORECASE
 )
-NEGATED_AGAINST = 0.7  # a negated clause is judged by VADER alone, and only when it is this sure
+# A negated clause is judged by VADER alone. VADER flips the word it negates reliably ("not
+# great" -0.51), so a negated clause scoring negative against a positive label rejects at
+# NEGATED_NEGATIVE; VADER misses a negation that scopes over a clause ("didn't think this was
+# great" +0.63), so a positive score against a negative label must be this sure.
+NEGATED_AGAINST = 0.7
+NEGATED_NEGATIVE = 0.3
 
 
 def negated(text: str) -> bool:
@@ -207,7 +214,10 @@ def polarity_reason(text: str, expected: str) -> str | None:
         return None
     clause = deciding_clause(text)
     score = polarity(clause)
-    limit = NEGATED_AGAINST if negated(clause) else POLARITY_AGAINST
+    if negated(clause):
+        limit = NEGATED_NEGATIVE if expected == "positive" else NEGATED_AGAINST
+    else:
+        limit = POLARITY_AGAINST
     against = score <= -limit if expected == "positive" else score >= limit
     if not against:
         return None

@@ -1,0 +1,28 @@
+"""Failure shapes a careful reader found in the demo's TestAug cases (final annotation of
+0996219), each now handled by the output cleaning or the polarity check."""
+
+from __future__ import annotations
+
+from checkray.engine.llm_output import artefact_reason, clean_output, polarity_reason
+
+
+def test_an_echoed_instruction_is_cut_off():
+    raw = 'The soundtrack is not lousy at all, it is good. " - Should return: "The soundtrack is not lousy at all, it is good.'
+    assert clean_output(raw) == "The soundtrack is not lousy at all, it is good."
+    assert artefact_reason("The plot should return: the ending") is not None
+
+
+def test_a_negated_clause_after_but_decides_against_a_positive_label():
+    for text in (
+        "The movie had a bad start, but the ending was not great.",
+        "The book had a terrible start, but the ending was not very good.",
+        "The movie had a horrible start, but the ending was not enjoyable.",
+    ):
+        assert polarity_reason(text, "positive") is not None, text
+
+
+def test_a_clause_level_negation_vader_misses_is_not_a_false_rejection():
+    # VADER scores "didn't think this was great" positive: not sure enough to reject negative
+    assert polarity_reason("I didn't think this was a great director.", "negative") is None
+    assert polarity_reason("The plot is not horrible at all, it is lovely.", "positive") is None
+    assert polarity_reason("The acting is not excellent.", "negative") is None
