@@ -212,7 +212,7 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     assert neg["failure_rate"] == pytest.approx(0.8)
     assert neg["failure_rate_mean"] == pytest.approx((1 + 2 / 3) / 2)
     assert neg["failure_rate_std"] == pytest.approx(0.2357, abs=1e-3)
-    assert "Failure rate by capability" in html and "plotly" in html.lower()
+    assert "Failure rate by model and capability" in html and "plotly" in html.lower()
     assert html.index(">keyword<") < html.index(">naive<")  # leaderboard sorted by failure rate
 
 
