@@ -92,22 +92,13 @@ def inflect(lemma: str, tag: str) -> str | None:
     return forms[0] if forms else None
 
 
-@lru_cache(maxsize=1)
-def profane_words() -> frozenset[str]:
-    """better-profanity's word list (single words)."""
-    from importlib import resources
-
-    text = resources.files("better_profanity").joinpath("profanity_wordlist.txt").read_text(encoding="utf-8")
-    return frozenset(w.strip().lower() for w in text.splitlines() if w.strip() and " " not in w.strip())
-
-
 def added_profanity(seed: str, variant: str) -> list[str]:
     """Profane / offensive words of ``variant`` that ``seed`` does not contain."""
-    from checkray.engine.lang.wordnet import is_offensive
+    from checkray.engine.lang.profanity import offensive
 
     have = set(_WORD.findall(seed.lower()))
     new = [w for w in dict.fromkeys(_WORD.findall(variant.lower())) if w not in have]
-    return [w for w in new if w in profane_words() or is_offensive(w)]
+    return [w for w in new if offensive(w)]
 
 
 @lru_cache(maxsize=1)

@@ -269,10 +269,9 @@ def dense_synonyms(tokens: Sequence[Token], seed: int, prob: float = 0.5) -> lis
 
 def _offensive(word: str) -> bool:
     """Profane (better-profanity's list) or glossed offensive in WordNet: never drawn."""
-    from checkray.engine.costello.checked import profane_words
-    from checkray.engine.lang.wordnet import is_offensive
+    from checkray.engine.lang.profanity import offensive
 
-    return word in profane_words() or is_offensive(word)
+    return offensive(word)
 
 
 # ------------------------------------------------------------------ semantic inversion

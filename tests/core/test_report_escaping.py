@@ -208,6 +208,19 @@ def _mft_page() -> str:
         {
             ("generate", "gates"): [{"gate": P, "kept": 1, "dropped": 0}],
             ("generate", "parsing"): [{"topic": P, "answers": 1, "examples": [P, P]}],
+            ("generate", "rejected"): [
+                {
+                    "case_id": "r1",
+                    "suite": P,
+                    "capability": P,
+                    "text": P,
+                    "expected_label": "positive",
+                    "check": P,
+                    "reason": P,
+                    "source": P,
+                }
+            ],
+            ("generate", "data"): [{"case_id": "c1", "text": P}],
         }
     )
     return _page(
@@ -242,6 +255,18 @@ def _s2lct_page() -> str:
             ("expand", "data"): [{"case_id": "c1", "parser": P, "expansions": json.dumps([{"rejected": {P: 1}}])}],
             ("grammar", "sources"): [{"trees": 3}],
             ("parse", "info"): [{"reference_documents": 2}],
+            ("suite", "rejected"): [
+                {
+                    "case_id": "r1",
+                    "suite": P,
+                    "capability": P,
+                    "text": P,
+                    "expected_label": "positive",
+                    "check": P,
+                    "reason": P,
+                    "source": P,
+                }
+            ],
         }
     )
     grammar = pa.table({"lhs": [P], "rhs": [P], "count": [3]})
@@ -402,6 +427,21 @@ def _testaug_page() -> str:
             ],
             ("patch", "data"): [{"model": P, "seed": 11, "column": "Unpatched", "failure_rate": 0.5}],
             ("patch", "skipped"): [{"model": P, "reason": P}],
+            ("suites", "suite"): [
+                {"case_id": "c1", "capability": P, "text": P, "expected_label": "positive", "checks": [P]}
+            ],
+            ("suites", "rejected"): [
+                {
+                    "case_id": "r1",
+                    "suite": P,
+                    "capability": P,
+                    "text": P,
+                    "expected_label": "positive",
+                    "check": P,
+                    "reason": P,
+                    "source": P,
+                }
+            ],
         }
     )
     descs = [Description("d01", P, P, P, False, [])]
