@@ -153,9 +153,10 @@ def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
         "table3.parquet",  # no torch model among the models: no coverage.parquet
         "consistency.parquet",
         "consistency_summary.parquet",
+        "validity_estimate.parquet",
         "report.html",
     ]
-    assert [q["file"] for q in manifest["quality"]] == ["consistency_summary.parquet"]
+    assert [q["file"] for q in manifest["quality"]] == ["validity_estimate.parquet", "consistency_summary.parquet"]
     # The evaluation ran as stages: a rerun reuses every one of them.
     assert {"suite", "benchmark", "table3", "explain", "consistency"} <= set(manifest["stages"])
 

@@ -147,7 +147,11 @@ def test_testaug_end_to_end(ray_session, tmp_path):
     decided = result.table("validity_decisions.parquet").to_pylist()
     assert [d["key"] for d in decided] == ["d01", "d02"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert [q["file"] for q in manifest["quality"]] == ["rejected.parquet", "validity_decisions.parquet"]
+    assert [q["file"] for q in manifest["quality"]] == [
+        "validity_estimate.parquet",
+        "rejected.parquet",
+        "validity_decisions.parquet",
+    ]
     rejected = result.table("rejected.parquet").to_pylist()
     assert {r["check"] for r in rejected} >= {"duplicate", "validity"} and all(r["reason"] for r in rejected)
     assert all(r["checks"] and "polarity" in r["checks"] for r in rows)
