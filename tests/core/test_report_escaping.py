@@ -77,6 +77,21 @@ def _no_plotlyjs(monkeypatch):
     monkeypatch.setattr(plotly.offline, "get_plotlyjs", lambda: "/* plotly.js */")
 
 
+# A candidate the automatic checks rejected, every shown field hostile (the reports' rejection tables)
+REJECTED = [
+    {
+        "case_id": "r1",
+        "suite": P,
+        "capability": P,
+        "text": P,
+        "expected_label": "positive",
+        "check": P,
+        "reason": P,
+        "source": P,
+    }
+]
+
+
 class FakeRunner:
     """What the report builders read of a StageRunner: ``output(stage, name)`` and ``done``."""
 
@@ -208,18 +223,7 @@ def _mft_page() -> str:
         {
             ("generate", "gates"): [{"gate": P, "kept": 1, "dropped": 0}],
             ("generate", "parsing"): [{"topic": P, "answers": 1, "examples": [P, P]}],
-            ("generate", "rejected"): [
-                {
-                    "case_id": "r1",
-                    "suite": P,
-                    "capability": P,
-                    "text": P,
-                    "expected_label": "positive",
-                    "check": P,
-                    "reason": P,
-                    "source": P,
-                }
-            ],
+            ("generate", "rejected"): REJECTED,
             ("generate", "data"): [{"case_id": "c1", "text": P}],
         }
     )
@@ -255,18 +259,7 @@ def _s2lct_page() -> str:
             ("expand", "data"): [{"case_id": "c1", "parser": P, "expansions": json.dumps([{"rejected": {P: 1}}])}],
             ("grammar", "sources"): [{"trees": 3}],
             ("parse", "info"): [{"reference_documents": 2}],
-            ("suite", "rejected"): [
-                {
-                    "case_id": "r1",
-                    "suite": P,
-                    "capability": P,
-                    "text": P,
-                    "expected_label": "positive",
-                    "check": P,
-                    "reason": P,
-                    "source": P,
-                }
-            ],
+            ("suite", "rejected"): REJECTED,
         }
     )
     grammar = pa.table({"lhs": [P], "rhs": [P], "count": [3]})
@@ -430,18 +423,7 @@ def _testaug_page() -> str:
             ("suites", "suite"): [
                 {"case_id": "c1", "capability": P, "text": P, "expected_label": "positive", "checks": [P]}
             ],
-            ("suites", "rejected"): [
-                {
-                    "case_id": "r1",
-                    "suite": P,
-                    "capability": P,
-                    "text": P,
-                    "expected_label": "positive",
-                    "check": P,
-                    "reason": P,
-                    "source": P,
-                }
-            ],
+            ("suites", "rejected"): REJECTED,
         }
     )
     descs = [Description("d01", P, P, P, False, [])]
