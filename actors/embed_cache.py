@@ -98,15 +98,19 @@ class EmbedModel:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def embedding_identity(model: str, **settings: Any) -> dict[str, Any]:
+def embedding_identity(model: str, *, transformer: bool = True, **settings: Any) -> dict[str, Any]:
     """The cache identity of an encoder: its model by content (``pin_model``), every
     setting that changes its vectors (normalisation, pooling, max length ...), and the
     versions of the libraries that run it (pinned by the lock file; recorded so a cache
-    shared across installs keeps them apart)."""
+    shared across installs keeps them apart), and the runtime that runs it
+    (``checkray.engine.inference``: PyTorch, ONNX fp32 or int8) when it is a transformer."""
+    from checkray.engine.inference import inference_identity
+
     return {
         "model": pin_model(model),
         **settings,
         "libraries": library_versions("sentence-transformers", "transformers", "torch"),
+        **({"inference": inference_identity()} if transformer else {}),
     }
 
 

@@ -8,6 +8,7 @@ sees CUDA; everywhere else it runs on CPU with the planned number of threads.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,8 @@ import pyarrow as pa
 from checkray.actors.assets import resolve_builtin
 from checkray.engine.arrays import embeddings_column
 from checkray.engine.errors import InputError
+
+log = logging.getLogger(__name__)
 
 
 def resolve_model(name: str) -> str:
@@ -39,8 +42,23 @@ def torch_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load_sentence_transformer(model: str, device: str | None = None, threads: int | None = None):
-    """Load a sentence-transformers model; one-line error when it cannot be loaded."""
+def load_sentence_transformer(
+    model: str, device: str | None = None, threads: int | None = None, backend: str | None = None
+):
+    """A sentence-transformers model, or its ONNX Runtime twin (same ``encode``) when the
+    encoder setting resolves to ONNX on this CPU (``checkray.engine.inference``; training
+    callers pass ``backend="torch"``). One-line error when it cannot be loaded."""
+    from checkray.engine.inference import resolve_encoder
+
+    backend = backend or resolve_encoder()
+    if backend != "torch" and (device or "cpu") == "cpu":
+        onnx = _onnx_twin(model, backend, threads)
+        if onnx is not None:
+            return onnx
+    return _load_torch(model, device, threads)
+
+
+def _load_torch(model: str, device: str | None, threads: int | None):
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -52,6 +70,22 @@ def load_sentence_transformer(model: str, device: str | None = None, threads: in
     except (OSError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{model}: cannot load sentence-transformers model: {first}") from None
+
+
+def _onnx_twin(model: str, backend: str, threads: int | None):
+    """The ONNX encoder of ``model``, or None (logged) when its pipeline has a module the
+    ONNX path does not rebuild."""
+    from checkray.actors.embed_cache import pin_model
+    from checkray.actors.onnx_models import UnsupportedPipeline, onnx_sentence_encoder
+
+    precision = "int8" if backend == "onnx-int8" else "fp32"
+    try:
+        return onnx_sentence_encoder(
+            {"model": pin_model(model)}, lambda: _load_torch(model, "cpu", threads), precision, threads
+        )
+    except UnsupportedPipeline as exc:
+        log.info("%s stays on PyTorch: its pipeline (%s) has no ONNX rebuild", model, exc)
+        return None
 
 
 class EmbeddingActor:

@@ -321,7 +321,7 @@ def repair_curve(run_dir: str, model: str, lrs, epochs: int, per_epoch: int, ver
 
     rows = []
     for lr in lrs:
-        m = load_encoder(EmbedderSpec.model_validate(spec))
+        m = load_encoder(EmbedderSpec.model_validate(spec), backend="torch")  # trained below
         used = list(dict.fromkeys(t for tr in benign for t in tr))
         old = dict(zip(used, m.encode(used, batch_size=64, convert_to_numpy=True, show_progress_bar=False)))
         rows.append((lr, 0, count(m, violated), count(m, probe_benign), 0.0))

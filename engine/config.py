@@ -91,6 +91,9 @@ class RuntimeConfig(Section):
     # Load inputs that run code: pickles checkray did not sign, callable models,
     # trust_remote_code (engine/trust.py, SECURITY.md). Same as the --trust-code flag.
     trust_code: bool = False
+    # Runtime of the transformer encoders checkray runs itself (engine/inference.py): auto
+    # (ONNX Runtime on CPU, PyTorch on GPU), torch, onnx or onnx-int8. Same as --encoder.
+    encoder: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
     # Longest wait on one Ray task or actor call that has no timeout of its own (training
     # a zoo model, a GPU layout task): past it the job stops with a one-line error
     # instead of waiting forever on a hung worker.

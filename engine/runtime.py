@@ -47,6 +47,10 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
         from checkray.engine.trust import allow_code
 
         allow_code()
+    from checkray.engine.inference import ENCODER_ENV, set_encoder
+
+    if cfg.encoder != "auto" and not os.environ.get(ENCODER_ENV):  # --encoder wins
+        set_encoder(cfg.encoder)
     address = os.environ.get("RAY_ADDRESS") or cfg.address
     if address:
         log.info("connecting to Ray at %s", address)
@@ -157,10 +161,15 @@ def keep_on_loopback(ray) -> None:
 
 
 def worker_env() -> dict:
-    """Environment every Ray worker of the job gets (on any node): the trust switch."""
+    """Environment every Ray worker of the job gets (on any node): the trust switch and
+    the encoder runtime (engine/inference.py)."""
+    from checkray.engine.inference import ENCODER_ENV
     from checkray.engine.trust import TRUST_ENV, code_trusted
 
-    return {"env_vars": {TRUST_ENV: "1"}} if code_trusted() else {}
+    env = {TRUST_ENV: "1"} if code_trusted() else {}
+    if os.environ.get(ENCODER_ENV):
+        env[ENCODER_ENV] = os.environ[ENCODER_ENV]
+    return {"env_vars": env} if env else {}
 
 
 def await_resources(

@@ -120,12 +120,22 @@ def make_app() -> typer.Typer:
             help="Allow inputs that run code: pickles checkray did not write, callable models, "
             "trust_remote_code (see SECURITY.md).",
         ),
+        encoder: str = typer.Option(
+            None,
+            "--encoder",
+            help="Runtime of the transformer encoders: auto (ONNX Runtime on CPU, PyTorch on GPU), "
+            "torch, onnx or onnx-int8 (docs/performance.md). Overrides runtime.encoder.",
+        ),
     ) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""
         if trust_code:
             from checkray.engine.trust import allow_code
 
             allow_code()
+        if encoder:
+            from checkray.engine.inference import set_encoder
+
+            set_encoder(encoder)
 
     return app
 

@@ -30,6 +30,10 @@ tempfile.tempdir = SESSION_TMP
 # no test reads what another computed.
 SESSION_CACHE = tempfile.mkdtemp(prefix="checkray-test-cache-")
 os.environ["CHECKRAY_CACHE_URI"] = SESSION_CACHE
+# ONNX exports of the models the tests train (engine/inference.py): one folder per session,
+# not the user's cache, which would keep a graph of every fine-tune any test session made.
+SESSION_ONNX = tempfile.mkdtemp(prefix="checkray-test-onnx-")
+os.environ["CHECKRAY_ONNX_CACHE"] = SESSION_ONNX
 # Every local Ray the tests start (theirs, and those of commands they kill) under one short
 # directory of the session's (engine/runtime.py: TEMP_ROOT_ENV).
 RAY_TEMP_ROOT = tempfile.mkdtemp(prefix="crt", dir="/tmp")
@@ -40,6 +44,7 @@ os.environ["CHECKRAY_RAY_TEMP_ROOT"] = RAY_TEMP_ROOT
 def _remove_session_leftovers():
     yield
     shutil.rmtree(SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(SESSION_ONNX, ignore_errors=True)
     shutil.rmtree(RAY_TEMP_ROOT, ignore_errors=True)  # the session's Ray is shut down by now
     # the failed commands' kept logs (the tests of bad input make hundreds), pytest's tmp_path
     shutil.rmtree(SESSION_TMP, ignore_errors=True)

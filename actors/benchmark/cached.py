@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from checkray.actors.embed_cache import pin_builtins
+from checkray.engine.benchmark.families import has_trait
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import ContentCache, text_digests
 
@@ -26,8 +27,14 @@ NOT_PREDICTIVE = {"name", "accuracy", "meta", "max_cases"}  # spec fields that c
 
 
 def prediction_identity(spec: ModelSpec) -> dict[str, Any]:
-    """The cache key of a model under test (see the module docstring)."""
-    return {"predictor": pin_builtins(spec.model_dump(mode="json", exclude=NOT_PREDICTIVE))}
+    """The cache key of a model under test (see the module docstring); for a model that
+    runs a transformer, also the runtime that runs it (PyTorch, ONNX fp32 or int8)."""
+    identity = {"predictor": pin_builtins(spec.model_dump(mode="json", exclude=NOT_PREDICTIVE))}
+    if has_trait(spec, "encoder"):
+        from checkray.engine.inference import inference_identity
+
+        identity["inference"] = inference_identity()
+    return identity
 
 
 @dataclass

@@ -156,7 +156,7 @@ class RepairActor:
     def __init__(self, spec: EmbedderSpec, threads: int | None = None):
         from checkray.actors.costello.st_embedder import load_encoder
 
-        self.model = load_encoder(spec, threads=threads)
+        self.model = load_encoder(spec, threads=threads, backend="torch")  # it trains
 
     def repair(
         self,

@@ -44,7 +44,9 @@ class SpacyVectorsEmbedder:
         from checkray.actors.embed_cache import embedding_identity, library_versions
 
         package = spec.model if "/" not in spec.model and not spec.model.startswith("builtin:") else "spacy"
-        return embedding_identity(spec.model, encoder="costello/spacy", spacy=library_versions("spacy", package))
+        return embedding_identity(
+            spec.model, transformer=False, encoder="costello/spacy", spacy=library_versions("spacy", package)
+        )
 
     @classmethod
     def vocabulary(cls, spec: EmbedderSpec, tokens: str) -> list[str]:

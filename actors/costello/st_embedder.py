@@ -19,22 +19,45 @@ from checkray.engine.errors import InputError
 
 
 def load_encoder(
-    spec: EmbedderSpec, device: str | None = None, threads: int | None = None, poolings: Sequence[str] = ()
+    spec: EmbedderSpec,
+    device: str | None = None,
+    threads: int | None = None,
+    poolings: Sequence[str] = (),
+    backend: str | None = None,
 ):
-    """A SentenceTransformer for ``spec`` (pooling rebuilt if asked). ``poolings``: several
-    of ``checkray.engine.costello.embedder_kinds.POOLINGS`` at once, in that order: the
+    """A SentenceTransformer for ``spec`` (pooling rebuilt if asked), or its ONNX Runtime
+    twin on CPU (``checkray.engine.inference``; the repair loop, which trains, passes
+    ``backend="torch"``). ``poolings``: several of
+    ``checkray.engine.costello.embedder_kinds.POOLINGS`` at once, in that order: the
     vectors of each side by side, from one forward pass."""
+    from checkray.actors.embedder import load_sentence_transformer
+    from checkray.engine.inference import resolve_encoder
+
+    backend = backend or resolve_encoder()
+    if spec.pooling == "model":
+        model = load_sentence_transformer(spec.model, device=device, threads=threads, backend=backend)
+        model.max_seq_length = min(model.max_seq_length or spec.max_length, spec.max_length)
+        return model
+    modes = tuple(poolings) or (spec.pooling,)
+    if backend != "torch" and (device or "cpu") == "cpu":
+        from checkray.actors.embed_cache import pin_model
+        from checkray.actors.onnx_models import onnx_sentence_encoder
+
+        identity = {"model": pin_model(spec.model), "poolings": list(modes), "max_length": spec.max_length}
+        precision = "int8" if backend == "onnx-int8" else "fp32"
+        return onnx_sentence_encoder(identity, lambda: _pooled_torch(spec, "cpu", threads, modes), precision, threads)
+    return _pooled_torch(spec, device, threads, modes)
+
+
+def _pooled_torch(spec: EmbedderSpec, device: str | None, threads: int | None, modes: Sequence[str]):
+    """``spec``'s transformer with a ``Pooling`` of ``modes``, on PyTorch."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from checkray.actors.embedder import load_sentence_transformer, resolve_model, torch_device
+    from checkray.actors.embedder import resolve_model, torch_device
 
     if threads:
         torch.set_num_threads(threads)
-    if spec.pooling == "model":
-        model = load_sentence_transformer(spec.model, device=device, threads=threads)
-        model.max_seq_length = min(model.max_seq_length or spec.max_length, spec.max_length)
-        return model
     try:
         from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
     except ImportError:  # sentence-transformers < 5.4
@@ -49,7 +72,6 @@ def load_encoder(
         if hasattr(encoder, "get_embedding_dimension")
         else encoder.get_word_embedding_dimension()
     )
-    modes = tuple(poolings) or (spec.pooling,)
     if len(modes) == 1:
         pooling = Pooling(dim, pooling_mode=modes[0])
     elif "pooling_mode_cls_token" in inspect.signature(Pooling).parameters:

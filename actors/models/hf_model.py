@@ -5,7 +5,9 @@ Pair inputs go to the tokenizer as text pairs, the way NLI/paraphrase models wer
 trained. ``trust_remote_code`` is passed only when the spec sets it. The label map is
 ``spec.labels``; its size must equal the model's ``num_labels``. When the model's
 ``id2label`` names are exactly the spec's labels they are matched by name, otherwise
-by position. Options: ``max_length`` (128), ``batch_size`` (32), ``threads``.
+by position. Options: ``max_length`` (128), ``batch_size`` (32), ``threads``. On CPU the
+forward pass runs in ONNX Runtime unless ``runtime.encoder`` says ``torch``
+(``checkray.engine.inference``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class HFSequenceClassifier:
         self.batch_size = int(spec.options.get("batch_size", 32))
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model.to(self.device)
+        self.onnx = onnx_forward(spec, model, tokenizer) if self.device == "cpu" else None
         id2label = {int(k): v for k, v in (model.config.id2label or {}).items()}
         names = [id2label.get(i, str(i)) for i in range(model.config.num_labels)]
         # Default configs name classes LABEL_0..; those say nothing, so map by position.
@@ -48,6 +51,12 @@ class HFSequenceClassifier:
         for start in range(0, len(texts), self.batch_size):
             batch = texts[start : start + self.batch_size]
             second = pairs[start : start + self.batch_size] if pairs is not None else None
+            if self.onnx is not None:
+                enc = self.tokenizer(
+                    batch, second, truncation=True, max_length=self.max_length, padding=True, return_tensors="np"
+                )
+                out.append(self.onnx(enc).astype(np.float32))
+                continue
             enc = self.tokenizer(
                 batch, second, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
             ).to(self.device)
@@ -73,6 +82,25 @@ class HFSequenceClassifier:
             if alone:
                 logits[alone] = self._logits([texts[i] for i in alone], None)
         return softmax(logits, axis=1)[:, self.columns]
+
+
+def onnx_forward(spec: ModelSpec, model, tokenizer):
+    """The classifier's forward pass on ONNX Runtime when the encoder setting asks for it
+    on this CPU (``checkray.engine.inference``), else None. The PyTorch module stays loaded:
+    S²LCT's neuron coverage reads its hidden units."""
+    from checkray.engine.inference import resolve_encoder
+
+    backend = resolve_encoder()
+    if backend == "torch" or spec.trust_remote_code:  # remote code may not trace
+        return None
+    from checkray.actors.embed_cache import pin_model
+    from checkray.actors.onnx_models import OnnxLogits
+
+    threads = spec.options.get("threads")
+    precision = "int8" if backend == "onnx-int8" else "fp32"
+    return OnnxLogits(
+        {"model": pin_model(str(spec.path))}, model, tokenizer, precision, int(threads) if threads else None
+    )
 
 
 def load_hf(spec: ModelSpec) -> HFSequenceClassifier:

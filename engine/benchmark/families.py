@@ -45,12 +45,22 @@ class ModelFamily:
     zero_shot: bool = False
     # A torch network whose hidden units can be read (S²LCT neuron coverage).
     neurons: bool = False
+    # Runs a transformer checkray runs itself: its outputs depend on the encoder runtime
+    # (engine/inference.py: PyTorch, ONNX fp32 or int8), which its cache key records.
+    encoder: bool = False
 
 
 FAMILIES: LazyRegistry = LazyRegistry("model family")
 for _family in [
     ModelFamily("callable", "checkray.actors.models.callable_model:load_callable"),
-    ModelFamily("hf", "checkray.actors.models.hf_model:load_hf", heavy=True, trained_on_corpus=True, neurons=True),
+    ModelFamily(
+        "hf",
+        "checkray.actors.models.hf_model:load_hf",
+        heavy=True,
+        trained_on_corpus=True,
+        neurons=True,
+        encoder=True,
+    ),
     ModelFamily("vader", "checkray.actors.models.lexicon_models:load_vader", lexicon=True),
     ModelFamily("textblob", "checkray.actors.models.lexicon_models:load_textblob", lexicon=True),
     ModelFamily("llm_zero_shot", "checkray.actors.models.llm_zero_shot:load_llm_zero_shot", heavy=True, zero_shot=True),
@@ -62,6 +72,7 @@ for _family in [
         "checkray.actors.models.sklearn_models:load_st_head",
         heavy=True,
         shared_encoder=True,
+        encoder=True,
         trainable=True,
         trained_on_corpus=True,
     ),

@@ -273,7 +273,9 @@ def test_one_repair_epoch_lowers_the_triplet_loss(tmp_path):
     ]
     words = [w for tr in violated + benign for s in tr for w in s.split()]
     path = build_tiny_bert(tmp_path / "tiny", words, seed=0, initializer_range=0.2)
-    model = load_encoder(EmbedderSpec(name="tiny", model=str(path), pooling="mean"), device="cpu", threads=1)
+    model = load_encoder(
+        EmbedderSpec(name="tiny", model=str(path), pooling="mean"), device="cpu", threads=1, backend="torch"
+    )
     before = mean_triplet_loss(model, violated)
     assert before > 0
     result = train_repair(model, violated, benign, RepairSettings(epochs=1, learning_rate=0.05, batch_size=4))

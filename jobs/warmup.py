@@ -1,0 +1,64 @@
+"""Pay once, at set-up, what a first run on a new machine would otherwise pay.
+
+``make setup`` runs ``python -m checkray.jobs.warmup`` after installing:
+
+* **numba kernels of umap-learn and pynndescent.** They compile on first use (about two
+  minutes on 2 cores, more than the layout itself); ``engine/topics/reduce.py`` keeps
+  them in numba's disk cache, so fitting a layout once here, on random points the size
+  of a corpus that takes the nearest-neighbour-descent path (> 4,096 points) with the
+  cosine metric the configs use, compiles what the first topics job needs;
+* **the ONNX export of the default encoder** (``builtin:minilm``, ``engine/inference.py``),
+  traced once into the cache.
+
+Each step prints its time; a step that fails prints why and the set-up goes on (the
+first job then pays for it, as before).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+NNDESCENT_POINTS = 4_500  # umap-learn takes pynndescent above 4,096 points
+
+
+def warm_layout() -> None:
+    import numpy as np
+
+    from checkray.engine.config import ReducerConfig
+    from checkray.engine.topics.reduce import make_reducer
+
+    points = np.random.default_rng(0).normal(size=(NNDESCENT_POINTS, 16)).astype(np.float32)
+    for components in (5, 2):  # the topics job's clustering space and its 2-D map
+        reducer = make_reducer(ReducerConfig(), "cpu", seed=0, n_components=components)
+        reducer.fit_transform(points)
+        reducer.transform(points[:200])
+
+
+def warm_encoder() -> None:
+    from checkray.actors.embedder import load_sentence_transformer
+
+    load_sentence_transformer("builtin:minilm", device="cpu", backend="onnx").encode(["warm up"])
+
+
+STEPS: list[tuple[str, Callable[[], None]]] = [
+    ("UMAP/pynndescent kernels", warm_layout),
+    ("ONNX export of builtin:minilm", warm_encoder),
+]
+
+
+def main() -> int:
+    for name, step in STEPS:
+        start = time.perf_counter()
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - a warm-up failure must not fail the install
+            print(f"warm-up: {name}: skipped ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+            continue
+        print(f"warm-up: {name}: {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""The ONNX Runtime path of the transformer encoders (engine/inference.py,
+actors/onnx_export.py, actors/onnx_models.py): same vectors and logits as PyTorch within
+float error, int8 close but never served for fp32, exports cached and reused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from checkray.actors.onnx_models import UnsupportedPipeline, describe_pipeline, pool
+from checkray.engine.errors import InputError
+from checkray.engine.inference import ENCODER_ENV, inference_identity, resolve_encoder
+from tests.fakes.tiny_hf import build_tiny_bert
+
+TEXTS = [
+    "a gripping , beautifully acted film .",
+    "the plot is thin and the jokes fall flat .",
+    "it is not bad at all",
+    "one of the year's best",
+    "dull",
+    "an uneven but often very funny comedy that overstays its welcome by twenty minutes",
+]
+
+
+def test_auto_is_onnx_on_cpu_and_torch_on_gpu(monkeypatch):
+    monkeypatch.delenv(ENCODER_ENV, raising=False)
+    assert resolve_encoder(gpu=False) == "onnx"
+    assert resolve_encoder(gpu=True) == "torch"
+    assert resolve_encoder("onnx-int8", gpu=True) == "onnx-int8"  # an explicit choice stands
+    with pytest.raises(InputError, match="encoder 'fp16': unknown"):
+        resolve_encoder("fp16", gpu=False)
+
+
+def test_cache_keys_name_backend_and_precision(monkeypatch):
+    from checkray.actors.benchmark.cached import prediction_identity
+    from checkray.actors.embed_cache import embedding_identity
+    from checkray.engine.benchmark.registry import ModelSpec
+
+    keys = {}
+    for setting in ("torch", "onnx", "onnx-int8"):
+        monkeypatch.setenv(ENCODER_ENV, setting)
+        keys[setting] = (
+            embedding_identity("builtin:minilm", encoder="sentence-transformers"),
+            prediction_identity(ModelSpec(name="m", family="st_head", path="head.joblib", labels=["a", "b"])),
+            prediction_identity(ModelSpec(name="m", family="vader", labels=["a", "b"])),
+        )
+    assert inference_identity("onnx-int8")["precision"] == "int8"
+    assert len({repr(k[0]) for k in keys.values()}) == 3  # an int8 vector is never found for fp32
+    assert len({repr(k[1]) for k in keys.values()}) == 3  # nor an encoder head's predictions
+    assert len({repr(k[2]) for k in keys.values()}) == 1  # a lexicon model runs no encoder
+
+
+def test_pooling_matches_sentence_transformers():
+    import torch
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling
+    except ImportError:  # sentence-transformers < 5.4
+        from sentence_transformers.models import Pooling
+    rng = np.random.default_rng(0)
+    states = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
+    for mode in ("mean", "cls", "max"):
+        features = {"token_embeddings": torch.tensor(states), "attention_mask": torch.tensor(mask)}
+        want = Pooling(4, pooling_mode=mode)(features)["sentence_embedding"].numpy()
+        np.testing.assert_allclose(pool(states, mask, [mode]), want, rtol=1e-5, atol=1e-6)
+    both = pool(states, mask, ["cls", "mean"])
+    np.testing.assert_allclose(both[:, :4], states[:, 0])
+
+
+def test_a_pipeline_with_other_modules_stays_on_torch():
+    class Transformer: ...
+
+    class Dense: ...
+
+    with pytest.raises(UnsupportedPipeline, match="Transformer > Dense"):
+        describe_pipeline([Transformer(), Dense()])
+
+
+@pytest.mark.slow
+def test_minilm_onnx_matches_torch_and_int8_is_close(monkeypatch):
+    from checkray.actors.embedder import load_sentence_transformer
+
+    torch_model = load_sentence_transformer("builtin:minilm", device="cpu", backend="torch")
+    fp32 = load_sentence_transformer("builtin:minilm", device="cpu", backend="onnx")
+    int8 = load_sentence_transformer("builtin:minilm", device="cpu", backend="onnx-int8")
+    assert type(fp32).__name__ == "OnnxSentenceEncoder" and fp32.get_embedding_dimension() == 384
+    want = torch_model.encode(TEXTS, batch_size=4, normalize_embeddings=True)
+    got = fp32.encode(TEXTS, batch_size=4, normalize_embeddings=True)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    cosine = (int8.encode(TEXTS, batch_size=4) * want).sum(1)
+    assert cosine.min() > 0.95 and cosine.mean() > 0.98
+    assert fp32.encode("dull").shape == (384,)  # one string in, one vector out, as encode does
+
+
+@pytest.mark.slow
+def test_export_is_cached_and_reused(tmp_path, monkeypatch):
+    from checkray.actors.onnx_export import ROOT_ENV
+    from checkray.actors.onnx_models import onnx_sentence_encoder
+
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path))
+    from checkray.actors.embedder import _load_torch
+
+    built = []
+
+    def build():
+        built.append(1)
+        return _load_torch("builtin:minilm", "cpu", None)
+
+    first = onnx_sentence_encoder({"model": "minilm-test"}, build)
+    second = onnx_sentence_encoder({"model": "minilm-test"}, lambda: pytest.fail("exported twice"))
+    assert built == [1]
+    np.testing.assert_array_equal(first.encode(TEXTS[:2]), second.encode(TEXTS[:2]))
+    files = sorted(p.name for p in next(tmp_path.iterdir()).iterdir())
+    assert files == ["graph.json", "model.onnx", "tokenizer"]  # no temporary leftovers
+
+
+@pytest.mark.slow
+def test_hf_classifier_logits_match_torch(tmp_path, monkeypatch):
+    from checkray.actors.models.hf_model import load_hf
+    from checkray.engine.benchmark.registry import ModelSpec
+
+    path = build_tiny_bert(tmp_path / "bert", TEXTS, id2label={0: "negative", 1: "positive"}, initializer_range=0.5)
+    spec = ModelSpec(name="tiny", family="hf", path=str(path), labels=["negative", "positive"])
+    monkeypatch.setenv(ENCODER_ENV, "torch")
+    reference = load_hf(spec)
+    assert reference.onnx is None
+    monkeypatch.setenv(ENCODER_ENV, "onnx")
+    onnx = load_hf(spec)
+    assert onnx.onnx is not None
+    pairs = [None, "a second text", None, "dull", None, "x"]
+    np.testing.assert_allclose(onnx.predict_proba(TEXTS, pairs), reference.predict_proba(TEXTS, pairs), atol=1e-5)
+
+
+def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypatch, capsys):
+    from checkray.jobs import warmup
+
+    def broken():
+        raise OSError("disk full")
+
+    monkeypatch.setattr(warmup, "STEPS", [("fine", lambda: None), ("broken", broken)])
+    assert warmup.main() == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("warm-up: fine: ") and out[0].endswith(" s")
+    assert out[1] == "warm-up: broken: skipped (OSError: disk full)"
+
+
+def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
+    from typer.testing import CliRunner
+
+    from checkray.jobs.cli import app
+
+    monkeypatch.delenv(ENCODER_ENV, raising=False)
+    result = CliRunner().invoke(app, ["--encoder", "fp16", "cache", "--help"])
+    assert result.exit_code != 0
+    assert "encoder 'fp16': unknown (have: auto, torch, onnx, onnx-int8)" in str(result.exception or result.output)
