@@ -68,7 +68,9 @@ def main() -> None:
     timed = {r: run(r, args, work) for r in runtimes}
     verdicts = {r: encoder_rows(path, models) for r, (_, path) in timed.items()}
     reference = verdicts[runtimes[0]]
-    print(f"\n== verdicts of {len(models)} encoder models ({', '.join(sorted(models))}), load {os.getloadavg()[0]:.2f} ==")
+    print(
+        f"\n== verdicts of {len(models)} encoder models ({', '.join(sorted(models))}), load {os.getloadavg()[0]:.2f} =="
+    )
     for runtime in runtimes:
         got = verdicts[runtime].reindex(reference.index)
         known = got.notna() & reference.notna()
