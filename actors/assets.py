@@ -31,7 +31,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from checkray.engine.config import cache_root
 from checkray.engine.errors import InputError
@@ -240,3 +240,24 @@ def resolve_builtin(kind: Kind, name: str) -> str:
         label = {"embedder": "builtin model", "llm": "builtin LLM", "spacy": "builtin spaCy pipeline"}[kind]
         raise InputError(f"{name}: unknown {label} (have: {', '.join(builtin_names(kind))})")
     return asset.locate(asset)
+
+
+def pin_model(name: str) -> Any:
+    """What an embedding model reference is, by content: a local file or directory by
+    ``checkray.engine.stages.path_digest``; ``builtin:<alias>`` by the pinned package that ships
+    it; a hub id by the commit of its local snapshot (when there is one)."""
+    if name.startswith("builtin:"):
+        alias = name.removeprefix("builtin:")
+        pins = sorted(a.install for (_, n), a in ASSETS.items() if n == alias)
+        return {"builtin": alias, "package": pins[0] if pins else None}
+    from checkray.engine.stages import reference_digest
+
+    pinned = reference_digest(name)
+    if pinned != name or name.count("/") != 1:
+        return pinned
+    try:  # a hub id: the revision in the local hub cache (nothing is downloaded)
+        from huggingface_hub import snapshot_download
+
+        return {"hub": name, "revision": snapshot_download(name, local_files_only=True).rstrip("/").rsplit("/", 1)[-1]}
+    except Exception:  # noqa: BLE001 - not in the local hub cache: keyed by its name
+        return name

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from checkray.actors.assets import pin_model
 from checkray.engine.cache import ContentCache, text_digests
 from checkray.engine.errors import user_error
 from checkray.engine.runtime import ActorPlan, plan_actor_pool
@@ -42,27 +43,6 @@ MAX_TASK_RETRIES = 2
 
 
 # ---------------------------------------------------------------------------- identity
-def pin_model(name: str) -> Any:
-    """What an embedding model reference is, by content: a local file or directory by
-    ``checkray.engine.stages.path_digest``; ``builtin:<alias>`` by the pinned package that ships
-    it; a hub id by the commit of its local snapshot (when there is one)."""
-    if name.startswith("builtin:"):
-        from checkray.actors.assets import ASSETS
-
-        alias = name.removeprefix("builtin:")
-        pins = sorted(a.install for (_, n), a in ASSETS.items() if n == alias)
-        return {"builtin": alias, "package": pins[0] if pins else None}
-    pinned = reference_digest(name)
-    if pinned != name or name.count("/") != 1:
-        return pinned
-    try:  # a hub id: the revision in the local hub cache (nothing is downloaded)
-        from huggingface_hub import snapshot_download
-
-        return {"hub": name, "revision": snapshot_download(name, local_files_only=True).rstrip("/").rsplit("/", 1)[-1]}
-    except Exception:  # noqa: BLE001 - not in the local hub cache: keyed by its name
-        return name
-
-
 def pin_builtins(value: Any) -> Any:
     """``reference_digest(value)`` with every ``builtin:`` string pinned (``pin_model``):
     a model spec's identity for the predictions cache."""

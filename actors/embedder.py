@@ -75,7 +75,7 @@ def _load_torch(model: str, device: str | None, threads: int | None):
 def _onnx_twin(model: str, backend: str, threads: int | None):
     """The ONNX encoder of ``model``, or None (logged) when its pipeline has a module the
     ONNX path does not rebuild."""
-    from checkray.actors.embed_cache import pin_model
+    from checkray.actors.assets import pin_model
     from checkray.actors.onnx_models import UnsupportedPipeline, onnx_sentence_encoder
 
     precision = "int8" if backend == "onnx-int8" else "fp32"

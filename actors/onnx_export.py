@@ -3,7 +3,7 @@
 The graph is traced from the packaged PyTorch weights (``torch.onnx.export``, TorchScript
 tracing with dynamic batch and sequence axes; nothing is downloaded) and written under
 ``$CHECKRAY_CACHE/onnx/<key>/`` (``$CHECKRAY_ONNX_CACHE`` if set), where the key digests what the graph is made of: the
-model by content (``checkray.actors.embed_cache.pin_model``), what the graph returns and
+model by content (``checkray.actors.assets.pin_model``), what the graph returns and
 the torch/onnx versions that traced it. ``int8`` is ``onnxruntime.quantization.
 quantize_dynamic`` over the fp32 file (per-channel int8 weights of every MatMul/Gemm,
 activations quantised on the fly). Each file is written to a temporary name beside its
@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
@@ -126,38 +127,51 @@ def exported(
 ) -> tuple[Path, dict[str, Any]]:
     """The ONNX file of a model (exported and cached on first use) and what runs it.
 
-    ``identity``: what the model is (the cache key); ``load()``: the PyTorch module, its
-    tokenizer and a JSON-able description the caller needs later (pooling, max length),
-    called only when the graph is not cached, so a cached model starts without torch
-    weights; ``output``: the attribute of the module's output the graph returns
-    (``last_hidden_state`` or ``logits``). The returned dict holds ``inputs`` (the graph's
-    input names), ``tokenizer`` (its saved folder) and the description.
+    ``identity``: what the model is and how the caller uses it; its ``model`` and
+    ``pipeline`` entries key the graph (one graph per set of weights: pooling variants and
+    max lengths of one encoder share it), the whole of it keys the description. ``load()``:
+    the PyTorch module, its tokenizer and a JSON-able description the caller needs later
+    (pooling, max length), called only when either is not cached, so a cached model starts
+    without torch weights. ``output``: the attribute of the module's output the graph
+    returns (``last_hidden_state`` or ``logits``). The returned dict holds ``inputs`` (the
+    graph's input names), ``tokenizer`` (its saved folder) and the description.
     """
     if precision not in PRECISIONS:
         raise InputError(f"ONNX precision '{precision}': unknown (have: {', '.join(PRECISIONS)})")
-    folder = graph_dir({**identity, "output": output})
-    fp32, info = folder / "model.onnx", folder / "graph.json"
-    if not (fp32.exists() and info.exists()):
-        module, tokenizer, described = load()
-        names = input_names(tokenizer)
-        log.info("exporting %s to ONNX (once per model) in %s", identity.get("model"), folder)
-        _atomic(fp32, lambda tmp: _trace(module, tokenizer, names, output, tmp))
-        saved = Path(tempfile.mkdtemp(prefix=".tokenizer.", dir=folder))
-        tokenizer.save_pretrained(str(saved))
-        try:
-            os.replace(saved, folder / "tokenizer")
-        except OSError:  # another process saved it first: theirs is the same
-            import shutil
-
-            shutil.rmtree(saved, ignore_errors=True)
-        _atomic(info, lambda tmp: tmp.write_text(json.dumps({"inputs": names, **described})))
-    graph = {**json.loads(info.read_text()), "tokenizer": str(folder / "tokenizer")}
+    folder = graph_dir({"model": identity.get("model"), "pipeline": identity.get("pipeline"), "output": output})
+    fp32, inputs = folder / "model.onnx", folder / "inputs.json"
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    described = folder / f"pipeline-{digest}.json"
+    if not (fp32.exists() and inputs.exists() and described.exists()):
+        module, tokenizer, description = load()
+        if not (fp32.exists() and inputs.exists()):
+            _export_graph(folder, module, tokenizer, output)
+        _atomic(described, lambda tmp: tmp.write_text(json.dumps(description)))
+    graph = {
+        "inputs": json.loads(inputs.read_text()),
+        **json.loads(described.read_text()),
+        "tokenizer": str(folder / "tokenizer"),
+    }
     if precision == "fp32":
         return fp32, graph
     int8 = folder / "model-int8.onnx"
     if not int8.exists():
         _atomic(int8, lambda tmp: _quantize(fp32, tmp))
     return int8, graph
+
+
+def _export_graph(folder: Path, module, tokenizer, output: str) -> None:
+    """Trace ``module`` into ``folder/model.onnx``; save its tokenizer and input names."""
+    names = input_names(tokenizer)
+    log.info("exporting a model to ONNX (once per set of weights) in %s", folder)
+    _atomic(folder / "model.onnx", lambda tmp: _trace(module, tokenizer, names, output, tmp))
+    saved = Path(tempfile.mkdtemp(prefix=".tokenizer.", dir=folder))
+    tokenizer.save_pretrained(str(saved))
+    try:
+        os.replace(saved, folder / "tokenizer")
+    except OSError:  # another process saved it first: theirs is the same
+        shutil.rmtree(saved, ignore_errors=True)
+    _atomic(folder / "inputs.json", lambda tmp: tmp.write_text(json.dumps(names)))
 
 
 def session(path: Path, threads: int | None = None):

@@ -25,6 +25,7 @@ the first load, so the export is timed and printed; every later load is warm).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -107,7 +108,15 @@ def main() -> None:
     parser.add_argument("--model", default="builtin:minilm")
     args = parser.parse_args()
     setup_env()
-    os.environ["CHECKRAY_CACHE"] = tempfile.mkdtemp(prefix="bench-encoders-")  # cold export cache
+    cold = tempfile.mkdtemp(prefix="bench-encoders-")  # a cold export cache, removed at the end
+    os.environ["CHECKRAY_ONNX_CACHE"] = cold
+    try:
+        measure(args)
+    finally:
+        shutil.rmtree(cold, ignore_errors=True)
+
+
+def measure(args) -> None:
     n, repeat = resolve_n(args), args.repeat or (1 if args.quick else 2)
     texts = sentences(n)
     loaded = {arm: load(arm, args.model) for arm in ARMS}  # first ONNX load exports (timed)

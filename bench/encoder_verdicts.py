@@ -7,7 +7,7 @@ with that runtime), and compares, for the models that run a transformer (familie
 rate. Also prints each run's wall time (the cheap models' time included).
 
     .venv/bin/python bench/encoder_verdicts.py --models DIR/zoo/zoo.yaml \\
-        --suites DIR/templates/suite.parquet [--max-cases-per-model N] [--runtimes torch,onnx,onnx-int8]
+        --suites DIR/templates/suite.parquet [--max-cases-per-model N] [--runtimes torch,onnx,onnx-int8] [--trust-code]
 
 ``DIR`` is a ``checkray demo`` run (its zoo and template suite). For CheckList's released
 sentiment suite, import it first (``checkray import checklist ...``, docs/checklist.md)
@@ -35,7 +35,9 @@ def run(runtime: str, args: argparse.Namespace, work: Path) -> tuple[float, Path
     out = work / runtime
     env = dict(os.environ, **OFFLINE_ENV, CHECKRAY_CACHE_URI=str(work / f"cache-{runtime}"))
     env.pop("CHECKRAY_ENCODER", None)
-    command = [sys.executable, "-m", "checkray.jobs.cli", "--encoder", runtime, "benchmark"]
+    command = [sys.executable, "-m", "checkray.jobs.cli", "--encoder", runtime]
+    command += ["--trust-code"] if args.trust_code else []
+    command += ["benchmark"]
     command += ["--models", args.models, "--suites", *args.suites, "--out", str(out)]
     if args.max_cases_per_model:
         command += ["--max-cases-per-model", str(args.max_cases_per_model)]
@@ -58,6 +60,7 @@ def main() -> None:
     parser.add_argument("--suites", nargs="+", required=True)
     parser.add_argument("--max-cases-per-model", type=int, default=None)
     parser.add_argument("--runtimes", default="torch,onnx,onnx-int8")
+    parser.add_argument("--trust-code", action="store_true", help="pass --trust-code (pickled heads of another user)")
     args = parser.parse_args()
     from checkray.engine.benchmark.families import has_trait
     from checkray.engine.benchmark.registry import read_registry

@@ -86,7 +86,7 @@ class ContrastEmbedder:
 
 def contrast_identity(spec: EmbedderSpec) -> dict[str, Any]:
     """The content-cache identity of an embedder as ``ContrastEmbedder`` runs it: the
-    model by content (``checkray.actors.embed_cache.pin_model``: a local directory such as a zoo
+    model by content (``checkray.actors.assets.pin_model``: a local directory such as a zoo
     model by ``path_digest``, a ``builtin:`` asset by its pinned package), its kind and
     what changes its vectors (pooling, max length; not its name, which is a label, nor its
     batch size), and the versions of the libraries that run it."""

@@ -40,7 +40,7 @@ def load_encoder(
         return model
     modes = tuple(poolings) or (spec.pooling,)
     if backend != "torch" and (device or "cpu") == "cpu":
-        from checkray.actors.embed_cache import pin_model
+        from checkray.actors.assets import pin_model
         from checkray.actors.onnx_models import onnx_sentence_encoder
 
         identity = {"model": pin_model(spec.model), "poolings": list(modes), "max_length": spec.max_length}

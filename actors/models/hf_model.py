@@ -93,7 +93,7 @@ def onnx_forward(spec: ModelSpec, model, tokenizer):
     backend = resolve_encoder()
     if backend == "torch" or spec.trust_remote_code:  # remote code may not trace
         return None
-    from checkray.actors.embed_cache import pin_model
+    from checkray.actors.assets import pin_model
     from checkray.actors.onnx_models import OnnxLogits
 
     threads = spec.options.get("threads")

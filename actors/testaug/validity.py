@@ -131,6 +131,10 @@ class FineTunedEncoder:
         self.encoder, self.finetune, self.class_weight, self.ensemble = encoder, finetune, class_weight, ensemble
         self.members: list[tuple[Any, Any]] = list(members or [])  # (model, tokenizer)
         self.max_length = max_length or finetune.max_length  # what the members were trained to read
+        # Members loaded from a folder run inference on ONNX Runtime on CPU when the encoder
+        # setting says so (engine/inference.py); one forward pass each, built on first use.
+        self.folders: list[str | None] = []
+        self._onnx: dict[int, Any] = {}
 
     @classmethod
     def untrained(cls, clf: ValidityClassifier) -> FineTunedEncoder:
@@ -154,7 +158,7 @@ class FineTunedEncoder:
                 )
             )
         trained = clf.meta.get("finetune", {})
-        return cls(
+        loaded = cls(
             clf.encoder,
             clf.finetune,
             clf.class_weight,
@@ -162,12 +166,32 @@ class FineTunedEncoder:
             members,
             int(trained.get("max_length", clf.finetune.max_length)),
         )
+        loaded.folders = [str(directory / _member_dir(i)) for i in range(clf.ensemble)]
+        return loaded
+
+    def _onnx_member(self, k: int):
+        """Member ``k``'s forward pass on ONNX Runtime, or None (PyTorch): a member trained in
+        this process (no folder to key its export by), on a GPU, or the setting says torch."""
+        from checkray.engine.inference import resolve_encoder
+
+        model, tokenizer = self.members[k]
+        backend = resolve_encoder()
+        folder = self.folders[k] if k < len(self.folders) else None
+        if backend == "torch" or folder is None or model.device.type != "cpu":
+            return None
+        if k not in self._onnx:
+            from checkray.actors.assets import pin_model
+            from checkray.actors.onnx_models import OnnxLogits
+
+            precision = "int8" if backend == "onnx-int8" else "fp32"
+            self._onnx[k] = OnnxLogits({"model": pin_model(folder)}, model, tokenizer, precision)
+        return self._onnx[k]
 
     def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:
         from checkray.actors.embedder import resolve_model
         from checkray.actors.zoo.trainers import fine_tune
 
-        self.members, details = [], {}
+        self.members, self.folders, self._onnx, details = [], [], {}, {}
         for k, member_seed in enumerate(range(seed, seed + self.ensemble)):
             order = oversample(valid, member_seed) if self.class_weight == "balanced" else list(range(len(valid)))
             model, tokenizer, details = fine_tune(
@@ -184,23 +208,28 @@ class FineTunedEncoder:
         return {"finetune": {**self.finetune.model_dump(), **details, "ensemble": self.ensemble}}
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
+        """P(valid): the members' average."""
+        return np.mean([self._member_proba(k, list(texts)) for k in range(len(self.members))], axis=0)
 
-        per_member = []
-        with torch.no_grad():
-            for model, tokenizer in self.members:
-                out = []
-                for i in range(0, len(texts), 32):
-                    enc = tokenizer(
-                        list(texts[i : i + 32]),
-                        truncation=True,
-                        max_length=self.max_length,
-                        padding=True,
-                        return_tensors="pt",
-                    ).to(model.device)  # a fine-tune on a GPU leaves its model there
-                    out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
-                per_member.append(np.concatenate(out))
-        return np.mean(per_member, axis=0)
+    def _member_proba(self, k: int, texts: list[str]) -> np.ndarray:
+        import torch
+        from scipy.special import softmax
+
+        model, tokenizer = self.members[k]
+        onnx = self._onnx_member(k)
+        out = []
+        for i in range(0, len(texts), 32):
+            batch = texts[i : i + 32]
+            if onnx is not None:
+                enc = tokenizer(batch, truncation=True, max_length=self.max_length, padding=True, return_tensors="np")
+                out.append(softmax(onnx(enc).astype(np.float64), axis=-1)[:, 1])
+                continue
+            enc = tokenizer(batch, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt").to(
+                model.device
+            )  # a fine-tune on a GPU leaves its model there
+            with torch.no_grad():
+                out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
+        return np.concatenate(out)
 
     def save(self, run: RunDir) -> None:
         for i, (model, tokenizer) in enumerate(self.members):

@@ -112,7 +112,12 @@ def test_export_is_cached_and_reused(tmp_path, monkeypatch):
     assert built == [1]
     np.testing.assert_array_equal(first.encode(TEXTS[:2]), second.encode(TEXTS[:2]))
     files = sorted(p.name for p in next(tmp_path.iterdir()).iterdir())
-    assert files == ["graph.json", "model.onnx", "tokenizer"]  # no temporary leftovers
+    assert [f for f in files if not f.startswith("pipeline-")] == ["inputs.json", "model.onnx", "tokenizer"]
+    assert len(files) == 4  # no temporary leftovers
+    # a second use of the same weights (another pooling) reuses the graph, not a new export
+    other = onnx_sentence_encoder({"model": "minilm-test", "poolings": ["cls"]}, build)
+    assert built == [1, 1] and len(list(tmp_path.iterdir())) == 1
+    assert other.encode(TEXTS[:1]).shape == (1, 384)
 
 
 @pytest.mark.slow
@@ -154,3 +159,29 @@ def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
     result = CliRunner().invoke(app, ["--encoder", "fp16", "cache", "--help"])
     assert result.exit_code != 0
     assert "encoder 'fp16': unknown (have: auto, torch, onnx, onnx-int8)" in str(result.exception or result.output)
+
+
+@pytest.mark.slow
+def test_bench_encoders_runs_as_its_readme_row_says(tmp_path):
+    """As a user runs it: a fresh interpreter from the repo root, trust off, results file written."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("CHECKRAY_TRUST_CODE", ENCODER_ENV)}
+    env["CHECKRAY_BENCH_RESULTS"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "bench/bench_encoders.py", "--n", "64", "--repeat", "1"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "physical floor" in done.stdout and "onnx-int8" in done.stdout
+    result = json.loads((tmp_path / "encoders.json").read_text())
+    assert result["n"] == 64 and result["onnx"]["cos_min"] > 0.9999
