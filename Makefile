@@ -18,7 +18,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo test test-fast test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
+.PHONY: demo warmup test test-fast test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -30,14 +30,18 @@ $(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
 	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { test -x $(BIN)/python || $(PY) -m venv $(VENV); CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION); }
 	touch $@
 
-# The tested set, exactly: every package pinned in $(LOCK), installed without resolving;
-# then the warm-up compiles umap-learn's numba kernels and exports the default encoder to
-# ONNX once (jobs/warmup.py), so a new machine's first job does not pay for them.
+# The tested set, exactly: every package pinned in $(LOCK), installed without resolving.
 $(BIN)/.installed: pyproject.toml setup.py $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile --no-deps --ignore-requires-python -r $(LOCK)
 	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+# Once per venv: compile umap-learn's numba kernels and export the default encoder to ONNX
+# (jobs/warmup.py), so the first job on a new machine does not pay for them. `make demo`
+# runs it; the tests compile what they use themselves.
+$(BIN)/.warm: $(BIN)/.installed
 	$(BIN)/python -m checkray.jobs.warmup
 	touch $@
 
@@ -76,7 +80,9 @@ test-latest:
 
 setup: $(BIN)/.installed
 
-demo: setup
+warmup: $(BIN)/.warm
+
+demo: setup warmup
 	$(BIN)/checkray demo --out runs/demo
 
 # The README's test command: lint (ruff, import layering) then every test.

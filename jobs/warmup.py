@@ -1,6 +1,6 @@
 """Pay once, at set-up, what a first run on a new machine would otherwise pay.
 
-``make setup`` runs ``python -m checkray.jobs.warmup`` after installing:
+``make demo`` (and ``make warmup``) run ``python -m checkray.jobs.warmup`` once after set-up:
 
 * **numba kernels of umap-learn and pynndescent.** They compile on first use (about two
   minutes on 2 cores, more than the layout itself); ``engine/topics/reduce.py`` keeps
