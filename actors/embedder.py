@@ -77,11 +77,11 @@ def _onnx_twin(model: str, backend: str, threads: int | None):
     ONNX path does not rebuild."""
     from checkray.actors.assets import pin_model
     from checkray.actors.onnx_models import UnsupportedPipeline, onnx_sentence_encoder
+    from checkray.engine.inference import precision_of
 
-    precision = "int8" if backend == "onnx-int8" else "fp32"
     try:
         return onnx_sentence_encoder(
-            {"model": pin_model(model)}, lambda: _load_torch(model, "cpu", threads), precision, threads
+            {"model": pin_model(model)}, lambda: _load_torch(model, "cpu", threads), precision_of(backend), threads
         )
     except UnsupportedPipeline as exc:
         log.info("%s stays on PyTorch: its pipeline (%s) has no ONNX rebuild", model, exc)

@@ -4,7 +4,7 @@
 callers pass it the same arguments): the exported transformer returns token states and
 the pooling (mean, CLS, max, or several concatenated) and normalisation of the
 sentence-transformers pipeline run in NumPy, which costs nothing beside the forward pass.
-``onnx_logits`` is a sequence classifier's forward pass. Which path runs is decided by
+``OnnxLogits`` is a sequence classifier's forward pass. Which path runs is decided by
 ``checkray.engine.inference.resolve_encoder``; the graphs come from
 ``checkray.actors.onnx_export``.
 """

@@ -1,7 +1,7 @@
 """Which runtime runs the transformer encoders checkray runs itself, and its cache key.
 
-On CPU a small BERT-style encoder runs several times faster in ONNX Runtime than in
-PyTorch eager mode (fused attention and GELU kernels, no Python per layer), so that is the
+On CPU a small BERT-style encoder runs faster in ONNX Runtime than in PyTorch eager mode
+(1.5x for MiniLM on 2 cores, docs/performance.md), with the same vectors, so that is the
 default there; on a GPU, and for anything that trains, PyTorch stays. The setting is
 ``runtime.encoder`` (or ``--encoder``), one of ``ENCODERS``:
 
@@ -69,6 +69,11 @@ def gpu_present() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def precision_of(backend: str) -> str:
+    """``int8`` for ``onnx-int8``, else ``fp32``."""
+    return "int8" if backend == "onnx-int8" else "fp32"
+
+
 def inference_identity(backend: str | None = None) -> dict[str, str]:
     """What a cache key must hold of the runtime that computed a vector or prediction."""
     backend = backend or resolve_encoder()
@@ -80,4 +85,4 @@ def inference_identity(backend: str | None = None) -> dict[str, str]:
         ort = version("onnxruntime")
     except PackageNotFoundError:
         ort = "none"
-    return {"backend": "onnx", "precision": "int8" if backend == "onnx-int8" else "fp32", "onnxruntime": ort}
+    return {"backend": "onnx", "precision": precision_of(backend), "onnxruntime": ort}

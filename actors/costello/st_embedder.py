@@ -31,7 +31,7 @@ def load_encoder(
     ``checkray.engine.costello.embedder_kinds.POOLINGS`` at once, in that order: the
     vectors of each side by side, from one forward pass."""
     from checkray.actors.embedder import load_sentence_transformer
-    from checkray.engine.inference import resolve_encoder
+    from checkray.engine.inference import precision_of, resolve_encoder
 
     backend = backend or resolve_encoder()
     if spec.pooling == "model":
@@ -44,8 +44,9 @@ def load_encoder(
         from checkray.actors.onnx_models import onnx_sentence_encoder
 
         identity = {"model": pin_model(spec.model), "poolings": list(modes), "max_length": spec.max_length}
-        precision = "int8" if backend == "onnx-int8" else "fp32"
-        return onnx_sentence_encoder(identity, lambda: _pooled_torch(spec, "cpu", threads, modes), precision, threads)
+        return onnx_sentence_encoder(
+            identity, lambda: _pooled_torch(spec, "cpu", threads, modes), precision_of(backend), threads
+        )
     return _pooled_torch(spec, device, threads, modes)
 
 

@@ -88,7 +88,7 @@ def onnx_forward(spec: ModelSpec, model, tokenizer):
     """The classifier's forward pass on ONNX Runtime when the encoder setting asks for it
     on this CPU (``checkray.engine.inference``), else None. The PyTorch module stays loaded:
     S²LCT's neuron coverage reads its hidden units."""
-    from checkray.engine.inference import resolve_encoder
+    from checkray.engine.inference import precision_of, resolve_encoder
 
     backend = resolve_encoder()
     if backend == "torch" or spec.trust_remote_code:  # remote code may not trace
@@ -97,9 +97,8 @@ def onnx_forward(spec: ModelSpec, model, tokenizer):
     from checkray.actors.onnx_models import OnnxLogits
 
     threads = spec.options.get("threads")
-    precision = "int8" if backend == "onnx-int8" else "fp32"
     return OnnxLogits(
-        {"model": pin_model(str(spec.path))}, model, tokenizer, precision, int(threads) if threads else None
+        {"model": pin_model(str(spec.path))}, model, tokenizer, precision_of(backend), int(threads) if threads else None
     )
 
 

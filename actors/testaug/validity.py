@@ -172,7 +172,7 @@ class FineTunedEncoder:
     def _onnx_member(self, k: int):
         """Member ``k``'s forward pass on ONNX Runtime, or None (PyTorch): a member trained in
         this process (no folder to key its export by), on a GPU, or the setting says torch."""
-        from checkray.engine.inference import resolve_encoder
+        from checkray.engine.inference import precision_of, resolve_encoder
 
         model, tokenizer = self.members[k]
         backend = resolve_encoder()
@@ -183,8 +183,7 @@ class FineTunedEncoder:
             from checkray.actors.assets import pin_model
             from checkray.actors.onnx_models import OnnxLogits
 
-            precision = "int8" if backend == "onnx-int8" else "fp32"
-            self._onnx[k] = OnnxLogits({"model": pin_model(folder)}, model, tokenizer, precision)
+            self._onnx[k] = OnnxLogits({"model": pin_model(folder)}, model, tokenizer, precision_of(backend))
         return self._onnx[k]
 
     def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:
