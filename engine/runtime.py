@@ -235,33 +235,52 @@ def clear_resource_request() -> None:
 class RequestGuard:
     """A detached, CPU-free actor that outlives the driver: it polls the job table and,
     once the driver's job is over, runs ``release`` (clear the autoscaler request) and
-    exits. ``release`` is injectable so a test can watch it fire."""
+    ends itself. ``release`` is injectable so a test can watch it fire.
+
+    The watch starts in ``__init__`` on a thread, not in a method the driver calls: a
+    detached actor's creation is owned by GCS, but a method call waits in the caller's
+    process until the actor is up, so a driver killed while the actor's worker was still
+    starting (seconds on a loaded machine) would leave a guard that never watches. A
+    restarted guard (``max_restarts``) watches again for the same reason."""
 
     def __init__(self, job_id: str, interval_s: float = 10.0, release: Callable[[], None] = clear_resource_request):
-        self.job_id, self.interval_s, self.release = job_id, interval_s, release
+        import threading
 
-    def watch(self) -> None:
+        self.job_id, self.interval_s, self.release = job_id, interval_s, release
+        threading.Thread(target=self._watch, name="checkray-request-guard", daemon=True).start()
+
+    def _watch(self) -> None:
         import ray
         from ray._private.state import jobs
 
         while not job_is_over(jobs(), self.job_id):
             time.sleep(self.interval_s)
         self.release()
-        ray.actor.exit_actor()
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+    def ready(self) -> bool:
+        return True
 
 
 def start_request_guard(
-    job_id: str, interval_s: float = 10.0, release: Callable[[], None] = clear_resource_request
+    job_id: str,
+    interval_s: float = 10.0,
+    release: Callable[[], None] = clear_resource_request,
+    ready_timeout_s: float = 120.0,
 ) -> object:
-    """Start the ``RequestGuard`` of ``job_id`` (see ``scale_up_gpus``); returns its handle."""
+    """Start the ``RequestGuard`` of ``job_id`` (see ``scale_up_gpus``) and wait, at most
+    ``ready_timeout_s``, until it is up and watching; returns its handle."""
     import ray
 
     guard = (
         ray.remote(RequestGuard)
-        .options(num_cpus=0, lifetime="detached", max_restarts=3, max_task_retries=3)
+        .options(num_cpus=0, lifetime="detached", max_restarts=3)
         .remote(job_id, interval_s, release)
     )
-    guard.watch.remote()
+    try:
+        ray.get(guard.ready.remote(), timeout=ready_timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        log.warning("the autoscaler request guard did not start within %.0f s", ready_timeout_s)
     return guard
 
 
