@@ -45,6 +45,8 @@ def _cache_rows(cache_dir: Path) -> int:
 
 @pytest.mark.timeout(600)
 def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monkeypatch):
+    """Also: mean and CLS pooling of one encoder come from one actor (one forward pass)
+    and equal separate runs of each."""
     import checkray.actors.pool
     from checkray.actors.costello.embedders import contrast_identity, embed_all
     from checkray.engine.costello.config import EmbedderSpec
@@ -59,14 +61,20 @@ def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monke
     assert contrast_identity(specs[0]) == contrast_identity(specs[0].model_copy(update={"name": "other"}))
     cache = ContentCache(str(tmp_path / "cache"))
     texts = WORDS + [WORDS[0]]  # a duplicate is embedded once
+    more = ["a dull story", *WORDS, "poor acting"]
+    # The reference: each pooling alone, no cache, over every text this test embeds.
+    alone = {s.name: embed_all(more, [s])[s.name] for s in specs}
+    assert not np.allclose(alone["mean"], alone["cls"])  # two poolings, two spaces
 
     stats: dict[str, int] = {}
+    started = _record_actor_starts(monkeypatch)
     cold = embed_all(texts, specs, cache=cache, stats=stats)
+    assert [s["poolings"] for s in started] == [["cls", "mean"]]  # one actor, one forward pass for both
     assert stats == {"mean": 6, "cls": 6}
-    plain = embed_all(texts, specs)  # no cache: the same vectors
     for name in ("mean", "cls"):
-        assert cold[name].shape == (7, 32) and np.allclose(cold[name], plain[name], atol=1e-6)
+        assert cold[name].shape == (7, 32) and np.allclose(cold[name][:6], alone[name][1:7], atol=1e-6)
         assert np.array_equal(cold[name][0], cold[name][6])
+    monkeypatch.undo()
 
     # Warm: nothing is embedded, no actor starts, the vectors are the cold run's.
     def no_actor(*args, **kwargs):
@@ -80,13 +88,11 @@ def test_embed_all_embeds_only_what_the_cache_lacks(ray_session, tmp_path, monke
     monkeypatch.undo()
 
     # Two new texts among known ones: only those two are embedded, per model.
-    more = ["a dull story", *WORDS, "poor acting"]
     mixed = embed_all(more, specs, cache=cache, stats=stats)
     assert stats == {"mean": 2, "cls": 2}
-    fresh = embed_all(more, specs)
     for name in ("mean", "cls"):
         assert np.array_equal(mixed[name][1:7], cold[name][:6])
-        assert np.allclose(mixed[name], fresh[name], atol=1e-6)
+        assert np.allclose(mixed[name], alone[name], atol=1e-6)
     assert _cache_rows(tmp_path / "cache") == 2 * 8
 
 
@@ -176,26 +182,6 @@ def test_pooling_variants_of_one_encoder_share_a_group():
     ]
     groups = [[s.name for s in g] for g in encoder_groups(specs)]
     assert groups == [["m_cls", "m_mean"], ["other_cls"], ["m_model"], ["m_mean_short"], ["m_mean_again"], ["vectors"]]
-
-
-@pytest.mark.timeout(600)
-def test_mean_and_cls_of_one_encoder_come_from_one_actor_and_equal_separate_runs(ray_session, tmp_path, monkeypatch):
-    from checkray.actors.costello.embedders import embed_all
-    from checkray.engine.costello.config import EmbedderSpec
-
-    model = _tiny(tmp_path)
-    specs = [
-        EmbedderSpec(name="mean", model=str(model), pooling="mean"),
-        EmbedderSpec(name="cls", model=str(model), pooling="cls"),
-    ]
-    alone = {s.name: embed_all(WORDS, [s])[s.name] for s in specs}
-    assert not np.allclose(alone["mean"], alone["cls"])  # two poolings, two spaces
-    started = _record_actor_starts(monkeypatch)
-    together = embed_all(WORDS, specs)
-    assert [s["poolings"] for s in started] == [["cls", "mean"]]  # one actor, one forward pass for both
-    for name in ("mean", "cls"):
-        assert together[name].shape == (len(WORDS), 32)
-        assert np.allclose(together[name], alone[name], atol=1e-6)
 
 
 @pytest.mark.timeout(600)
