@@ -227,7 +227,13 @@ def generator_of(job: str, row: Mapping[str, Any]) -> str | None:
     if job == "costello":
         name = f"costello_{str(row.get('capability') or '').lower()}"
         return name if name in GENERATORS else None
-    return None
+    method = row.get("method")  # a merged suite (checkray run): each row by its own method
+    source = _JOB_OF_METHOD.get(method) if isinstance(method, str) else None
+    return generator_of(source, row) if source and source != job else None
+
+
+# The test-case schema's ``method`` value -> the job that generates such cases.
+_JOB_OF_METHOD = {"template": "templates", "mft": "mft", "testaug": "testaug", "s2lct": "s2lct", "costello": "costello"}
 
 
 # --- estimates shipped with the package ---------------------------------------------------

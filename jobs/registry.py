@@ -38,7 +38,11 @@ for _name, _ref in [
     ("repair", "checkray.engine.costello.config:RepairConfig"),
     ("testaug", "checkray.engine.testaug.config:TestAugConfig"),
     ("validity", "checkray.engine.testaug.config:ValidityConfig"),
-    ("cache", "checkray.engine.cache:CacheConfig"),  # the content cache of embeddings and predictions
+    ("cache", "checkray.engine.cache:CacheConfig"),
+    (
+        "run",
+        "checkray.jobs.run.config:RunConfig",
+    ),  # checkray run: models, methods, baselines  # the content cache of embeddings and predictions
 ]:
     SECTIONS.add(_name, _ref)
 
@@ -54,7 +58,12 @@ class Command:
 
 JOBS: LazyRegistry[Any] = LazyRegistry("command")
 for _cmd in [
-    Command("demo", "checkray.jobs.demo:demo_command", "Run every method on the bundled corpus; write one report."),
+    Command(
+        "run",
+        "checkray.jobs.run.job:run_command",
+        "Your corpus and models: every method that applies, one merged suite, one benchmark and report.",
+    ),
+    Command("demo", "checkray.jobs.demo:demo_command", "checkray run on the bundled corpus and a zoo it trains."),
     Command(
         "topics",
         "checkray.jobs.topics.job:topics_command",

@@ -58,6 +58,36 @@ def read_embedders(path: str, zoo: Sequence[ModelSpec] = ()) -> list[EmbedderSpe
     return specs
 
 
+def _model_key(model: str) -> str:
+    path = Path(repo_path(model)).expanduser()
+    return str(path.resolve()) if path.exists() else model
+
+
+def encoders_of_models(models: Sequence[ModelSpec], listed: Sequence[EmbedderSpec]) -> list[EmbedderSpec]:
+    """The encoders inside models under test, as embedders COSTELLO can test: a Hugging
+    Face classifier's transformer (mean pooling over its hidden states) and a
+    sentence-transformer head's encoder (its own pooling). An encoder already ``listed``
+    (any pooling) or met twice is left out: one model, tested once."""
+    taken = {_model_key(s.model) for s in listed}
+    names = {s.name for s in listed}
+    found = []
+    for spec in models:
+        if spec.family == "hf" and spec.path:
+            model, pooling = spec.path, "mean"
+        elif spec.family == "st_head":
+            model, pooling = str(spec.options.get("encoder", "builtin:minilm")), "model"
+        else:
+            continue
+        if _model_key(model) in taken:
+            continue
+        taken.add(_model_key(model))
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.name)
+        name = name if name not in names else f"{name}_encoder"
+        names.add(name)
+        found.append(EmbedderSpec(name=name, model=model, pooling=pooling))
+    return found
+
+
 def pick_seeds(corpus: pa.Table, n: int, inversions: dict[str, str] | None, seed: int) -> np.ndarray:
     """Row indices: sentences of the inversion table found in the corpus first (CR3 needs
     them), then a seeded random sample."""

@@ -56,6 +56,7 @@ from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.costello.inputs import (
     classifier_rows,
     dictionary_words,
+    encoders_of_models,
     model_dictionaries,
     pick_seeds,
     read_corpora,
@@ -304,9 +305,16 @@ class CostelloJob(Job[CostelloConfig]):
         "rejected.parquet",
     )
 
-    def __init__(self, cfg: CheckrayConfig, models: Sequence[ModelSpec] | None = None, zoo: str | None = None):
+    def __init__(
+        self,
+        cfg: CheckrayConfig,
+        models: Sequence[ModelSpec] | None = None,
+        zoo: str | None = None,
+        model_encoders: bool = False,
+    ):
         super().__init__(cfg, models)
         self.zoo = zoo
+        self.model_encoders = model_encoders  # also test the encoders inside the models (checkray run)
 
     def check(self) -> None:
         from checkray.actors.costello.embedders import check_spec
@@ -314,6 +322,8 @@ class CostelloJob(Job[CostelloConfig]):
         read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
         self.models = select_models(self.models, self.zoo)
         self.embedders = read_embedders(self.conf.embedders, self.models or ())
+        if self.model_encoders:
+            self.embedders += encoders_of_models(self.models or (), self.embedders)
         for spec in self.embedders:
             check_spec(spec)
 

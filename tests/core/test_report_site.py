@@ -47,7 +47,8 @@ def _small_demo(tmp_path: Path) -> Path:
     from checkray.engine.compare.gate import read_gate
     from checkray.jobs.benchmark.job import BenchmarkJob
     from checkray.jobs.config import load_config
-    from checkray.jobs.demo import Step, _templates_done, run_demo
+    from checkray.jobs.demo import run_demo
+    from checkray.jobs.run.job import Step, _suite_done
     from checkray.jobs.templates.job import TemplatesJob
 
     gate_file = tmp_path / "gate.yaml"
@@ -67,7 +68,7 @@ def _small_demo(tmp_path: Path) -> Path:
         },
     )
     steps = [
-        Step("templates", lambda s: TemplatesJob(s.cfg), _templates_done),
+        Step("templates", lambda s: TemplatesJob(s.cfg), _suite_done),
         Step("benchmark", lambda s: BenchmarkJob(s.cfg, specs, s.suites, gate=gate)),
     ]
     out = tmp_path / "demo"

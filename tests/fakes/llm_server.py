@@ -132,3 +132,52 @@ def _handler(server: FaultyLLMServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, json.dumps(body).encode(), "application/json")
 
     return Handler
+
+
+class SentimentChatServer:
+    """An OpenAI-compatible chat server on 127.0.0.1 that answers checkray's zero-shot
+    sentiment prompt like a model behind an endpoint: "positive" or "negative" for the
+    prompt's ``Text:`` line, by the keyword rules of ``tests.fakes.models``."""
+
+    def __init__(self):
+        server = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                from tests.fakes.models import keyword_sentiment
+
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                user = request["messages"][-1]["content"]
+                text = user.rsplit("Text:", 1)[-1].strip()
+                server.requests += 1
+                answer = "positive" if keyword_sentiment([text])[0][1] > 0.5 else "negative"
+                body = json.dumps(
+                    {
+                        "choices": [{"message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 30, "completion_tokens": 1},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> SentimentChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
