@@ -58,12 +58,33 @@ _install_layer_finder()
 
 from checkray.engine import __version__  # noqa: E402  (the finder above must be in place first)
 
-__all__ = ["__version__", "topics", "zoo", "benchmark", "open_run", "cli", "Run", "Results", "Models", "load_config"]
+__all__ = [
+    "__version__",
+    "run",
+    "topics",
+    "zoo",
+    "benchmark",
+    "open_run",
+    "cli",
+    "Run",
+    "RunReport",
+    "Results",
+    "Models",
+    "load_config",
+]
 API = frozenset(__all__) - {"__version__", "load_config"}
 
 if TYPE_CHECKING:  # for editors and type checkers; at run time these load on first use
-    from checkray.jobs.api import Models, Results, Run, benchmark, cli, open_run, topics, zoo
+    from checkray.jobs.api import Models, Results, Run, RunReport, benchmark, cli, open_run, run, topics, zoo
     from checkray.jobs.config import load_config
+
+
+def _job_functions() -> list[str]:
+    """``checkray.mft``, ``checkray.costello``, ...: one per command of the job registry
+    (``jobs/api.py: job_function``), besides the hand-written ones above."""
+    from checkray.jobs.api import job_functions
+
+    return [n for n in job_functions() if n not in API]
 
 
 def __getattr__(name: str) -> Any:
@@ -75,8 +96,12 @@ def __getattr__(name: str) -> Any:
         from checkray.jobs.config import load_config
 
         return load_config
+    if not name.startswith("_") and name in _job_functions():
+        from checkray.jobs.api import job_function
+
+        return job_function(name)
     raise AttributeError(f"module 'checkray' has no attribute '{name}'")
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted([*__all__, *_job_functions()])

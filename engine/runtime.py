@@ -51,6 +51,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
 
     if cfg.encoder != "auto" and not os.environ.get(ENCODER_ENV):  # --encoder wins
         set_encoder(cfg.encoder)
+    workers_print_to_stderr()
     address = os.environ.get("RAY_ADDRESS") or cfg.address
     if address:
         log.info("connecting to Ray at %s", address)
@@ -64,6 +65,26 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
     if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         log.warning("RAY_AUTH_MODE=%s: the local Ray accepts unauthenticated calls", os.environ["RAY_AUTH_MODE"])
     return temp_dir
+
+
+WORKER_STDOUT_HANDLER = "checkray_worker_stdout_to_stderr"
+
+
+def _as_stderr(batch: dict) -> None:
+    batch["is_err"] = True  # the handlers after this one see the batch as stderr
+
+
+def workers_print_to_stderr() -> None:
+    """The lines Ray forwards from its workers' stdout are printed to the driver's stderr,
+    like their stderr: both are diagnostics, and stderr is where the CLI and the notebook
+    API (``jobs/runlog.py``) keep them out of sight, in the run's log. Ray prints a
+    worker's stdout to ``sys.stdout``, which in a notebook is the cell's output. The
+    handler runs first on Ray's dispatcher of worker lines and marks each batch stderr."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    dispatcher.remove_handler(WORKER_STDOUT_HANDLER)
+    with dispatcher._lock:
+        dispatcher.handlers.insert(0, (WORKER_STDOUT_HANDLER, _as_stderr))
 
 
 # Starting a local Ray on a loaded machine can outlast Ray's own fixed 30 s wait for its

@@ -17,11 +17,14 @@ the same ``out`` reuses the finished stages.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import html
+import inspect
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -81,8 +84,14 @@ class Run:
         """The run's report page as HTML text."""
         return RunDir(self.path).read_text(self._report_name)
 
-    def _repr_html_(self) -> str:  # a notebook shows the tables it has, not the whole report
-        return f"<b>checkray {self.job}</b> run in <code>{self.path}</code>: tables {', '.join(self.tables)}"
+    def _repr_html_(self) -> str:  # a notebook shows what the run holds and links its report
+        names = ", ".join(html.escape(n) for n in self.tables)
+        return f"{self._heading()}<p>tables: {names or 'none'}</p>"
+
+    def _heading(self) -> str:
+        report = Path(self.report).resolve()
+        link = f'<a href="{html.escape(report.as_uri())}" target="_blank">report</a>' if report.exists() else ""
+        return f"<p><b>checkray {html.escape(self.job)}</b> · <code>{html.escape(self.path)}</code> {link}</p>"
 
 
 @dataclass
@@ -124,6 +133,9 @@ class Results(Run):
         per["failure_rate"] = per["failures"] / per["n"].where(per["n"] > 0)
         return per.sort_values("failure_rate").reset_index()
 
+    def _repr_html_(self) -> str:
+        return failures_html(self._heading(), self.leaderboard, self.failures())
+
     def failures(self, model: str | None = None, capability: str | None = None) -> pd.DataFrame:
         """Failed cases (``pass`` false), optionally of one model and/or capability."""
         r = self.results
@@ -133,6 +145,76 @@ class Results(Run):
                     raise KeyError(f"no {column} '{value}' in this run (has {', '.join(sorted(set(r[column])))})")
                 r = r[r[column] == value]
         return r[r["pass"] == False].reset_index(drop=True)  # noqa: E712  (pandas: elementwise)
+
+
+SHOWN_FAILURES = 8  # rows of top failures a notebook shows under a result
+
+
+def failures_html(heading: str, leaderboard: pd.DataFrame, failing: pd.DataFrame) -> str:
+    """A result in a notebook: its heading, the per-model table and the first failures."""
+    columns = [c for c in ("model", "capability", "test_type", "text", "expected_label", "predicted") if c in failing]
+    top = failing[columns].head(SHOWN_FAILURES)
+    return (
+        heading
+        + leaderboard.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+        + f"<p>first {len(top)} of {len(failing)} failing cases:</p>"
+        + top.to_html(index=False, border=0)
+    )
+
+
+@dataclass
+class RunReport(Run):
+    """A ``checkray run`` / ``checkray demo`` directory: ``suite`` (the merged suite),
+    ``results`` and ``models`` (the benchmark's), ``failures(...)``, ``report``."""
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:  # the steps have manifests; the run has its timings
+        run = RunDir(self.path)
+        return {"job": "run", "published": ["report.html"], "timings": json.loads(run.read_text("timings.json"))}
+
+    @cached_property
+    def benchmark(self) -> Results:
+        return Results(f"{self.path}/benchmark")
+
+    @cached_property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {**self.benchmark.tables, "suite": RunDir(self.path).read_table("suite/suite.parquet").to_pandas()}
+
+    @property
+    def suite(self) -> pd.DataFrame:
+        return self.table("suite")
+
+    @property
+    def results(self) -> pd.DataFrame:
+        return self.benchmark.results
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        return self.benchmark.leaderboard
+
+    def failures(self, model: str | None = None, capability: str | None = None) -> pd.DataFrame:
+        return self.benchmark.failures(model, capability)
+
+    def _repr_html_(self) -> str:
+        return failures_html(self._heading(), self.leaderboard, self.failures())
+
+
+@contextlib.contextmanager
+def _run_log(command: str) -> Iterator[None]:
+    """Ray's, the workers' and the libraries' output into the run's log
+    (``DIR/logs/checkray.log``), as the CLI does: a notebook shows checkray's own lines."""
+    from checkray.jobs.runlog import RUN_LOG
+
+    if RUN_LOG.active or os.environ.get("CHECKRAY_VERBOSE") == "1":
+        yield
+        return
+    RUN_LOG.start(command)
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        RUN_LOG.stop(keep_temp=failed)
 
 
 def _out(out: str | Path | None, job: str) -> str:
@@ -194,7 +276,8 @@ def topics(
     cfg = _config(
         config, {**_corpus_overrides(corpus, text, label, labels), "topics.clusterer.n_clusters": clusters}, settings
     )
-    return Run(run_topics(cfg, _out(out, "topics")).run.uri)
+    with _run_log("checkray.topics(...)"):
+        return Run(run_topics(cfg, _out(out, "topics")).run.uri)
 
 
 def zoo(
@@ -216,7 +299,8 @@ def zoo(
     out = _out(out, "zoo")
     if "://" in out:
         raise InputError(f"{out}: the zoo writes model files from its tasks; use a local or shared-filesystem out")
-    run_job(ZooJob(cfg, list(only) if only else None), out)
+    with _run_log("checkray.zoo(...)"):
+        run_job(ZooJob(cfg, list(only) if only else None), out)
     return Models(out)
 
 
@@ -262,12 +346,69 @@ def benchmark(
         raise InputError("suites: pass at least one suite")
     cfg = _config(config, {}, settings)
     out = _out(out, "benchmark")
-    run_job(BenchmarkJob(cfg, _model_specs(models), parts), out)
+    with _run_log("checkray.benchmark(...)"):
+        run_job(BenchmarkJob(cfg, _model_specs(models), parts), out)
     return Results(out)
+
+
+def run(
+    corpus: Corpus | None = None,
+    models: Models | Sequence[ModelSpec] | str | Path | None = None,
+    *,
+    text: str | None = None,
+    label: str | None = None,
+    labels: Mapping[str, str] | str | None = None,
+    llm: str | None = None,
+    methods: Sequence[str] | None = None,
+    baselines: Sequence[str] | None = None,
+    config: str | Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+) -> RunReport:
+    """``checkray run``: every method that serves ``corpus``, one merged suite, one
+    benchmark of ``models`` (a registry path, a zoo result or ModelSpecs; None: a zoo
+    trained on the corpus) and baselines, one report."""
+    from checkray.jobs.run.job import llm_overrides, run_pipeline
+
+    registry = _registry_file(models) if models is not None else None
+    overrides = {
+        **_corpus_overrides(corpus, text, label, labels),
+        "run.models": registry,
+        "run.methods": list(methods) if methods else None,
+        "run.baselines": list(baselines) if baselines else None,
+        **llm_overrides(llm),
+    }
+    cfg = _config(config, overrides, settings)
+    out = _out(out, "run")
+    with _run_log("checkray.run(...)"):
+        run_pipeline(cfg, out)
+    return RunReport(out)
+
+
+def _registry_file(models: Models | Sequence[ModelSpec] | str | Path) -> str:
+    """A registry path for ``models``: as given, a zoo's, or ModelSpecs written to a file
+    named by their content."""
+    import yaml
+
+    if isinstance(models, str | Path):
+        return str(models)
+    if isinstance(models, Models):
+        return models.registry
+    specs = _model_specs(models)
+    text = yaml.safe_dump({"models": [s.model_dump(mode="json", exclude_defaults=True) for s in specs]})
+    path = _inputs_dir() / f"models-{hashlib.sha256(text.encode()).hexdigest()[:24]}.yaml"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".tmp-", dir=path.parent)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    return str(path)
 
 
 def open_run(path: str | Path) -> Run:
     """Any finished run directory (from the CLI or from Python), by its job."""
+    if RunDir(str(path)).exists("timings.json") and RunDir(str(path)).exists("benchmark/manifest.json"):
+        return RunReport(str(path))  # checkray run / demo: the steps' runs under one directory
     run = Run(str(path))
     try:
         job = run.job
@@ -290,3 +431,69 @@ def cli(*args: str) -> int:
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     return 0
+
+
+def _flag(parameter: inspect.Parameter) -> tuple[str | None, bool]:
+    """The long flag of a typer parameter (None: a positional argument) and whether it is one."""
+    info = parameter.default
+    decls = [d for d in getattr(info, "param_decls", None) or () if d.startswith("--")]
+    positional = type(info).__name__ == "ArgumentInfo"
+    return (None if positional else (decls[0] if decls else "--" + parameter.name.replace("_", "-"))), positional
+
+
+def command_args(function: Callable, options: Mapping[str, Any]) -> list[str]:
+    """``options`` (keyword arguments named like the command's parameters) as its argv."""
+    parameters = inspect.signature(function).parameters
+    unknown = sorted(set(options) - set(parameters))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)} (have: {', '.join(parameters)})")
+    argv: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag, positional = _flag(parameters[name])
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        if positional:
+            argv += [str(v) for v in values]
+        elif value is True:
+            argv.append(flag)
+        else:
+            for v in values:
+                argv += [flag, str(v)]
+    return argv
+
+
+def job_function(name: str) -> Callable[..., Run]:
+    """``checkray.<name>(**options)``: the command ``checkray <name>`` run in-process, its
+    keyword arguments its options (``out`` defaults to a fresh temporary directory), the
+    finished run directory returned as ``open_run`` reads it. Made for every command of
+    the job registry (``jobs/registry.py``) that writes a run directory."""
+    from checkray.jobs.registry import JOBS
+
+    command = name.replace("_", "-")
+    record = JOBS.record(command)
+    target = JOBS.get(command)
+    if not record.api or not callable(target) or not inspect.isfunction(target):
+        raise AttributeError(f"'{command}' has no notebook function; use checkray.cli('{command}', ...)")
+
+    def function(**options: Any) -> Run:
+        if "out" in inspect.signature(target).parameters and options.get("out") is None:
+            options["out"] = _out(None, command)
+        with _run_log(f"checkray.{name}(...)"):
+            code = cli(command, *command_args(target, options))
+        if code != 0:
+            raise InputError(f"checkray {command} exited with {code} (its error line is above)")
+        return open_run(options["out"]) if options.get("out") else Run("")
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"{record.help}\n\nOptions (as ``checkray {command} --help``): " + ", ".join(
+        p for p in inspect.signature(target).parameters
+    )
+    return function
+
+
+def job_functions() -> list[str]:
+    """The names ``checkray.<name>`` has for the job registry's commands."""
+    from checkray.jobs.registry import JOBS
+
+    return [n.replace("-", "_") for n in JOBS.names() if JOBS.record(n).api]

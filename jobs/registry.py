@@ -54,6 +54,10 @@ class Command:
     name: str
     ref: str
     help: str  # shown by ``checkray --help`` without importing the job
+    # Also a notebook function ``checkray.<name>`` (jobs/api.py): a command that writes a
+    # run directory. Not a command group (cache, import, validity: ``checkray.cli``), one
+    # that serves a page until stopped (review) or one that writes into another's run.
+    api: bool = True
 
 
 JOBS: LazyRegistry[Any] = LazyRegistry("command")
@@ -105,18 +109,29 @@ for _cmd in [
         "Fine-tune a model on its COSTELLO violations; retest.",
     ),
     Command("testaug", "checkray.jobs.testaug.job:testaug_command", "Generate capability tests with an LLM (TestAug)."),
-    Command("validity", "checkray.jobs.testaug.validity:app", "Train or apply TestAug's validity classifier."),
-    Command("import", "checkray.jobs.importer.job:app", "Import test suites made by other tools (CheckList)."),
+    Command(
+        "validity", "checkray.jobs.testaug.validity:app", "Train or apply TestAug's validity classifier.", api=False
+    ),
+    Command(
+        "import", "checkray.jobs.importer.job:app", "Import test suites made by other tools (CheckList).", api=False
+    ),
     Command(
         "report-index",
         "checkray.jobs.index:index_command",
         "Write DIR/index.html: every report of a run directory, its config, versions, stage times and gates.",
+        api=False,
     ),
-    Command("cache", "checkray.jobs.cache:app", "Show or bound the cache of embeddings and predictions (info, prune)."),
+    Command(
+        "cache",
+        "checkray.jobs.cache:app",
+        "Show or bound the cache of embeddings and predictions (info, prune).",
+        api=False,
+    ),
     Command(
         "review",
         "checkray.jobs.review.job:review_command",
         "Review generated cases in the browser; apply, export or import reviews.",
+        api=False,
     ),
 ]:
     JOBS.register(_cmd)

@@ -58,10 +58,13 @@ class RunLog:
         self._saved_console_file = None
         self._upload: tuple[RunDir, str] | None = None  # (run, rel) for a run on an object store
         self._handlers: list[tuple[logging.Logger, logging.Handler]] = []
+        self.command: str | None = None
 
-    def start(self) -> None:
+    def start(self, command: str | None = None) -> None:
+        """Redirect; ``command`` names what runs in the log's header (default: the argv)."""
         if self.active:
             return
+        self.command = command
         sys.stderr.flush()
         fd, self.path = tempfile.mkstemp(prefix="checkray-", suffix=".log")
         self._own_temp = self.path
@@ -99,7 +102,8 @@ class RunLog:
         if not self.active or self._upload is not None or self.path != self._own_temp:
             return
         run.reserve(LOG_DIR)
-        header = f"=== checkray {' '.join(sys.argv[1:])} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
+        command = self.command or f"checkray {' '.join(sys.argv[1:])}"
+        header = f"=== {command} at {time.strftime('%Y-%m-%d %H:%M:%S')} ===\n"
         if run.is_local:
             final = Path(run.path(LOG_DIR, LOG_FILE))
             sys.stderr.flush()

@@ -74,3 +74,13 @@ def slow_sentiment(texts, pairs=None):
 
     time.sleep(0.5)
     return keyword_sentiment(texts, pairs)
+
+
+def chatty_sentiment(texts, pairs=None):
+    """The keyword model, which also writes a line to stdout and stderr of its worker (a
+    library that prints: its lines belong in the run's log, not in a notebook)."""
+    import sys
+
+    print("chatty model: stdout line", flush=True)
+    print("chatty model: stderr line", file=sys.stderr, flush=True)
+    return keyword_sentiment(texts, pairs)
