@@ -36,14 +36,18 @@ CHUNK = 4096  # rows per transform/predict call when streaming embeddings
 EMBED_CHUNK = 16_384  # rows per cache lookup and per embeddings shard of the embed stage
 
 
+def check_cluster_count(table: pa.Table, cfg: CheckrayConfig) -> None:
+    k = cfg.section(TopicsConfig).clusterer.n_clusters
+    if table.num_rows < k:
+        raise InputError(
+            f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)"
+        )
+
+
 def corpus_stage(cfg: CheckrayConfig):
     def run(ctx: StageContext):
         table = read_corpus(cfg.corpus)
-        k = cfg.section(TopicsConfig).clusterer.n_clusters
-        if table.num_rows < k:
-            raise InputError(
-                f"{cfg.corpus.path}: {table.num_rows} documents but {k} clusters requested (topics.clusterer.n_clusters)"
-            )
+        check_cluster_count(table, cfg)
         table = table.append_column("pos", pa.array(np.arange(table.num_rows), pa.int64()))
         # The embed stage reads the corpus by text length so each forward pass pads little,
         # as SentenceTransformer.encode does for one in-memory list (sorted here, in Arrow:
@@ -190,7 +194,11 @@ class TopicsJob(Job[TopicsConfig]):
     published = ("clusters.parquet", "assignments.parquet", "representatives.parquet", "corpus.parquet")
 
     def check(self) -> None:
-        read_corpus(self.cfg.corpus)  # a bad corpus or label map fails before Ray starts
+        """A bad corpus, label map, cluster count or embedder path fails before Ray starts."""
+        from checkray.actors.embedder import resolve_model
+
+        check_cluster_count(read_corpus(self.cfg.corpus), self.cfg)
+        resolve_model(self.cfg.section(TopicsConfig).embedder.model)
 
     def stages(self):
         yield corpus_stage(self.cfg)
