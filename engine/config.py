@@ -22,6 +22,19 @@ from checkray.engine.errors import ConfigError
 from checkray.engine.labels import label_map
 from checkray.engine.strict import StrictInput, load_yaml
 
+REPO_ROOT = Path(__file__).resolve().parents[1]  # a source tree: configs/ sits beside engine/
+
+
+def repo_path(path: str | Path) -> str:
+    """A relative path of a config (a spec, an embedders list) read against the working
+    directory first, then the repository, so the packaged ``configs/...`` files named in
+    ``configs/demo.yaml`` are found from any directory. Anything else is returned as given."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists() or not (REPO_ROOT / p).exists():
+        return str(p)
+    return str(REPO_ROOT / p)
+
+
 Device = Literal["cpu", "gpu"]  # where work runs
 Backend = Literal["auto", "cpu", "gpu"]  # what a config asks for; "auto": a GPU when Ray reports one
 

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from checkray.engine.config import JobSection
+from checkray.engine.config import JobSection, repo_path
 
 
 class TemplatesConfig(JobSection):
@@ -20,6 +20,11 @@ class TemplatesConfig(JobSection):
     # texts and {0: not_duplicate, 1: duplicate} (QQP) for pair templates.
     label_map: dict[str, str] | None = None
     max_combinations: int = Field(default=100_000, ge=1)  # cap on nsamples: 0
+
+    @field_validator("spec")
+    @classmethod
+    def _found_from_anywhere(cls, value: str | None) -> str | None:  # configs/... from any directory
+        return repo_path(value) if value and "://" not in value else value
 
     @field_validator("label_map", mode="before")
     @classmethod

@@ -41,6 +41,7 @@ import pyarrow as pa
 import yaml
 from pydantic import ConfigDict, StrictInt, StrictStr, ValidationError
 
+from checkray.engine.config import repo_path
 from checkray.engine.errors import InputError
 from checkray.engine.lang.lexicons import is_reference, resolve_lexicon, with_article
 from checkray.engine.schema import TestType, make_cases
@@ -285,7 +286,7 @@ def read_spec(path: str | Path, label_map: Mapping[str, str] | None = None) -> l
     ``label_map`` maps integer labels (as strings) to names; None uses the sentiment map
     for single texts and the QQP duplicate map for pairs. String labels pass through.
     """
-    path = Path(path)
+    path = Path(repo_path(path))  # a relative spec: the working directory's, else the repository's
     templates = []
     for where, raw in _load_records(path):
         if not isinstance(raw, dict):

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section, repo_path
 from checkray.engine.llm import GenerationParams
 from checkray.engine.testaug.validity import VALIDITY_BACKENDS
 from checkray.engine.training import FineTuneConfig
@@ -67,6 +67,11 @@ class TestAugConfig(JobSection):
     # fingerprint the resolved models themselves, so naming them never re-asks the LLM.
     models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)
     patch: PatchConfig = PatchConfig()
+
+    @field_validator("spec")
+    @classmethod
+    def _found_from_anywhere(cls, value: str | None) -> str | None:  # configs/... from any directory
+        return repo_path(value) if value and "://" not in value else value
 
     @model_validator(mode="after")
     def _budget(self) -> TestAugConfig:

@@ -15,21 +15,11 @@ import pyarrow as pa
 
 from checkray.actors.costello.embedders import vocabulary
 from checkray.engine.benchmark.registry import ModelSpec
-from checkray.engine.config import CorpusConfig, read_yaml, validate_section
+from checkray.engine.config import CorpusConfig, read_yaml, repo_path, validate_section
 from checkray.engine.corpus import read_corpus
 from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, PairsConfig
 from checkray.engine.costello.mutations import normalize
 from checkray.engine.errors import ConfigError, InputError
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def repo_path(path: str) -> str:
-    """Relative config paths resolve against the working directory, then the repo."""
-    p = Path(path).expanduser()
-    if p.is_absolute() or p.exists() or not (ROOT / p).exists():
-        return str(p)
-    return str(ROOT / p)
 
 
 def read_embedders(path: str, zoo: Sequence[ModelSpec] = ()) -> list[EmbedderSpec]:

@@ -20,7 +20,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Optional
 
 import pyarrow as pa
@@ -34,10 +33,11 @@ from checkray.engine.errors import InputError
 from checkray.engine.report import Section, table_html, write_assets, write_page
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint
 from checkray.engine.suite_merge import merge_suites
-from checkray.jobs.base import Job, JobResult, run_job
+from checkray.jobs.base import Job, JobResult, require_out, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
 from checkray.jobs.index import DEMO_TIMINGS, write_index
+from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from checkray.jobs.run.config import RunConfig
 from checkray.jobs.run.plan import MethodChoice, check_models, plan_methods
 from checkray.jobs.runlog import RUN_LOG
@@ -242,7 +242,21 @@ def preflight(cfg: CheckrayConfig) -> RunPlan:
         clash = sorted({s.name for s in models} & {m.name for m in cfg.section(ZooConfig).models})
         if clash:
             raise InputError(f"model name(s) {', '.join(clash)} are also zoo baselines: rename them in the registry")
-    return RunPlan(plan_methods(cfg, labels), models, zoo)
+    choices = plan_methods(cfg, labels)
+    check_specs(cfg, {c.method for c in choices if c.runs})
+    return RunPlan(choices, models, zoo)
+
+
+def check_specs(cfg: CheckrayConfig, methods: set[str]) -> None:
+    """Read the capability specs of the methods that will run (a bad record is a one-line
+    error now, not after the topics step)."""
+    from checkray.jobs.templates.job import TemplatesJob
+    from checkray.jobs.testaug.job import TestAugJob
+
+    if "templates" in methods:
+        TemplatesJob(cfg).check()
+    if "testaug" in methods:
+        TestAugJob(cfg).check()
 
 
 def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None, name: str = "run") -> RunDir:
@@ -279,6 +293,9 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
 
 def run_command(
     corpus: Optional[str] = typer.Option(None, "--corpus", help="Corpus file (parquet/csv/jsonl) or builtin:NAME."),
+    text_column: TextColumn = None,
+    label_column: LabelColumn = None,
+    labels: Labels = None,
     models: Optional[str] = typer.Option(None, "--models", "-m", help="Model registry (YAML) of the models to test."),
     llm: Optional[str] = typer.Option(
         None, "--llm", help="The generating LLM: an OpenAI-compatible URL or builtin:NAME."
@@ -289,14 +306,12 @@ def run_command(
     baselines: Optional[str] = typer.Option(
         None, "--baselines", help="'zoo': models trained on the corpus, compared with."
     ),
-    labels: Optional[str] = typer.Option(None, "--labels", help="Raw label -> name: 0=negative,1=positive."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config (sections run, corpus, llm, ...)."),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="Run directory."),
+    config: ConfigFile = None,
+    out: RunOut = None,
 ):
     """Generate suites with every method that serves the corpus, merge them, benchmark the models."""
     overrides = {
-        "corpus.path": corpus,
-        "corpus.labels": labels,
+        **corpus_overrides(corpus, text_column, label_column, labels),
         "run.models": models,
         "run.methods": methods.split(",") if methods else None,
         "run.baselines": baselines.split(",") if baselines else None,
@@ -304,8 +319,6 @@ def run_command(
         **llm_overrides(llm),
     }
     cfg = load_config(config, overrides)
-    from checkray.jobs.base import require_out
-
     run = run_pipeline(cfg, require_out(cfg.out))
     console.print(f"[bold green]report: {run.path('report.html')}[/bold green]")
     console.print(f"[bold green]index of every report: {run.path('index.html')}[/bold green]")

@@ -210,3 +210,29 @@ def test_run_benchmarks_four_kinds_of_user_models_against_the_zoo(ray_session, t
     assert "tfidf_lr" in report and "paired p (McNemar)" in report
     assert "not asked for" in report  # the methods table says why the others did not run
     assert (out / "index.html").is_file()
+
+    # From Python: the run directory reads back as a RunReport that renders itself.
+    import checkray
+
+    res = checkray.open_run(out)
+    assert type(res).__name__ == "RunReport" and res.job == "run"
+    assert set(res.leaderboard["model"]) == {"my_bert", "my_pipeline", "my_endpoint", "my_function", "tfidf_lr"}
+    assert len(res.suite) == suite.num_rows and set(res.failures("my_function")["model"]) == {"my_function"}
+    shown = res._repr_html_()
+    assert "<b>checkray run</b>" in shown and "report.html" in shown and "failing cases" in shown
+
+
+def test_packaged_specs_named_relatively_are_found_from_any_directory(tmp_path, monkeypatch):
+    """configs/demo.yaml names configs/suites/...: a user copying it runs from elsewhere."""
+    from checkray.jobs.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(
+        None, {"templates.spec": "configs/suites/sentiment_templates.jsonl", "testaug.spec": "mine.jsonl"}
+    )
+    assert Path(cfg.section("templates").spec) == Path(TEMPLATES)
+    assert cfg.section("testaug").spec == "mine.jsonl"  # found nowhere: as given, for the one-line error
+    (tmp_path / "configs" / "suites").mkdir(parents=True)
+    (tmp_path / "configs" / "suites" / "sentiment_templates.jsonl").write_text("")
+    cfg = load_config(None, {"templates.spec": "configs/suites/sentiment_templates.jsonl"})
+    assert cfg.section("templates").spec == "configs/suites/sentiment_templates.jsonl"  # the working directory's first
