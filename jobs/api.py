@@ -153,11 +153,12 @@ SHOWN_FAILURES = 8  # rows of top failures a notebook shows under a result
 def failures_html(heading: str, leaderboard: pd.DataFrame, failing: pd.DataFrame) -> str:
     """A result in a notebook: its heading, the per-model table and the first failures."""
     columns = [c for c in ("model", "capability", "test_type", "text", "expected_label", "predicted") if c in failing]
-    top = failing[columns].head(SHOWN_FAILURES)
+    per_model = max(1, SHOWN_FAILURES // max(1, failing["model"].nunique())) if len(failing) else 1
+    top = failing[columns].groupby("model", sort=False).head(per_model).head(SHOWN_FAILURES)  # every model shows some
     return (
         heading
         + leaderboard.to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
-        + f"<p>first {len(top)} of {len(failing)} failing cases:</p>"
+        + f"<p>{len(top)} of {len(failing)} failing cases, a few per model:</p>"
         + top.to_html(index=False, border=0)
     )
 
