@@ -87,7 +87,7 @@ demo: setup warmup
 
 # The README's test command: lint (ruff, import layering) then every test.
 test: setup lint browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 # The report pages are checked in a real headless browser (tests/core/test_report_site.py):
 # Debian's chromium and chromedriver from apt (as root, else sudo -n); nothing from a CDN.
