@@ -12,9 +12,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+
+from checkray.engine.memory import TreeRssSampler, mib  # noqa: F401  (the memory benches use them)
 
 ROOT = Path(__file__).resolve().parents[1]
 # git-ignored; CHECKRAY_BENCH_RESULTS moves it (the tests that run a bench write elsewhere)
@@ -109,66 +110,6 @@ def run_child(script: Path, args: list[str], timeout: float = 3600) -> dict:
 
 def emit_child_result(result: dict) -> None:
     print(json.dumps(result), flush=True)
-
-
-class TreeRssSampler:
-    """Peak of the summed RSS of a process and all its descendants, sampled in a thread.
-
-    For a local ``ray.init`` the GCS, raylet and every Ray worker are descendants of the
-    driver, so this is the whole job's footprint and excludes anyone else's Ray. RSS
-    counts shared pages (object store, torch libraries) once per process, so the sum
-    overstates the true footprint; it does so equally at every corpus size.
-    """
-
-    def __init__(self, pid: int | None = None, interval: float = 0.2):
-        import psutil
-
-        self.root = psutil.Process(pid or os.getpid())
-        self.interval = interval
-        self.peak_total = 0
-        self.peak_driver = 0
-        self.peak_workers = 0
-        self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def sample(self) -> None:
-        import psutil
-
-        driver = 0
-        workers = 0
-        try:
-            driver = self.root.memory_info().rss
-            children = self.root.children(recursive=True)
-        except psutil.Error:
-            return
-        for child in children:
-            try:
-                workers += child.memory_info().rss
-            except psutil.Error:
-                pass  # exited between listing and reading
-        self.peak_driver = max(self.peak_driver, driver)
-        self.peak_workers = max(self.peak_workers, workers)
-        self.peak_total = max(self.peak_total, driver + workers)
-        self.samples += 1
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> TreeRssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
-
-
-def mib(nbytes: float) -> float:
-    return nbytes / (1024 * 1024)
 
 
 def report(

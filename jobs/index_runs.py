@@ -137,7 +137,11 @@ def demo_steps(tree: RunTree, rel: str) -> list[dict[str, Any]]:
     if not isinstance(steps, list):
         return []
     return [
-        {"step": str(s.get("step")), "seconds": f"{float(s['seconds']):.1f}"}
+        {
+            "step": str(s.get("step")),
+            "seconds": f"{float(s['seconds']):.1f}",
+            **({"peak RSS (MiB)": str(int(s["peak_rss_mib"]))} if isinstance(s.get("peak_rss_mib"), int) else {}),
+        }
         for s in steps
         if isinstance(s, dict) and isinstance(s.get("seconds"), int | float)
     ]

@@ -30,6 +30,7 @@ from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec, read_registry
 from checkray.engine.corpus import read_corpus
 from checkray.engine.errors import InputError
+from checkray.engine.memory import TreeRssSampler, mib
 from checkray.engine.report import Section, table_html, write_assets, write_page
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint
 from checkray.engine.suite_merge import merge_suites
@@ -43,6 +44,9 @@ from checkray.jobs.run.plan import MethodChoice, check_models, plan_methods
 from checkray.jobs.runlog import RUN_LOG
 
 SUITE_FILE, MERGE_FILE = "suite.parquet", "merge.parquet"
+# Each step's peak of the summed RSS of this process and its descendants (the local Ray's
+# GCS, raylet and workers): what a step needs of the machine, shared pages counted per process.
+PEAK_RSS = "peak_rss_mib"
 
 
 @dataclass
@@ -276,15 +280,30 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
         for step in steps:
             start = time.perf_counter()
             run.reserve(step.name)  # a sub-directory the run did not make is refused
-            result = run_job(step.job(state), state.path(step.name))
-            sections[step.name] = step.after(state, result)
-            timings.append({"step": step.name, "seconds": round(time.perf_counter() - start, 1)})
+            with TreeRssSampler(interval=0.5) as memory:  # the driver and the Ray it started
+                result = run_job(step.job(state), state.path(step.name))
+                sections[step.name] = step.after(state, result)
+            timings.append(
+                {
+                    "step": step.name,
+                    "seconds": round(time.perf_counter() - start, 1),
+                    PEAK_RSS: round(mib(memory.peak_total)),
+                }
+            )
         methods = Section(
             "Methods", [table_html([c.__dict__ for c in plan.choices])], "what ran, and why the rest did not"
         )
         ordered = [sec for name in REPORT_ORDER for sec in sections.get(name, [])]
         ordered += [sec for name, secs in sections.items() if name not in REPORT_ORDER for sec in secs]
-        ordered += [methods, Section("Timings", [table_html(timings)])]
+        ordered += [
+            methods,
+            Section(
+                "Timings",
+                [table_html(timings)],
+                f"{PEAK_RSS}: each step's peak of the summed resident memory of this process and the "
+                "processes it started (a local Ray's workers included)",
+            ),
+        ]
         write_page(run, "report.html", f"checkray · {name} report", ordered, subtitle=cfg.corpus.path)
         run.write_text(DEMO_TIMINGS, json.dumps({"steps": timings}, indent=1))
         write_index(run, f"checkray · {name}")  # DIR/index.html: every report, config, versions, times, gates

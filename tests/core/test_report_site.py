@@ -7,6 +7,7 @@ runs/test-artifacts/ (or $CHECKRAY_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -82,7 +83,11 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
     index = out / "index.html"
     assert index.is_file() and (out / "timings.json").is_file()
     source = index.read_text()
-    assert "Demo steps" in source and "Gate checks (--gate file)" in source  # the benchmark's junit.xml
+    assert "Run steps" in source and "Gate checks (--gate file)" in source  # the benchmark's junit.xml
+    # each step's wall time and peak memory; a local Ray's workers count in the benchmark's
+    steps = {s["step"]: s for s in json.loads((out / "timings.json").read_text())["steps"]}
+    assert set(steps) == {"templates", "benchmark"}
+    assert 0 < steps["templates"]["peak_rss_mib"] < steps["benchmark"]["peak_rss_mib"]
     assert re.search(r"FAIL</td>", source) and "checklist-sentiment" in source
 
     found = check_page(browser, index, "demo-index")
