@@ -208,11 +208,41 @@ def deciding_clause(text: str) -> str:
     return last if _RESTATEMENT.match(last) and last != text.strip(" .!") else text
 
 
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
+NEGATION_REACH = 3  # words before a polar word that a negator scopes over (as VADER)
+
+
+def litotes_reason(clause: str) -> str | None:
+    """A clause whose only polarity is a negated negative word ("the ending was not very
+    bad", "never boring"): faint praise, which careful readers do not sign as positive."""
+    lexicon = _vader().lexicon
+    words = _WORD.findall(clause.lower())
+    negatives, praise = [], False
+    for i, word in enumerate(words):
+        valence = lexicon.get(word, 0.0)
+        if abs(valence) < 1.0:
+            continue
+        is_negated = any(_NEGATOR.fullmatch(w) for w in words[max(0, i - NEGATION_REACH) : i])
+        if valence > 0 and not is_negated:
+            praise = True
+        elif valence < 0 and is_negated:
+            negatives.append(word)
+    if negatives and not praise:
+        return f"positive only by a negated negative ({', '.join(negatives)!s}): faint praise, not a positive verdict"
+    return None
+
+
 def polarity_reason(text: str, expected: str) -> str | None:
-    """Why VADER/TextBlob contradicts ``expected`` (None: it does not, or not strongly)."""
+    """Why VADER/TextBlob contradicts ``expected`` (None: it does not, or not strongly), or
+    why a positive label rests on litotes alone."""
     if expected not in POLAR_LABELS:
         return None
     clause = deciding_clause(text)
+    if expected == "positive" and negated(clause):
+        faint = litotes_reason(clause)
+        if faint:
+            which = "sentence" if clause == text else f"deciding clause {clause!r}"
+            return f"{which}: {faint}"
     score = polarity(clause)
     if negated(clause):
         limit = NEGATED_NEGATIVE if expected == "positive" else NEGATED_AGAINST

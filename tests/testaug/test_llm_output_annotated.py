@@ -26,3 +26,18 @@ def test_a_clause_level_negation_vader_misses_is_not_a_false_rejection():
     assert polarity_reason("I didn't think this was a great director.", "negative") is None
     assert polarity_reason("The plot is not horrible at all, it is lovely.", "positive") is None
     assert polarity_reason("The acting is not excellent.", "negative") is None
+
+
+def test_a_positive_label_resting_on_a_negated_negative_is_faint_praise():
+    # all 18 annotated cases of this shape were read as not positive; none label-valid
+    for text in (
+        "The script had a bad start, but the ending was not very bad.",
+        "The plot had a disappointing start, but the ending was not very disappointing.",
+        "It is never boring.",
+    ):
+        reason = polarity_reason(text, "positive")
+        assert reason is not None and "negated negative" in reason, text
+    # praise beside the negated negative decides; negative labels are not litotes' concern
+    assert polarity_reason("The movie is not bad, it is wonderful.", "positive") is None
+    assert polarity_reason("The acting was never dull and the plot was great.", "positive") is None
+    assert polarity_reason("The ending was not very bad.", "negative") is None
