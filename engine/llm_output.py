@@ -212,24 +212,37 @@ _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
 NEGATION_REACH = 3  # words before a polar word that a negator scopes over (as VADER)
 
 
-def litotes_reason(clause: str) -> str | None:
-    """A clause whose only polarity is a negated negative word ("the ending was not very
-    bad", "never boring"): faint praise, which careful readers do not sign as positive."""
+def negated_polar_words(clause: str) -> tuple[list[str], bool, bool]:
+    """The clause's negated negative words (VADER's lexicon, |valence| >= 1), and whether
+    it holds an un-negated positive or an un-negated negative word."""
     lexicon = _vader().lexicon
     words = _WORD.findall(clause.lower())
-    negatives, praise = [], False
+    negated_negatives, praise, blame = [], False, False
     for i, word in enumerate(words):
         valence = lexicon.get(word, 0.0)
         if abs(valence) < 1.0:
             continue
-        is_negated = any(_NEGATOR.fullmatch(w) for w in words[max(0, i - NEGATION_REACH) : i])
-        if valence > 0 and not is_negated:
+        is_negated = any(_NEGATOR.fullmatch(w) or w.endswith("n't") for w in words[max(0, i - NEGATION_REACH) : i])
+        if valence < 0 and is_negated:
+            negated_negatives.append(word)
+        elif valence > 0 and not is_negated:
             praise = True
-        elif valence < 0 and is_negated:
-            negatives.append(word)
-    if negatives and not praise:
-        return f"positive only by a negated negative ({', '.join(negatives)!s}): faint praise, not a positive verdict"
-    return None
+        elif valence < 0:
+            blame = True
+    return negated_negatives, praise, blame
+
+
+def litotes_reason(clause: str, expected: str) -> str | None:
+    """A clause whose only polarity is a negated negative word ("the ending was not very
+    bad", "the cast is not sad"): faint praise, which careful readers do not sign as
+    positive, and never a negative verdict."""
+    negatives, praise, blame = negated_polar_words(clause)
+    if not negatives or praise or blame:
+        return None
+    words = ", ".join(negatives)
+    if expected == "positive":
+        return f"positive only by a negated negative ({words}): faint praise, not a positive verdict"
+    return f"a negated negative ({words}) cannot make it negative"
 
 
 def polarity_reason(text: str, expected: str) -> str | None:
@@ -238,8 +251,8 @@ def polarity_reason(text: str, expected: str) -> str | None:
     if expected not in POLAR_LABELS:
         return None
     clause = deciding_clause(text)
-    if expected == "positive" and negated(clause):
-        faint = litotes_reason(clause)
+    if negated(clause):
+        faint = litotes_reason(clause, expected)
         if faint:
             which = "sentence" if clause == text else f"deciding clause {clause!r}"
             return f"{which}: {faint}"
@@ -333,7 +346,9 @@ def polarity_check(expected: Callable[[Row], str]) -> Check:
     def one(r: Row) -> str | None:
         return None if r.get("text_pair") else polarity_reason(r["text"], expected(r))
 
-    return row_check("polarity", one, "VADER/TextBlob strongly against the label")
+    return row_check(
+        "polarity", one, "VADER/TextBlob strongly against the label, or the label resting on a negated negative"
+    )
 
 
 def contradiction_check(expected: Callable[[Row], str]) -> Check:

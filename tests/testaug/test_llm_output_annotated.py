@@ -40,4 +40,12 @@ def test_a_positive_label_resting_on_a_negated_negative_is_faint_praise():
     # praise beside the negated negative decides; negative labels are not litotes' concern
     assert polarity_reason("The movie is not bad, it is wonderful.", "positive") is None
     assert polarity_reason("The acting was never dull and the plot was great.", "positive") is None
-    assert polarity_reason("The ending was not very bad.", "negative") is None
+
+
+def test_a_negated_negative_word_never_makes_a_sentence_negative():
+    # the 5 cases of this shape in a seed-11 demo draw were all label-invalid
+    for text in ("The cast is not sad.", "The soundtrack isn't sad.", "It is not good, not bad."):
+        reason = polarity_reason(text, "negative")
+        assert reason is not None and "cannot make it negative" in reason, text
+    for text in ("The plot is not exciting.", "The movie is not bad, it is terrible.", "The plot wasn't great."):
+        assert polarity_reason(text, "negative") is None, text
