@@ -6,9 +6,8 @@ and the description that no seed holds) -> near copy of a seed (word overlap >=
 ``testaug.near_copy_overlap``) -> duplicate (of a seed or a case met before) -> polarity
 (VADER/TextBlob on the deciding clause strongly against the label, or a label resting
 on a negated negative word alone: "not very bad" is not positive, "not sad" not negative)
--> contradiction. A
-case that fails is not judged, kept or expanded: a wrongly labelled generated seed never
-becomes a template. Expansion cases: duplicate -> polarity -> contradiction.
+-> contradiction. A case that fails is not judged, kept or expanded: a wrongly labelled
+generated seed never becomes a template. Expansion cases: duplicate -> polarity -> contradiction.
 """
 
 from __future__ import annotations
