@@ -41,6 +41,10 @@ GENERATORS = (
     "costello_cr3",
     "costello_cr4",
     "templates",
+    # Pair cases (paraphrase, NLI) are another population than single texts: people's
+    # verdicts on sentiment sentences say nothing of question pairs.
+    "templates_pair",
+    "testaug_pair",
     "costello_released_cr1",
     "costello_released_cr2",
     "costello_released_cr3",
@@ -217,8 +221,11 @@ TARGETS = {"label_valid": 0.95, "fluent": 0.90, "on_capability": 0.90}
 def generator_of(job: str, row: Mapping[str, Any]) -> str | None:
     """The generator (as annotation batches name it) of one row of a job's published suite:
     ``templates``, ``mft``, ``testaug``, ``s2lct_seed``/``s2lct_expansion`` (S²LCT rows
-    whose meta says ``kind: expansion``) or ``costello_cr1``..``cr4`` (by capability)."""
-    if job in ("templates", "mft", "testaug"):
+    whose meta says ``kind: expansion``) or ``costello_cr1``..``cr4`` (by capability);
+    ``templates_pair``/``testaug_pair`` for a row with a second text."""
+    if job in ("templates", "testaug"):
+        return f"{job}_pair" if row.get("text_pair") else job
+    if job == "mft":
         return job
     if job == "s2lct":
         raw = row.get("meta")

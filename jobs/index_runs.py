@@ -140,7 +140,11 @@ def demo_steps(tree: RunTree, rel: str) -> list[dict[str, Any]]:
         {
             "step": str(s.get("step")),
             "seconds": f"{float(s['seconds']):.1f}",
-            **({"peak RSS (MiB)": str(int(s["peak_rss_mib"]))} if isinstance(s.get("peak_rss_mib"), int) else {}),
+            **{
+                shown: str(s[key])
+                for key, shown in (("peak_rss_mib", "peak RSS (MiB)"), ("driver_peak_rss_mib", "driver alone (MiB)"))
+                if isinstance(s.get(key), int)
+            },
         }
         for s in steps
         if isinstance(s, dict) and isinstance(s.get("seconds"), int | float)

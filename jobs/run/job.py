@@ -47,6 +47,7 @@ SUITE_FILE, MERGE_FILE = "suite.parquet", "merge.parquet"
 # Each step's peak of the summed RSS of this process and its descendants (the local Ray's
 # GCS, raylet and workers): what a step needs of the machine, shared pages counted per process.
 PEAK_RSS = "peak_rss_mib"
+DRIVER_PEAK_RSS = "driver_peak_rss_mib"  # this process alone: what stays in the driver
 
 
 @dataclass
@@ -288,6 +289,7 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
                     "step": step.name,
                     "seconds": round(time.perf_counter() - start, 1),
                     PEAK_RSS: round(mib(memory.peak_total)),
+                    DRIVER_PEAK_RSS: round(mib(memory.peak_driver)),
                 }
             )
         methods = Section(
@@ -301,7 +303,7 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
                 "Timings",
                 [table_html(timings)],
                 f"{PEAK_RSS}: each step's peak of the summed resident memory of this process and the "
-                "processes it started (a local Ray's workers included)",
+                f"processes it started (a local Ray's workers included); {DRIVER_PEAK_RSS}: this process alone",
             ),
         ]
         write_page(run, "report.html", f"checkray · {name} report", ordered, subtitle=cfg.corpus.path)

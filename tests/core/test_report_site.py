@@ -88,6 +88,7 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
     steps = {s["step"]: s for s in json.loads((out / "timings.json").read_text())["steps"]}
     assert set(steps) == {"templates", "benchmark"}
     assert 0 < steps["templates"]["peak_rss_mib"] < steps["benchmark"]["peak_rss_mib"]
+    assert 0 < steps["benchmark"]["driver_peak_rss_mib"] < steps["benchmark"]["peak_rss_mib"]
     assert re.search(r"FAIL</td>", source) and "checklist-sentiment" in source
 
     found = check_page(browser, index, "demo-index")

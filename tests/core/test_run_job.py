@@ -125,12 +125,17 @@ def test_encoders_inside_models_join_costello_once():
 
 
 def test_merged_suite_validity_counts_each_row_by_its_method():
-    from checkray.engine.suite_validity import generator_of
+    from checkray.engine.suite_validity import generator_of, load_estimates
     from checkray.jobs.run.job import validity_in_words
 
     assert generator_of("suite", {"method": "template"}) == "templates"
     assert generator_of("suite", {"method": "s2lct", "meta": json.dumps({"kind": "expansion"})}) == "s2lct_expansion"
     assert generator_of("suite", {"method": "checklist"}) is None
+    # question pairs are not the sentiment sentences people judged: their own population
+    assert generator_of("suite", {"method": "template", "text_pair": "Is he a nurse?"}) == "templates_pair"
+    assert generator_of("testaug", {"text_pair": "Is he a nurse?"}) == "testaug_pair"
+    estimates = load_estimates()
+    assert "templates" in estimates and "templates_pair" not in estimates
     rows = [{"cases": 30, "all_three": 1.0}, {"cases": 10, "all_three": 0.6}, {"cases": 60, "all_three": None}]
     assert (
         validity_in_words(rows)
