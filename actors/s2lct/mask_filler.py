@@ -304,10 +304,18 @@ def _first_k(masked: list[Masked], k: int, keep: int) -> list[Masked]:
 def word_rejection(words: list[str]) -> str | None:
     """Criterion 2 on the surface forms, before any tagging (the lemma is checked later):
     polar in any lexicon (VADER, AFINN, TextBlob), a negator, or a word that changes the
-    claim without being polar (``NEVER_INSERT``: degree words, hedges, discourse markers)."""
+    claim without being polar (``NEVER_INSERT``: degree words, hedges, discourse markers),
+    a profane or offensive word, or a word naming who a person is (``engine/lang/identity.py``)."""
+    from checkray.engine.lang.identity import identity_word
+    from checkray.engine.lang.profanity import offensive
+
     for word in words:
         if polarity_class(word) != "neutral" or polar_sources(word):
             return "polarity"
+        if offensive(word):
+            return "profanity"
+        if identity_word(word):
+            return "identity"
         if word.lower() in negators():
             return "negation"
         if word.lower() in NEVER_INSERT:

@@ -56,6 +56,9 @@ BAD_PUNCT = {
     "*",
 }
 FINAL_PUNCT = {".", "!", "?", "..."}
+# Words English repeats on purpose ("he had had enough", "that that", "very very good" is
+# not among them: a corpus sentence repeating any other word is a typo such as "the the").
+REPEATABLE = {"had", "that"}
 # A sentence with one of these is often mixed ("X, but Y"): its polarity is not one label.
 CONTRAST = {
     "but",
@@ -175,6 +178,9 @@ def form_reason(tokens: Sequence[Token], *, max_words: int = 20) -> str | None:
             return f"punctuation '{t['t']}'"
         if low == "." and t["pos"] == "PUNCT":
             return "several sentences"
+    for a, b in zip(words, words[1:], strict=False):
+        if a["t"].lower() == b["t"].lower() and a["t"].lower() not in REPEATABLE:
+            return f"repeated word '{a['t']} {b['t']}' (a typo)"
     lows = {t["t"].lower() for t in words}
     if lows & CONTRAST:
         return f"contrast word '{sorted(lows & CONTRAST)[0]}' (mixed polarity)"
@@ -210,6 +216,12 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
         )
         if not subjects:
             return {}, "no subject (imperative or fragment)"
+        if sum(toks[j]["dep"] in ("nsubj", "nsubjpass") for j in kids) > 1:
+            # "a film about friendship that men can embrace and women will talk about":
+            # a noun phrase misparsed as a clause, which "Do I think that ...?" cannot embed
+            return {}, "two subjects of one verb (a noun phrase misparsed as a clause)"
+        if toks[0]["tag"] == "VB":
+            return {}, f"starts with the bare verb '{toks[0]['t']}' (an imperative)"
         if not finite:
             return {}, "no finite verb"
         if subjects[0] > root and not any(toks[j]["dep"] in ("aux", "auxpass") for j in kids if j < subjects[0]):

@@ -58,7 +58,10 @@ def test_seed_forms_clause_noun_phrase_and_refusals(nlp):
         ("Is this the worst film of the year?", "punctuation"),
         ("The cast is fine, but the script is awful.", "contrast word 'but'"),
         ("I loved every minute of it.", "first/second person"),
+        ("The film sparkles with the the wisdom of its subjects.", "repeated word 'the the'"),
         ("Go see it and enjoy.", "no subject"),
+        ("a film about female friendship that men can embrace and women will talk about for hours .", "two subjects"),
+        ("Say this for the soundtrack, it drowns out the dialogue.", "starts with the bare verb 'Say'"),
     ]:
         views, why = seed_form(toks(nlp, text))
         assert not views and why.startswith(reason), (text, why)
@@ -161,6 +164,10 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
     assert word_rejection(["hardly"]) is not None  # polar in a lexicon, and a degree word
     assert word_rejection(["tremendous"]) == "polarity"
     assert word_rejection(["documentary"]) is None
+    # a fill never adds who a person is (read off-capability: "a fat man", "white words")
+    for word in ("white", "male", "Jewish", "elderly"):
+        assert word_rejection([word]) == "identity", word
+    assert word_rejection(["french"]) is None and word_rejection(["american"]) is None
 
 
 def test_rejected_fills_keep_their_reason_and_wrapped_text():
