@@ -235,6 +235,9 @@ class ExpansionActor:
         items = masked.found["items"]
         for trial in self.trials(items, masked.found["tags"], whole=masked.rule is not None):
             reason, detail = word_rejection(trial.words), ""
+            if reason is None:
+                detail = nationality_reason(items, trial.words) or ""
+                reason = "identity" if detail else None
             if reason is None and self.ngram_check:
                 for j, word in enumerate(trial.words):
                     detail = context_reason(items, j, word, self.lm, self.trigrams, self.ngram_min_count) or ""
@@ -320,6 +323,19 @@ def word_rejection(words: list[str]) -> str | None:
             return "negation"
         if word.lower() in NEVER_INSERT:
             return "function-word"
+    return None
+
+
+def nationality_reason(items: list[dict], words: list[str]) -> str | None:
+    """A fill that puts a nationality before a person noun ("a [japanese] man")."""
+    from checkray.engine.lang.identity import person_attribute_reason
+
+    positions = [i for i, it in enumerate(items) if "mask" in it]
+    for p, word in zip(positions, words, strict=False):
+        after = items[p + 1] if p + 1 < len(items) else None
+        why = person_attribute_reason(word, after.get("t") if after and "mask" not in after else None)
+        if why:
+            return why
     return None
 
 

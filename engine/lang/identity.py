@@ -3,8 +3,9 @@
 A generator that inserts one of them changes what the case is about: *the worst film a fat
 man has made*, *the wisdom of its white subjects*. Careful readers judged such insertions off
 their capability, and a test that gains a demographic attribute by chance measures a model's
-bias by accident. Nationalities are not listed (*a french film* keeps its sense), nor words that mostly
-describe things (*old*, *young*, *short*, *straight*).
+bias by accident. Nationalities (``DEMONYMS``) count only before a person (*a french film*
+keeps its sense, *a japanese man* does not); words that mostly describe things (*old*,
+*young*, *short*, *straight*) are not listed.
 """
 
 from __future__ import annotations
@@ -31,3 +32,39 @@ IDENTITY_WORDS = frozenset(
 
 def identity_word(word: str) -> bool:
     return word.lower() in IDENTITY_WORDS
+
+
+# Nationalities and regions: harmless before a thing ("a french film"), an identity before
+# a person ("a japanese man", "the british director dario argento").
+DEMONYMS = frozenset(
+    {
+        "american", "british", "english", "scottish", "irish", "welsh", "canadian", "australian",
+        "french", "german", "italian", "spanish", "portuguese", "dutch", "belgian", "swiss",
+        "austrian", "swedish", "norwegian", "danish", "finnish", "icelandic", "polish", "czech",
+        "hungarian", "romanian", "bulgarian", "greek", "turkish", "russian", "ukrainian",
+        "serbian", "croatian", "european", "japanese", "chinese", "korean", "vietnamese", "thai",
+        "indian", "pakistani", "iranian", "persian", "iraqi", "israeli", "egyptian", "moroccan",
+        "nigerian", "kenyan", "ethiopian", "mexican", "cuban", "brazilian", "argentine",
+        "argentinian", "chilean", "colombian", "peruvian", "venezuelan", "latin", "western",
+        "eastern", "oriental", "foreign", "native", "filipino", "indonesian", "malaysian",
+        "taiwanese", "tibetan", "afghan", "palestinian", "lebanese", "syrian", "saudi",
+        "hollywood", "scandinavian", "caribbean", "jamaican", "haitian",
+    }
+)  # fmt: skip
+
+
+def is_person_noun(word: str) -> bool:
+    """A noun whose first WordNet senses name a person (man, director, brother, women)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    return any(s.lexname() == "noun.person" for s in wordnet().synsets(word.lower(), pos="n")[:2])
+
+
+def person_attribute_reason(word: str, next_word: str | None) -> str | None:
+    """Why inserting ``word`` before ``next_word`` names who a person is (None: it does not)."""
+    low = word.lower()
+    if low in IDENTITY_WORDS:
+        return f"'{word}' names who a person is"
+    if low in DEMONYMS and next_word and is_person_noun(next_word):
+        return f"'{word} {next_word}': a nationality the seed's person did not have"
+    return None

@@ -168,6 +168,13 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
     for word in ("white", "male", "Jewish", "elderly"):
         assert word_rejection([word]) == "identity", word
     assert word_rejection(["french"]) is None and word_rejection(["american"]) is None
+    # a nationality fits a film, not a person the seed named without one
+    from checkray.actors.s2lct.mask_filler import nationality_reason
+
+    masked = [{"t": "a"}, {"mask": "JJ"}, {"t": "man"}]
+    assert "nationality" in nationality_reason(masked, ["japanese"])
+    assert nationality_reason([{"t": "a"}, {"mask": "JJ"}, {"t": "film"}], ["japanese"]) is None
+    assert nationality_reason(masked, ["quiet"]) is None
 
 
 def test_rejected_fills_keep_their_reason_and_wrapped_text():
