@@ -328,12 +328,12 @@ def word_rejection(words: list[str]) -> str | None:
 
 def nationality_reason(items: list[dict], words: list[str]) -> str | None:
     """A fill that puts a nationality before a person noun ("a [japanese] man")."""
-    from checkray.engine.lang.identity import person_attribute_reason
+    from checkray.engine.lang.identity import nationality_reason as before_person
 
     positions = [i for i, it in enumerate(items) if "mask" in it]
     for p, word in zip(positions, words, strict=False):
         after = items[p + 1] if p + 1 < len(items) else None
-        why = person_attribute_reason(word, after.get("t") if after and "mask" not in after else None)
+        why = before_person(word, after.get("t") if after and "mask" not in after else None)
         if why:
             return why
     return None

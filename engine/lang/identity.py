@@ -10,6 +10,8 @@ keeps its sense, *a japanese man* does not); words that mostly describe things (
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 IDENTITY_WORDS = frozenset(
     {
         # race and colour of skin
@@ -53,6 +55,7 @@ DEMONYMS = frozenset(
 )  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
 def is_person_noun(word: str) -> bool:
     """A noun whose first WordNet senses name a person (man, director, brother, women)."""
     from checkray.engine.lang.wordnet import wordnet
@@ -60,11 +63,9 @@ def is_person_noun(word: str) -> bool:
     return any(s.lexname() == "noun.person" for s in wordnet().synsets(word.lower(), pos="n")[:2])
 
 
-def person_attribute_reason(word: str, next_word: str | None) -> str | None:
-    """Why inserting ``word`` before ``next_word`` names who a person is (None: it does not)."""
-    low = word.lower()
-    if low in IDENTITY_WORDS:
-        return f"'{word}' names who a person is"
-    if low in DEMONYMS and next_word and is_person_noun(next_word):
+def nationality_reason(word: str, next_word: str | None) -> str | None:
+    """Why inserting ``word`` before ``next_word`` gives a person a nationality (None: it
+    does not). ``identity_word`` covers the words that are never inserted."""
+    if word.lower() in DEMONYMS and next_word and is_person_noun(next_word):
         return f"'{word} {next_word}': a nationality the seed's person did not have"
     return None
