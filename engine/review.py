@@ -120,6 +120,11 @@ def _source(job: str, row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     return json.dumps(meta)[:200]
 
 
+def case_description(row: Mapping[str, Any]) -> str:
+    """What a case tests, in words: its generator's description (TestAug), else its topic."""
+    return str(_meta(row).get("description") or row.get("topic") or "")
+
+
 def case_units(job: str, rows: Sequence[Mapping[str, Any]], run: str = ".") -> list[dict[str, Any]]:
     """The cases of one published suite (not COSTELLO's) as review units."""
     out = []
@@ -128,7 +133,7 @@ def case_units(job: str, rows: Sequence[Mapping[str, Any]], run: str = ".") -> l
         if generator is None:
             continue
         meta = _meta(row)
-        description = meta.get("description") or row.get("topic") or ""
+        description = case_description(row)
         out.append(
             {
                 "case_id": row["case_id"],
@@ -136,7 +141,7 @@ def case_units(job: str, rows: Sequence[Mapping[str, Any]], run: str = ".") -> l
                 "job": job,
                 "generator": generator,
                 "capability": str(row.get("capability") or ""),
-                "description": str(description),
+                "description": description,
                 "test_type": row.get("test_type"),
                 "text": row["text"],
                 "text_pair": row.get("text_pair"),
@@ -646,16 +651,24 @@ def apply_reviews(job: str, table: pa.Table, decided: Mapping[str, Mapping[str, 
         }
         row["meta"] = json.dumps(meta, ensure_ascii=False, sort_keys=True)
         kept.append(row)
-    # an INV/DIR row whose original was rejected tests nothing: it goes too
+    kept, orphans = without_orphans(rows, kept)
+    if orphans:
+        counts["dropped with their original"] += orphans
+    return pa.Table.from_pylist(kept, schema=table.schema), counts
+
+
+def without_orphans(rows: Sequence[dict[str, Any]], kept: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``kept`` without the INV/DIR rows whose original (of ``rows``) is no longer in it:
+    a perturbation of a case that was dropped tests nothing. Returns them and how many left."""
     ids = {r["case_id"] for r in rows}
+    dropped = 0
     while True:
         present = {r["case_id"] for r in kept}
         orphans = [r for r in kept if r.get("perturbs") in ids and r.get("perturbs") not in present]
         if not orphans:
-            break
-        counts["dropped with their original"] += len(orphans)
+            return kept, dropped
+        dropped += len(orphans)
         kept = [r for r in kept if r not in orphans]
-    return pa.Table.from_pylist(kept, schema=table.schema), counts
 
 
 def write_reviewed(root: str | Path) -> list[dict[str, Any]]:
@@ -693,7 +706,10 @@ def write_reviewed(root: str | Path) -> list[dict[str, Any]]:
                 "of": suite,
                 "of_sha256": hashlib.sha256((path / suite).read_bytes()).hexdigest(),  # stale after a rerun
                 "validity": REVIEWED_VALIDITY,
-                "reviews": str(Path(root) / REVIEWS_FILE),
+                "reviews": str((Path(root) / REVIEWS_FILE).resolve()),
+                # people's verdicts on this run's cases: the job's next report shows them
+                # in place of the shipped estimates (jobs/validity_estimate.publish_validity)
+                "estimates": review_estimates(mine.values()),
                 **counts,
             }
             run.write_text(MANIFEST, json.dumps(manifest, indent=1, default=str))
@@ -746,6 +762,36 @@ def labels_of(units: Iterable[Mapping[str, Any]]) -> list[str]:
     """The labels a case may be relabelled to: every expected label of the suites."""
     found = {str(u["expected_label"]) for u in units if u.get("kind") == "case" and u.get("expected_label")}
     return sorted(found | {"negative", "positive"} if found <= {"negative", "positive", "neutral"} else found)
+
+
+# --- reviews as training data for a validity filter ------------------------------------------
+
+
+def training_rows(root: str | Path, generators: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The reviewed cases below ``root`` as rows of a validity classifier's training set
+    (the shape ``engine/testaug/validity.read_annotations`` returns): each case's text, pair
+    and description with ``validity`` 1 when its standing decision found it label-valid,
+    fluent and on capability, else 0; an edited case adds its new text as a valid one.
+    ``generators``: only these generators' cases (a filter is trained per generator, as
+    TestAug trains one per description). COSTELLO triples are judged as a whole, not as a
+    text a classifier reads, so they are never rows."""
+    unknown = sorted(set(generators) - set(GENERATORS))
+    if unknown:
+        raise InputError(f"--generator {unknown[0]}: no such generator (have: {', '.join(GENERATORS)})")
+    units = {u["case_id"]: u for u in units_of_run(root) if u["kind"] == "case"}
+    out = []
+    for case_id, row in per_case(ReviewStore(root).rows()).items():
+        unit = units.get(case_id)
+        if unit is None or row.get("label_valid") is None or (generators and unit["generator"] not in generators):
+            continue
+        base = {"text_pair": unit.get("text_pair"), "description": unit.get("description") or None}
+        out.append({**base, "text": unit["text"], "validity": int(all(int(row[v]) for v in VERDICTS))})
+        if row["decision"] == "edit" and row.get("new_text"):
+            out.append({**base, "text": row["new_text"], "validity": 1})
+    if not out:
+        which = f" of {', '.join(generators)}" if generators else ""
+        raise InputError(f"{root}: no reviewed case{which} with a verdict (skips and COSTELLO triples are not)")
+    return out
 
 
 # --- reviews as an annotation batch -----------------------------------------------------------

@@ -140,6 +140,18 @@ class Job(ABC, Generic[C]):
         return {}
 
 
+def _kept_review(run: RunDir, job: str) -> dict[str, Any]:
+    """The ``reviewed`` record ``checkray review apply`` left in this run's manifest, kept
+    across a rerun of the job: it names the reviewed suite and the digest of the suite that
+    was reviewed, so readers still find it, and find it stale if the rerun changed the suite."""
+    try:
+        old = json.loads(run.read_text(MANIFEST)) if run.exists(MANIFEST) else {}
+    except (OSError, ValueError):
+        return {}
+    record = old.get("reviewed") if old.get("job") == job else None
+    return {"reviewed": record} if isinstance(record, dict) else {}
+
+
 def require_out(out: str | None) -> str:
     if not out:
         raise InputError("no output directory: pass --out DIR or set 'out' in the config")
@@ -169,6 +181,9 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         if job.report_file:
             write_page(run, job.report_file, job.title, sections, subtitle=job.subtitle())
         published = list(job.published) + extra + ([job.report_file] if job.report_file else [])
+        review = _kept_review(run, job.name)
+        kept = (review.get("reviewed") or {}).get("file"), (review.get("reviewed") or {}).get("validity")
+        published += [f for f in kept if f and f not in published]
         run.write_text(
             MANIFEST,
             json.dumps(
@@ -186,6 +201,7 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
                     "seconds": round(time.perf_counter() - start, 1),  # this run's wall time (report-index)
                     "quality": quality_entries(job, run, published),
                     **job.manifest_extra(),
+                    **review,
                 },
                 indent=1,
                 default=str,

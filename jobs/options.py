@@ -20,6 +20,13 @@ Labels = Annotated[
     ),
 ]
 RunOut = Annotated[Optional[str], typer.Option("--out", "-o", help="Run directory (local path or s3://...).")]
+AsGenerated = Annotated[
+    Optional[bool],
+    typer.Option(
+        "--as-generated",
+        help="Read each suite as its generator wrote it, not the reviewed version `checkray review apply` wrote.",
+    ),
+]
 ConfigFile = Annotated[
     Optional[Path], typer.Option("--config", "-c", help="YAML config (configs/demo.yaml has every section).")
 ]

@@ -6,7 +6,8 @@ candidates the automatic checks rejected (its ``rejected.parquet``, when it has 
 people's verdicts on sampled cases of that generator (label-valid, fluent, on-capability,
 all three, with 95 % Wilson intervals; the shipped estimates of
 ``engine/data/validity_estimates.json``, built from the annotation batches by
-``bench/bench_suite_validity.py --write-estimates``). The report shows it first, and the
+``bench/bench_suite_validity.py --write-estimates``, except for generators people
+reviewed in this very run with ``checkray review``: their reviews stand in). The report shows it first, and the
 run index lists it with the job's other quality tables.
 """
 
@@ -84,13 +85,27 @@ def validity_section(rows: list[dict[str, Any]]) -> Section:
     )
 
 
+def run_estimates(run: RunDir) -> dict[str, Any] | None:
+    """The shipped estimates with, for each generator people reviewed in this run
+    (``checkray review apply`` recorded their verdicts in the run's manifest), this run's
+    reviews in their place; None when the run has no reviews."""
+    import json
+
+    try:
+        record = json.loads(run.read_text("manifest.json")).get("reviewed") if run.exists("manifest.json") else None
+    except (OSError, ValueError):
+        return None
+    reviewed = (record or {}).get("estimates") if isinstance(record, dict) else None
+    return {**load_estimates(), **reviewed} if isinstance(reviewed, dict) and reviewed else None
+
+
 def publish_validity(job: str, run: RunDir, suite_file: str) -> Section | None:
     """Write ``validity_estimate.parquet`` for a published suite; its report section."""
     import pyarrow as pa
 
     if not run.exists(suite_file):
         return None
-    rows = validity_rows(job, run, suite_file)
+    rows = validity_rows(job, run, suite_file, run_estimates(run))
     table = pa.Table.from_pylist(rows) if rows else pa.table({c: pa.array([], pa.string()) for c in VALIDITY_COLUMNS})
     run.write_table(VALIDITY_FILE, table)
     return validity_section(rows)

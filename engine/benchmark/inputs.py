@@ -8,8 +8,11 @@ inputs and mapped back to the cases.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import posixpath
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +30,60 @@ PREPARED_EXTRA = [
     pa.field("input_key", pa.int64()),  # row of the unique-inputs table
     pa.field("case_digest", pa.string()),  # content digest (engine.benchmark.provenance.case_digests)
 ]
+
+
+@dataclass(frozen=True)
+class SuiteFile:
+    """Which file a named suite is read from. ``checkray review apply`` writes
+    ``reviewed_<suite>.parquet`` beside a job's suite and records in the run's manifest the
+    SHA-256 of the suite it reviewed; the reviewed file stands in for the named one while
+    that digest still matches (a rerun of the job since the review makes it stale)."""
+
+    named: str  # the file the user named
+    read: str  # the file read: ``named`` or its reviewed version
+    note: str | None = None  # one line for the console when a reviewed suite exists
+
+    @property
+    def reviewed(self) -> bool:
+        return self.read != self.named
+
+
+def suite_file(uri: str, use_reviewed: bool = True) -> SuiteFile:
+    """The file to read for the suite ``uri`` (see ``SuiteFile``); reads only the run's
+    manifest and, when it names a reviewed version of this file, the file's bytes."""
+    from checkray.engine.review import MANIFEST
+
+    folder, name = posixpath.split(uri)
+    fs, manifest_path = open_filesystem(posixpath.join(folder, MANIFEST) if folder else MANIFEST)
+    try:
+        with fs.open_input_stream(manifest_path) as stream:
+            record = json.loads(stream.read()).get("reviewed") or {}
+    except (OSError, ValueError, AttributeError):  # no manifest (a plain file), or not a run's
+        return SuiteFile(uri, uri)
+    if record.get("of") != name or not record.get("file"):
+        return SuiteFile(uri, uri)
+    reviewed = posixpath.join(folder, record["file"]) if folder else record["file"]
+    counts = ", ".join(f"{record[k]} {k}" for k in ("reject", "relabel", "edit") if record.get(k))
+    if _sha256(uri) != record.get("of_sha256"):
+        note = f"{uri}: {record['file']} was reviewed on an earlier version of this suite; read as generated"
+        return SuiteFile(uri, uri, note + " (run `checkray review apply` again)")
+    if not use_reviewed:
+        return SuiteFile(uri, uri, f"{uri}: read as generated, not its reviewed {record['file']} (--as-generated)")
+    return SuiteFile(
+        uri, reviewed, f"{uri}: reading its reviewed version {record['file']} ({counts or 'all accepted'})"
+    )
+
+
+def _sha256(uri: str) -> str | None:
+    fs, path = open_filesystem(uri)
+    h = hashlib.sha256()
+    try:
+        with fs.open_input_stream(path) as stream:
+            while chunk := stream.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None  # a missing suite: read_suite says so in one line
+    return h.hexdigest()
 
 
 def read_suite(uri: str) -> pa.Table:

@@ -21,6 +21,9 @@ class BenchmarkConfig(JobSection):
 
     models: Optional[str] = None  # model registry (zoo.yaml) or zoo recipe config
     suites: list[str] = Field(default_factory=list)  # suite Parquet files
+    # A named suite that people reviewed (``checkray review apply``) is read reviewed;
+    # False (--as-generated): as its generator wrote it.
+    reviewed: bool = True
     batch_size: int = Field(default=256, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per predict call
     in_flight: int = Field(default=2, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # batches queued per host
     max_concurrent_models: Optional[int] = Field(default=None, ge=1, json_schema_extra=NOT_FINGERPRINTED)

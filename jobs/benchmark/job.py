@@ -24,12 +24,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from checkray.engine.benchmark.inputs import read_suite
+from checkray.engine.benchmark.inputs import read_suite, suite_file
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.cache import CacheConfig
 from checkray.engine.compare.gate import Check, GateFile, read_gate
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
+from checkray.engine.review import REVIEWED_PREFIX
 from checkray.engine.stages import RunDir, StageRunner
 from checkray.jobs.base import Job, require_out, run_job
 from checkray.jobs.benchmark.config import BenchmarkConfig
@@ -37,6 +38,7 @@ from checkray.jobs.benchmark.provenance import PROVENANCE, benchmark_provenance
 from checkray.jobs.benchmark.stages import cases_stage, evaluate_stage, predict_stage
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
+from checkray.jobs.options import AsGenerated
 from checkray.jobs.zoo.resolve import resolve_models
 
 if TYPE_CHECKING:
@@ -140,7 +142,20 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         return pq.read_table(path, filesystem=fs)
 
     def subtitle(self) -> str:
-        return f"{len(self.models)} models × {len(self.suites)} suite file(s)"
+        reviewed = sum(1 for f in self.suite_files or () if Path(f).name.startswith(REVIEWED_PREFIX))
+        people = f", {reviewed} of them reviewed by people" if reviewed else ""
+        return f"{len(self.models)} models × {len(self.suites)} suite file(s){people}"
+
+
+def read_named_suites(files: Sequence[str], use_reviewed: bool, job: str) -> tuple[list[pa.Table], list[str]]:
+    """The suites the user named, each read reviewed when people reviewed it
+    (``engine/benchmark/inputs.suite_file``), saying so on the console; returns the tables
+    and the files actually read (for provenance.json)."""
+    chosen = [suite_file(f, use_reviewed) for f in files]
+    for c in chosen:
+        if c.note:
+            console.print(f"{job} · {c.note}", markup=False, highlight=False)
+    return [read_suite(c.read) for c in chosen], [c.read for c in chosen]
 
 
 def run_benchmark(
@@ -193,6 +208,7 @@ def benchmark_command(
         None, "--mlflow-uri", help="Log the results to this MLflow tracking URI (file:DIR, sqlite:///F, http://...)."
     ),
     mlflow_experiment: str = typer.Option("checkray", "--mlflow-experiment", help="MLflow experiment name."),
+    as_generated: AsGenerated = None,
 ):
     """Run test suites against many models at once; write results, summary and a leaderboard."""
     all_suites = list(suites or []) + list(more_suites or [])
@@ -204,6 +220,7 @@ def benchmark_command(
             "benchmark.batch_size": batch_size,
             "benchmark.max_concurrent_models": max_concurrent,
             "benchmark.max_cases_per_model": max_cases,
+            "benchmark.reviewed": None if as_generated is None else not as_generated,
             "out": out,
         },
     )
@@ -218,13 +235,13 @@ def benchmark_command(
         from checkray.jobs.compare.export import check_mlflow
 
         check_mlflow(mlflow_uri)
-    parts = [read_suite(s) for s in bench.suites]
+    parts, files = read_named_suites(bench.suites, bench.reviewed, "benchmark")
     specs = resolve_models(bench.models)
     run = RunDir(out)
     if fresh:
         run.claim(BenchmarkJob.name)  # only a benchmark run's own checkpoints are ever deleted
         run.delete_dir("stages")
-    job = BenchmarkJob(cfg, specs, parts, suite_files=bench.suites, gate=gate_file)
+    job = BenchmarkJob(cfg, specs, parts, suite_files=files, gate=gate_file)
     result = run_job(job, run.uri)
     failed = failed_models(job.model_table)
     for name, error in failed.items():

@@ -11,6 +11,7 @@ compare`` reads it to say exactly what it compared and to refuse a suite that ch
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,7 @@ import pyarrow as pa
 from checkray.engine.benchmark.provenance import environment, model_identity, suite_digests
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
+from checkray.engine.review import REVIEWED_PREFIX
 from checkray.engine.stages import RunDir, path_digest
 from checkray.jobs.benchmark.config import BenchmarkConfig
 
@@ -48,6 +50,8 @@ def benchmark_provenance(
             {
                 "file": path or f"(table {index + 1}, given in memory)",
                 "file_digest": path_digest(path) if path else None,
+                # read in its reviewed version (``checkray review apply``): people's decisions applied
+                "reviewed": bool(path) and posixpath.basename(path).startswith(REVIEWED_PREFIX),
                 "suites": suite_digests([suites[i] for i in rows], [ids[i] for i in rows], [digests[i] for i in rows]),
             }
         )

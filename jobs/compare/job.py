@@ -28,7 +28,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import typer
 
-from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.compare.compare import compare_paired, flips
 from checkray.engine.compare.gate import Check, GateFile, evaluate_gate, read_gate
@@ -47,7 +46,7 @@ from checkray.jobs.compare.gating import (
     write_gate_files,
 )
 from checkray.jobs.config import CheckrayConfig, load_config
-from checkray.jobs.options import ConfigFile, RunOut
+from checkray.jobs.options import AsGenerated, ConfigFile, RunOut
 
 BENCH_DIR = "benchmark"
 
@@ -342,6 +341,7 @@ def compare_command(
         None, "--bootstrap", help="Paired bootstrap resamples (compare.bootstrap)."
     ),
     seed: Optional[int] = typer.Option(None, "--seed", help="Bootstrap seed (compare.seed)."),
+    as_generated: AsGenerated = None,
     config: ConfigFile = None,
 ):
     """Compare two models on the same suites: flips, McNemar's exact test, paired bootstrap."""
@@ -353,10 +353,12 @@ def compare_command(
             "compare.seed": seed,
             "benchmark.suites": all_suites or None,
             "benchmark.models": models,
+            "benchmark.reviewed": None if as_generated is None else not as_generated,
             "out": out,
         },
     )
     from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import read_named_suites
     from checkray.jobs.zoo.resolve import resolve_models
 
     if not cfg.out:
@@ -374,8 +376,7 @@ def compare_command(
     c = resolve_side("candidate", candidate, candidate_model, specs)
     parts, files = [], None
     if b.spec is not None or c.spec is not None:
-        files = list(bench.suites)
-        parts = [read_suite(s) for s in files]
+        parts, files = read_named_suites(bench.suites, bench.reviewed, "compare")
     elif all_suites:
         typer.echo("compare · note: --suites ignored: both sides are finished benchmark runs")
     job = CompareJob(cfg, b, c, parts, files, gate_file)

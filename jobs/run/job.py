@@ -38,7 +38,7 @@ from checkray.jobs.base import Job, JobResult, require_out, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import console
 from checkray.jobs.index import DEMO_TIMINGS, write_index
-from checkray.jobs.options import ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
+from checkray.jobs.options import AsGenerated, ConfigFile, LabelColumn, Labels, RunOut, TextColumn, corpus_overrides
 from checkray.jobs.run.config import RunConfig
 from checkray.jobs.run.plan import MethodChoice, check_models, plan_methods
 from checkray.jobs.runlog import RUN_LOG
@@ -118,7 +118,12 @@ class SuiteJob(Job):
 
 
 def _suite_done(state: RunState, result: JobResult) -> list[Section]:
-    state.suites.append(read_suite(result.path(result.job.suite_file)))
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import read_named_suites
+
+    named = result.path(result.job.suite_file)
+    tables, _ = read_named_suites([named], state.cfg.section(BenchmarkConfig).reviewed, result.job.name)
+    state.suites.extend(tables)
     return result.sections
 
 
@@ -329,9 +334,11 @@ def run_command(
     ),
     config: ConfigFile = None,
     out: RunOut = None,
+    as_generated: AsGenerated = None,
 ):
     """Generate suites with every method that serves the corpus, merge them, benchmark the models."""
     overrides = {
+        "benchmark.reviewed": None if as_generated is None else not as_generated,
         **corpus_overrides(corpus, text_column, label_column, labels),
         "run.models": models,
         "run.methods": methods.split(",") if methods else None,

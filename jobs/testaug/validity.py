@@ -2,6 +2,11 @@
 
     checkray validity train --annotations FILE --out DIR [--backend finetune|embedding_lr]
         -> DIR/metadata.json + DIR/model/ (finetune, the default) or DIR/head.joblib (embedding_lr)
+    checkray validity train --reviews RUN [--generator G ...] --out DIR
+        -> the same, trained on people's reviews of RUN's cases (``checkray review``), alone or
+           added to --annotations: a validity filter for any generator
+    checkray validity filter --model DIR --suite FILE --out FILE
+        -> the suite without the cases the classifier finds invalid (any generator's suite)
     checkray validity score --model DIR --annotations FILE
         -> prints accuracy, F1 (valid) and the valid share on the annotated cases
 
@@ -31,8 +36,16 @@ app = typer.Typer(help="Train and score TestAug's validity classifier.", no_args
 
 @app.command("train")
 def train_command(
-    annotations: Path = typer.Option(
-        ..., "--annotations", "-a", help="JSONL, CSV, TSV or Parquet with 'text' and 'validity' (0/1, valid/invalid)."
+    annotations: Optional[Path] = typer.Option(
+        None, "--annotations", "-a", help="JSONL, CSV, TSV or Parquet with 'text' and 'validity' (0/1, valid/invalid)."
+    ),
+    reviews: Optional[list[Path]] = typer.Option(
+        None,
+        "--reviews",
+        help="A run people reviewed (`checkray review RUN`): its reviewed cases are training data (repeatable).",
+    ),
+    generators: Optional[list[str]] = typer.Option(
+        None, "--generator", help="With --reviews: only this generator's cases (repeatable), e.g. s2lct_expansion."
     ),
     out: str = typer.Option(..., "--out", "-o", help="Directory for the classifier."),
     backend: Optional[str] = typer.Option(
@@ -51,7 +64,7 @@ def train_command(
 
     cfg = load_config(config, {"validity.backend": backend, "validity.encoder": encoder})
     v = cfg.section(ValidityConfig)
-    rows = read_annotations(annotations)
+    rows, sources = training_data(annotations, reviews or [], generators or [])
     repeated = repeated_annotations(rows)
     if repeated.conflicting:  # kept as given: which annotator is right is not ours to decide
         console.print(
@@ -64,7 +77,8 @@ def train_command(
     else:
         with step_progress("validity fine-tune") as on_step:  # minutes on CPU; embedding_lr reports nothing
             clf = train_validity(rows, v, on_step)
-    clf.meta["annotations"] = str(annotations)
+    clf.meta["annotations"] = str(annotations) if annotations else None
+    clf.meta["trained_on"] = sources
     clf.meta["repeated_annotations"] = {
         "texts": repeated.texts,
         "rows": repeated.rows,
@@ -78,6 +92,31 @@ def train_command(
         f"{clf.meta['train_seconds']}s; training accuracy {s['accuracy']:.3f}"
     )
     typer.echo(f"wrote {out.rstrip('/')}/metadata.json")
+
+
+def training_data(
+    annotations: Path | None, reviews: list[Path], generators: list[str]
+) -> tuple[list[dict], list[dict]]:
+    """The training rows (an annotation file's, then each reviewed run's) and what each
+    source gave, for the classifier's metadata."""
+    from checkray.engine.errors import InputError
+    from checkray.engine.review import training_rows
+
+    if annotations is None and not reviews:
+        raise InputError("nothing to train on: pass --annotations FILE and/or --reviews RUN")
+    if generators and not reviews:
+        raise InputError("--generator picks reviewed cases: pass --reviews RUN too")
+    rows, sources = [], []
+    if annotations is not None:
+        rows = read_annotations(annotations)
+        sources.append({"annotations": str(annotations), "rows": len(rows)})
+    for run in reviews:
+        mine = training_rows(run, generators)
+        valid = sum(r["validity"] for r in mine)
+        console.print(f"validity: {len(mine)} reviewed cases of {run} ({valid} valid)")
+        sources.append({"reviews": str(run), "generators": generators or "all", "rows": len(mine), "valid": valid})
+        rows += mine
+    return rows, sources
 
 
 def training_plan(backend: str, resources: Mapping[str, float]) -> ActorPlan | None:
@@ -107,6 +146,54 @@ def train_on_cluster(plan: ActorPlan, rows: list[dict], config: ValidityConfig, 
     console.print(f"validity fine-tune: in a Ray task on a cluster GPU ({plan.num_gpus:g} GPU)")
     task = ray.remote(train_validity_on_worker).options(**plan.ray_options(), max_retries=0)
     return wait_for(task.remote(rows, config), timeout_s, "the validity fine-tune")  # input errors: one line by the CLI
+
+
+@app.command("filter")
+def filter_command(
+    model: str = typer.Option(..., "--model", "-m", help="Directory written by `checkray validity train`."),
+    suite: Path = typer.Option(..., "--suite", "-s", help="A suite Parquet file (any generator's)."),
+    out: Path = typer.Option(..., "--out", "-o", help="The filtered suite (a new Parquet file)."),
+    threshold: float = typer.Option(0.5, "--threshold", min=0.0, max=1.0, help="Keep cases with P(valid) >= this."),
+):
+    """Drop the cases a validity classifier finds invalid from any suite (TestAug's filter,
+    for every generator: train it on reviews with `validity train --reviews RUN --generator G`)."""
+    import pyarrow as pa
+
+    from checkray.actors.testaug.validity import ValidityClassifier, annotation_inputs
+    from checkray.engine.benchmark.inputs import read_suite
+    from checkray.engine.errors import InputError
+    from checkray.engine.review import case_description, without_orphans
+
+    if out.exists() and out.resolve() == suite.resolve():
+        raise InputError(f"{out}: --out would overwrite the suite it filters; name a new file")
+    table = read_suite(str(suite))
+    clf = ValidityClassifier.load(model)
+    rows = table.to_pylist()
+    judged = [r for r in rows if r.get("test_type") == "MFT" or not r.get("perturbs")]
+    inputs = annotation_inputs(  # the description as a review unit shows it (engine/review.case_units)
+        [{**r, "description": case_description(r)} for r in judged], with_description=clf.reads_description
+    )
+    p_valid = clf.predict_proba(inputs) if judged else []
+    invalid = {r["case_id"] for r, p in zip(judged, p_valid) if p < threshold}
+    kept, orphans = without_orphans(rows, [r for r in rows if r["case_id"] not in invalid])
+    write_suite_file(pa.Table.from_pylist(kept, schema=table.schema), out)
+    typer.echo(
+        f"validity filter: kept {len(kept)} of {len(rows)} cases ({len(invalid)} judged invalid, "
+        f"{orphans} perturbations of them dropped too); wrote {out}"
+    )
+
+
+def write_suite_file(table, out: Path) -> None:
+    """Write a suite file atomically: a crash never leaves a half-written file under ``out``."""
+    import pyarrow.parquet as pq
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @app.command("score")
