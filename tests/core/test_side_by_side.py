@@ -140,10 +140,10 @@ def _zoo(tmp_path: Path) -> Path:
     return path
 
 
-def _benchmark(suite: Path, zoo: Path, out: Path, cache: Path) -> subprocess.Popen:
+def _benchmark(suite: Path, zoo: Path, out: Path, cache: Path | str, env: dict | None = None) -> subprocess.Popen:
     return _checkray(
         "benchmark", "--models", str(zoo), "--suites", str(suite), "--out", str(out),
-        env={"CHECKRAY_CACHE_URI": str(cache)},
+        env={"CHECKRAY_CACHE_URI": str(cache), **(env or {})},
     )  # fmt: skip
 
 
@@ -154,15 +154,26 @@ def _verdicts(run: Path) -> list[tuple]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_two_jobs_start_local_rays_at_the_same_moment(tmp_path):
+def test_two_jobs_start_local_rays_at_the_same_moment_sharing_a_cache_on_an_object_store(tmp_path):
+    """Two benchmarks start their own local Ray at the same moment (ports, temp dirs,
+    session names) into different run directories, with one content cache on an object
+    store (a local S3 server) that both fill at once: the same keys written concurrently."""
+    from tests.fakes.s3_server import local_s3
+
     suite, zoo = _templates_suite(tmp_path), _zoo(tmp_path)
     alone = tmp_path / "alone"
     _finish(_benchmark(suite, zoo, alone, tmp_path / "cache-alone"))
-    pair = [_benchmark(suite, zoo, tmp_path / f"side{i}", tmp_path / f"cache{i}") for i in (1, 2)]
-    for proc in pair:
-        _finish(proc)
-    for i in (1, 2):
-        assert _verdicts(tmp_path / f"side{i}") == _verdicts(alone)
+    with local_s3() as store:
+        cache = f"s3://{store.bucket}/cache"
+        pair = [_benchmark(suite, zoo, tmp_path / f"side{i}", cache, store.env) for i in (1, 2)]
+        for proc in pair:
+            _finish(proc)
+        for i in (1, 2):
+            assert _verdicts(tmp_path / f"side{i}") == _verdicts(alone)
+        from pyarrow.fs import FileSelector
+
+        written = store.filesystem().get_file_info(FileSelector(f"{store.bucket}/cache", recursive=True))
+        assert any(f.size for f in written if f.type.name == "File")  # the predictions went to the store
 
 
 @pytest.mark.slow
