@@ -2,11 +2,16 @@
 
 Jobs build a list of ``Section``s; the demo concatenates the sections of every job into
 one report. plotly.js is never fetched from a network: a page written into a run
-(``write_page``) loads the one shared copy of the site, ``_checkray/plotly-<version>.min.js``
-(plotly's own bundle, shipped in the plotly package), found in the run or in a run above
-it (a demo writes it once at its top, so its eight pages share one copy); a page rendered
-to a string alone (``render`` without ``assets``) inlines it. A page without figures loads
-no plotly at all.
+(``write_page``) loads the one shared copy of the site,
+``_checkray/plotly-cartesian-<version>.min.js``, found in the run or in a run above it (a
+demo writes it once at its top, so its pages share one copy); a page rendered to a string
+alone (``render`` without ``assets``) inlines it. A page without figures loads no plotly.
+
+The bundle is plotly.js's cartesian partial bundle (npm ``plotly.js-cartesian-dist-min``,
+MIT, shipped in ``engine/html/assets/``), of the plotly.js version the installed plotly
+package writes figures for: 1.5 MB against the full bundle's 4.8 MB, which the browser
+parsed on every page load (``bench/bench_report_pages.py``). It draws the trace types in
+``PLOTLY_TRACES``; ``figure_html`` refuses any other, so no page needs the full bundle.
 
 Tables list only what exists: ``table_html`` drops every all-empty row and column (a
 cell is empty when it is None, NaN or blank) and makes the table sortable by a click on
@@ -16,12 +21,14 @@ coloured cell also shows its number.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -42,6 +49,14 @@ class Section:
 
 ASSET_DIR = "_checkray"  # the site's shared scripts, at the top of a run (or of a demo)
 ASSET_DEPTH = 3  # how far up write_page looks for a run that already holds them
+PLOTLY_BUNDLE = Path(__file__).parent / "html" / "assets" / "plotly-cartesian.min.js"
+PLOTLY_JS_VERSION = "4.1.1"  # the bundle's; tests check it is the plotly package's plotly.js
+PLOTLY_TRACES = frozenset(  # the trace modules of the cartesian bundle (its README)
+    {
+        "bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour",
+        "image", "pie", "scatter", "scatterternary", "violin",
+    }
+)  # fmt: skip
 
 # Failure rate 0 -> 1: light yellow to dark blue (cividis, reversed), readable with every
 # common colour-vision deficiency and in greyscale; the number is printed in each cell too.
@@ -155,6 +170,9 @@ def figure_html(fig, links: Any = None, name: str = "") -> str:
 
     spec = _escape_plot(fig.to_plotly_json())
     spec = json.loads(json.dumps(spec, cls=PlotlyJSONEncoder))
+    foreign = sorted({t.get("type", "scatter") for t in spec.get("data", [])} - PLOTLY_TRACES)
+    if foreign:  # a programming error: the page could not draw it (e.g. scattergl needs WebGL modules)
+        raise ValueError(f"trace type(s) {', '.join(foreign)} are not in the shipped plotly.js bundle")
     payload = {"data": spec.get("data", []), "layout": spec.get("layout", {})}
     if links is not None:
         payload["links"] = links
@@ -167,11 +185,15 @@ def figure_html(fig, links: Any = None, name: str = "") -> str:
     )
 
 
+@functools.cache
+def plotly_js() -> str:
+    """The shipped plotly.js bundle's source (see the module docstring)."""
+    return PLOTLY_BUNDLE.read_text(encoding="utf-8")
+
+
 def plotly_asset() -> str:
     """The shared plotly bundle's path in a site (versioned, so versions never mix)."""
-    import plotly
-
-    return f"{ASSET_DIR}/plotly-{plotly.__version__}.min.js"
+    return f"{ASSET_DIR}/plotly-cartesian-{PLOTLY_JS_VERSION}.min.js"
 
 
 def _has_figures(sections: Sequence[Section]) -> bool:
@@ -181,15 +203,13 @@ def _has_figures(sections: Sequence[Section]) -> bool:
 def render(title: str, sections: Sequence[Section], subtitle: str = "", assets: str | None = None) -> str:
     """The page. ``assets``: the relative URL of the folder holding ``_checkray/`` (``""``,
     ``"../"`` ...) to load the shared plotly bundle from; None inlines it (a page alone)."""
-    from plotly.offline import get_plotlyjs
-
     figures = _has_figures(sections)
     return _ENV.get_template("report.html.j2").render(
         title=title,
         subtitle=subtitle,
         sections=sections,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        plotlyjs=get_plotlyjs() if figures and assets is None else "",
+        plotlyjs=plotly_js() if figures and assets is None else "",
         plotly_src=assets + plotly_asset() if figures and assets is not None else "",
         figures=figures,
     )
@@ -218,11 +238,9 @@ def site_assets(run) -> str:
 
 def write_assets(run) -> str:
     """Write the shared plotly bundle into ``run`` (once per version)."""
-    from plotly.offline import get_plotlyjs
-
     if run.exists(plotly_asset()):
         return run.path(plotly_asset())
-    return run.write_text(plotly_asset(), get_plotlyjs())
+    return run.write_text(plotly_asset(), plotly_js())
 
 
 def write_page(run, name: str, title: str, sections: Sequence[Section], subtitle: str = "") -> str:
@@ -234,12 +252,10 @@ def write_page(run, name: str, title: str, sections: Sequence[Section], subtitle
 def inline_assets(page: str) -> str:
     """A page written by ``write_page`` made self-contained (the shared plotly bundle
     inlined), for copies that leave the site: an experiment tracker's artifact."""
-    from plotly.offline import get_plotlyjs
-
     tag = re.search(r'<script defer src="(?:\.\./)*' + re.escape(plotly_asset()) + r'"></script>', page)
     if tag is None:
         return page
-    return page[: tag.start()] + "<script>" + get_plotlyjs() + "</script>" + page[tag.end() :]
+    return page[: tag.start()] + "<script>" + plotly_js() + "</script>" + page[tag.end() :]
 
 
 _SPEC = re.compile(r'<script type="application/json" class="figure-spec" data-for="[^"]+">(.*?)</script>', re.S)

@@ -4,7 +4,7 @@ driver's path, so Selenium Manager never fetches one).
 
 ``chromium_driver()`` installs ``chromium`` and ``chromium-driver`` with apt-get when they
 are missing (as root, else through ``sudo -n``) and skips only when there is no apt-get.
-``check_page`` opens a page, waits for plotly to draw, and fails on a page without a
+``check_page`` opens a page, scrolls to each figure and waits for plotly to draw it, and fails on a page without a
 title or body, a plot that did not draw (no SVG/canvas, zero size, no traces), any
 console error or a dialog (a script the page should never have run); it keeps a full-page PNG screenshot in ``artifact_dir()``
 (``$CHECKRAY_TEST_ARTIFACTS``, default ``runs/test-artifacts/``; ``runs/`` is ignored by git).
@@ -89,7 +89,6 @@ def chromium_driver():
         "--disable-gpu",
         "--disable-dev-shm-usage",
         "--window-size=1280,1000",
-        "--enable-unsafe-swiftshader",  # software WebGL for plotly's scattergl, without the deprecation warning
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -139,8 +138,12 @@ def _check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     driver.get(page.resolve().as_uri())
     _no_alert(driver, page)
     assert _wait(driver, "document.readyState === 'complete'"), f"{page}: never finished loading"
-    ready = "[...document.querySelectorAll('.plotly-graph-div')].every(el => el._fullLayout)"
-    assert _wait(driver, ready), f"{page}: plotly did not finish drawing"
+    # A figure is drawn when it comes near the screen: bring each one there in turn.
+    for index in range(expected_plots):
+        plot = f"document.querySelectorAll('.plotly-graph-div')[{index}]"
+        driver.execute_script(f"{plot} && {plot}.scrollIntoView()")
+        assert _wait(driver, f"!{plot} || {plot}._fullLayout"), f"{page}: plotly did not draw figure {index + 1}"
+    driver.execute_script("window.scrollTo(0, 0)")
     title = driver.title
     body = driver.execute_script("return document.body ? document.body.innerText.length : 0")
     assert title and body > 0, f"{page}: blank page (title {title!r}, {body} characters)"

@@ -189,6 +189,7 @@ def coverage_section(evaluation: Evaluation) -> Section:
             facet_col="metric",
             facet_row="panel",
             markers=True,
+            render_mode="svg",  # the shipped plotly.js draws SVG traces only (engine/report.py)
             title="Neuron boundary coverage (bounds from the model's training sentences)",
         )
         blocks += [figure_html(fig), table_html(evaluation.coverage)]

@@ -1,4 +1,4 @@
-"""Report sections of the topics job: the 2-D map by topic and by label, the cluster table."""
+"""Report sections of the topics job: the 2-D map (by topic, by label), the cluster table."""
 
 from __future__ import annotations
 
@@ -10,22 +10,35 @@ from checkray.engine.topics.config import TopicsConfig
 from checkray.jobs.config import CheckrayConfig
 
 
-def _scatter(frame, color: str, title: str):
+def _map_figure(frame, colours: list[str], title: str):
+    """The 2-D map, coloured by each of ``colours`` in turn: one SVG figure whose buttons
+    show one colouring at a time (a hidden trace is not drawn, so the page draws one map;
+    WebGL would cost a context per map, seconds where the GPU is emulated)."""
     import plotly.express as px
+    import plotly.graph_objects as go
 
-    fig = px.scatter(
-        frame,
-        x="x",
-        y="y",
-        color=color,
-        hover_data={"text": True, "x": False, "y": False},
+    fig, shown = go.Figure(), []
+    for colour in colours:
+        part = px.scatter(
+            frame, x="x", y="y", color=colour, hover_data={"text": True, "x": False, "y": False}, render_mode="svg"
+        )
+        for trace in part.data:
+            trace.update(marker={"size": 4, "opacity": 0.6}, visible=not shown, legendgroup=colour)
+            fig.add_trace(trace)
+        shown.append(len(part.data))
+    buttons = []
+    for i, colour in enumerate(colours):
+        visible = [j == i for j, n in enumerate(shown) for _ in range(n)]
+        buttons.append({"label": f"by {colour}", "method": "update", "args": [{"visible": visible}]})
+    fig.update_layout(
         title=title,
-        opacity=0.6,
-        render_mode="webgl",
         height=520,
+        legend={"itemsizing": "constant"},
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        updatemenus=[{"type": "buttons", "direction": "right", "x": 1, "y": 1.08, "buttons": buttons}]
+        if len(colours) > 1
+        else [],
     )
-    fig.update_traces(marker={"size": 4})
-    fig.update_layout(legend={"itemsizing": "constant"}, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
 
@@ -51,9 +64,9 @@ def topics_sections(
     df = pd.DataFrame(frame)
     blocks = []
     if len(df):
-        blocks.append(figure_html(_scatter(df, "topic", f"2-D map by topic ({len(df)} of {n} documents)")))
-        if corpus.column("label").null_count < corpus.num_rows:
-            blocks.append(figure_html(_scatter(df, "label", "2-D map by label")))
+        colours = ["topic"] + (["label"] if corpus.column("label").null_count < corpus.num_rows else [])
+        title = f"2-D map by {' and by '.join(colours)} ({len(df)} of {n} documents)"
+        blocks.append(figure_html(_map_figure(df, colours, title), name="topic-map"))
     examples = {}
     for r in reps.to_pylist():
         examples.setdefault(r["cluster"], []).append(f"[{r['label']}] {r['text'][:160]}")

@@ -14,9 +14,9 @@ from tests.core.test_report_escaping import P, _page, assert_escaped
 
 @pytest.fixture(autouse=True)
 def _no_plotlyjs(monkeypatch):
-    import plotly.offline
+    from checkray.engine import report
 
-    monkeypatch.setattr(plotly.offline, "get_plotlyjs", lambda: "/* plotly.js */")
+    monkeypatch.setattr(report, "plotly_js", lambda: "/* plotly.js */")
 
 
 def compare_page() -> str:

@@ -95,9 +95,9 @@ def test_tables_drop_empty_rows_and_columns():
 
 @pytest.fixture(autouse=True)
 def _no_plotlyjs(monkeypatch):
-    import plotly.offline
+    from checkray.engine import report
 
-    monkeypatch.setattr(plotly.offline, "get_plotlyjs", lambda: "/* plotly.js */")
+    monkeypatch.setattr(report, "plotly_js", lambda: "/* plotly.js */")
 
 
 @pytest.mark.parametrize("name", sorted(REPORT_PAGES))
@@ -278,3 +278,19 @@ def test_the_index_answers_first(tmp_path):
     assert page.index("At a glance") < page.index('id="reports"') < page.index('id="times"')
     assert "Generated suites" in page and "Models, best first" in page
     assert empty_rows_and_columns(page) == []
+
+
+def test_the_shipped_plotly_bundle_matches_the_plotly_package_and_refuses_other_traces():
+    """Figures are written by the installed plotly package for its plotly.js version; the
+    shipped cartesian bundle must be that version, and a trace it cannot draw is refused."""
+    import plotly.graph_objects as go
+    from plotly.offline import get_plotlyjs
+
+    from checkray.engine import report
+
+    full = re.search(r"plotly\.js v([0-9.]+)", get_plotlyjs()[:400]).group(1)
+    shipped = re.search(r"plotly\.js \(cartesian - minified\) v([0-9.]+)", report.PLOTLY_BUNDLE.read_text()[:400])
+    assert full == shipped.group(1) == report.PLOTLY_JS_VERSION
+    assert report.PLOTLY_BUNDLE.stat().st_size < 2_000_000  # the point of it: the full bundle is 4.8 MB
+    with pytest.raises(ValueError, match="scattergl are not in the shipped plotly.js bundle"):
+        figure_html(go.Figure(go.Scattergl(x=[1], y=[2])))

@@ -170,7 +170,7 @@ def test_every_report_page_with_hostile_text_in_a_browser(name, tmp_path, browse
 
 
 def test_the_browser_check_catches_console_errors_and_empty_plots(tmp_path, browser):
-    from plotly.offline import get_plotlyjs
+    from checkray.engine.report import plotly_js
 
     broken = tmp_path / "error.html"
     broken.write_text("<!doctype html><title>t</title><h1>x</h1><script>undefinedFunction()</script>")
@@ -178,7 +178,7 @@ def test_the_browser_check_catches_console_errors_and_empty_plots(tmp_path, brow
         check_page(browser, broken, "check-console-error")
     empty = tmp_path / "empty-plot.html"
     empty.write_text(
-        f"<!doctype html><title>t</title><script>{get_plotlyjs()}</script><h1>x</h1>"
+        f"<!doctype html><title>t</title><script>{plotly_js()}</script><h1>x</h1>"
         '<div id="p" class="plotly-graph-div" style="height:300px;width:100%"></div>'
         "<script>Plotly.newPlot('p', [], {})</script>"
     )

@@ -49,7 +49,7 @@ def test_outputs_have_the_contracted_shape(topics_run):
         share = members.count("positive") / len(members)
         assert abs(picks.count("positive") - 6 * share) <= 1
     html = (out / "report.html").read_text()
-    assert "2-D map by topic" in html and "2-D map by label" in html and clusters.column("topic")[0].as_py() in html
+    assert "2-D map by topic and by label" in html and clusters.column("topic")[0].as_py() in html
 
 
 @pytest.mark.timeout(300)
