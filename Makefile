@@ -18,7 +18,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo warmup test test-fast test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
+.PHONY: demo warmup test test-fast test-cluster test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -101,6 +101,12 @@ browser:
 # No Ray start, no model load: the quick loop while editing (under a minute).
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not ray and not slow and not integration"
+
+# The cluster as cluster.yaml sets it up: a fresh venv from its setup_commands, two nodes,
+# S2LCT and COSTELLO through `ray job submit` (tests/core/test_cluster_fresh_venv.py;
+# minutes; CHECKRAY_FRESH_VENV=DIR keeps the venv for a rerun).
+test-cluster: setup
+	CHECKRAY_FRESH_VENV_CLUSTER=1 $(BIN)/python -m pytest -q -s tests/core/test_cluster_fresh_venv.py
 
 # Import layering: import-linter's contracts over the graph read from the source (tests/layering.py).
 lint: setup

@@ -31,6 +31,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -57,7 +60,7 @@ DOCS = 300
 CLUSTERS = 3
 
 
-def cluster_env(token: str) -> dict[str, str]:
+def cluster_env(token: str, bin_dir: Path = BIN) -> dict[str, str]:
     env = dict(os.environ)
     # This process may run the session's local Ray: none of its settings may leak in.
     for var in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "CHECKRAY_TRUST_CODE"):
@@ -73,15 +76,16 @@ def cluster_env(token: str) -> dict[str, str]:
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "RAY_DATA_DISABLE_PROGRESS_BARS": "1",
-            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # `checkray` for the job's entrypoint
+            "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",  # `checkray` for the job's entrypoint
         }
     )
     return env
 
 
 def start_node(args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    ray = Path(env["PATH"].split(os.pathsep)[0]) / "ray"  # the venv cluster_env put first
     return subprocess.Popen(
-        [str(BIN / "ray"), "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", *args],
+        [str(ray), "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", *args],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -137,13 +141,14 @@ def wait_for_nodes(dashboard: str, token: str, n: int, procs: list[subprocess.Po
 
 
 def submit(dashboard: str, env: dict, runtime_env: dict, submission_id: str, *entrypoint: str) -> dict:
+    ray = Path(env["PATH"].split(os.pathsep)[0]) / "ray"
     proc = subprocess.run(
-        [str(BIN / "ray"), "job", "submit", "--address", dashboard, "--submission-id", submission_id]
+        [str(ray), "job", "submit", "--address", dashboard, "--submission-id", submission_id]
         + ["--working-dir", str(ROOT), "--runtime-env-json", json.dumps(runtime_env), "--", *entrypoint],
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     job = api(dashboard, f"/api/jobs/{submission_id}", env["RAY_AUTH_TOKEN"])
@@ -215,63 +220,89 @@ def suite_table():
     return make_cases(rows)
 
 
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
+@dataclass
+class Cluster:
+    dashboard: str
+    env: dict[str, str]
+    token: str
+    head_id: str
+    worker_id: str
+
+
+@contextmanager
+def two_node_cluster(bin_dir: Path = BIN) -> Iterator[Cluster]:
+    """A head (no CPU: it only drives jobs) and a worker (``WORKER_CPUS``), each started by
+    ``ray start`` from ``bin_dir``'s venv with its own temp dir and ports, token auth on;
+    stopped by process id at exit."""
     ray_address_before = os.environ.get("RAY_ADDRESS")
     token = secrets.token_hex(32)
-    env = cluster_env(token)
+    env = cluster_env(token, bin_dir)
     head_dir = tempfile.mkdtemp(prefix="crh", dir="/tmp")  # short: Unix socket paths < 108 bytes
     worker_dir = tempfile.mkdtemp(prefix="crw", dir="/tmp")
     head_ports = dict(zip(PORT_FLAGS, free_ports(len(PORT_FLAGS))))
     worker_ports = dict(zip(NODE_PORT_FLAGS, free_ports(len(NODE_PORT_FLAGS))))
     dashboard = f"http://127.0.0.1:{head_ports['--dashboard-port']}"
+    nodes: list[subprocess.Popen] = []
+    try:
+        nodes.append(
+            start_node(
+                [
+                    "--head",
+                    "--num-cpus=0",  # the head only drives: all work must go to the worker
+                    "--num-gpus=0",
+                    f"--temp-dir={head_dir}",
+                    "--include-dashboard=true",
+                    "--dashboard-host=127.0.0.1",
+                    f"--object-store-memory={150 * 1024 * 1024}",
+                    *(f"{flag}={port}" for flag, port in head_ports.items()),
+                ],
+                env,
+            )
+        )
+        wait_for_dashboard(dashboard, token, nodes[0], timeout=180)
+        nodes.append(
+            start_node(
+                [
+                    f"--address=127.0.0.1:{head_ports['--port']}",
+                    f"--num-cpus={WORKER_CPUS}",
+                    "--num-gpus=0",
+                    f"--temp-dir={worker_dir}",
+                    f"--object-store-memory={200 * 1024 * 1024}",
+                    *(f"{flag}={port}" for flag, port in worker_ports.items()),
+                ],
+                env,
+            )
+        )
+        alive = wait_for_nodes(dashboard, token, 2, nodes, timeout=180)
+        head_id = next(n["node_id"] for n in alive if n["is_head_node"])
+        worker_id = next(n["node_id"] for n in alive if not n["is_head_node"])
+        resources = {n["node_id"]: n["resources_total"] for n in alive}
+        assert resources[head_id].get("CPU", 0) == 0 and resources[worker_id]["CPU"] == WORKER_CPUS
+        yield Cluster(dashboard, env, token, head_id, worker_id)
+    finally:
+        for proc, temp_dir in reversed(list(zip(nodes, [head_dir, worker_dir]))):
+            stop_head(proc, temp_dir)
+        shutil.rmtree(head_dir, ignore_errors=True)
+        shutil.rmtree(worker_dir, ignore_errors=True)
+        assert os.environ.get("RAY_ADDRESS") == ray_address_before
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
     registry = tmp_path / "models.yaml"
     registry.write_text(
         yaml.safe_dump({"models": [{"name": "vader", "family": "vader"}, {"name": "textblob", "family": "textblob"}]})
     )
     stamp = f"{os.getpid()}-{int(time.time())}"
-    nodes: list[subprocess.Popen] = []
     with local_s3() as s3:
         fs = s3.filesystem()
         pq.write_table(suite_table(), f"{s3.bucket}/suites/basics.parquet", filesystem=fs)
         runtime_env = {"excludes": UPLOAD_EXCLUDES, "env_vars": s3.env}
-        try:
-            nodes.append(
-                start_node(
-                    [
-                        "--head",
-                        "--num-cpus=0",  # the head only drives: all work must go to the worker
-                        "--num-gpus=0",
-                        f"--temp-dir={head_dir}",
-                        "--include-dashboard=true",
-                        "--dashboard-host=127.0.0.1",
-                        f"--object-store-memory={150 * 1024 * 1024}",
-                        *(f"{flag}={port}" for flag, port in head_ports.items()),
-                    ],
-                    env,
-                )
-            )
-            wait_for_dashboard(dashboard, token, nodes[0], timeout=180)
-            nodes.append(
-                start_node(
-                    [
-                        f"--address=127.0.0.1:{head_ports['--port']}",
-                        f"--num-cpus={WORKER_CPUS}",
-                        "--num-gpus=0",
-                        f"--temp-dir={worker_dir}",
-                        f"--object-store-memory={200 * 1024 * 1024}",
-                        *(f"{flag}={port}" for flag, port in worker_ports.items()),
-                    ],
-                    env,
-                )
-            )
-            alive = wait_for_nodes(dashboard, token, 2, nodes, timeout=180)
-            head_id = next(n["node_id"] for n in alive if n["is_head_node"])
-            worker_id = next(n["node_id"] for n in alive if not n["is_head_node"])
-            resources = {n["node_id"]: n["resources_total"] for n in alive}
-            assert resources[head_id].get("CPU", 0) == 0 and resources[worker_id]["CPU"] == WORKER_CPUS
+        with two_node_cluster() as cluster:
+            dashboard, env, token = cluster.dashboard, cluster.env, cluster.token
+            head_id, worker_id = cluster.head_id, cluster.worker_id
 
             # Token auth is on: the job API refuses a caller without the token.
             with pytest.raises(urllib.error.HTTPError) as refused:
@@ -299,12 +330,6 @@ def test_topics_and_benchmark_on_a_two_node_cluster_write_to_s3(tmp_path):
                 *("--suites", f"s3://{s3.bucket}/suites/basics.parquet", "--out", bench_out),
             )
             bench_placed = placements(dashboard, token, bench["job_id"], "ModelHost")
-        finally:
-            for proc, temp_dir in reversed(list(zip(nodes, [head_dir, worker_dir]))):
-                stop_head(proc, temp_dir)
-            shutil.rmtree(head_dir, ignore_errors=True)
-            shutil.rmtree(worker_dir, ignore_errors=True)
-            assert os.environ.get("RAY_ADDRESS") == ray_address_before
 
         # What ran where: the drivers on the head, every CPU actor and task on the worker.
         assert topics["driver_node_id"] == head_id and bench["driver_node_id"] == head_id
