@@ -65,7 +65,7 @@ def _wait(driver, condition: str, timeout: float = 30.0) -> None:
 
 
 def _saved(driver) -> int:
-    return int(driver.execute_script("return Number(document.body.dataset.saved || 0);"))
+    return int(driver.execute_script("return Number((document.body && document.body.dataset.saved) || 0);"))
 
 
 def _keys(driver, *keys: str, wait_save: bool = True) -> None:
@@ -100,7 +100,7 @@ def _on_screen(driver) -> str:
 
 def _open(driver, url: str) -> None:
     driver.get(url)
-    _wait(driver, "document.body.dataset.ready === '1'")
+    _wait(driver, "document.body && document.body.dataset.ready === '1'")  # body is null while the page reloads
 
 
 @pytest.fixture(scope="module")
