@@ -49,6 +49,12 @@ SUITE_OF_JOB = {
 }
 REVIEWED_PREFIX = "reviewed_"  # suite.parquet -> reviewed_suite.parquet
 
+
+def is_reviewed_file(path: str) -> bool:
+    """A suite file ``checkray review apply`` wrote (local path or URI)."""
+    return path.rstrip("/").rsplit("/", 1)[-1].startswith(REVIEWED_PREFIX)
+
+
 # What a person decides, and the verdicts each decision stands for (label-valid, fluent,
 # on-capability); a reject's verdicts come from its reason.
 DECISIONS = ("accept", "reject", "relabel", "edit", "skip", "undo")

@@ -182,8 +182,8 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
             write_page(run, job.report_file, job.title, sections, subtitle=job.subtitle())
         published = list(job.published) + extra + ([job.report_file] if job.report_file else [])
         review = _kept_review(run, job.name)
-        kept = (review.get("reviewed") or {}).get("file"), (review.get("reviewed") or {}).get("validity")
-        published += [f for f in kept if f and f not in published]
+        record = review.get("reviewed") or {}
+        published += [f for f in (record.get("file"), record.get("validity")) if f and f not in published]
         run.write_text(
             MANIFEST,
             json.dumps(

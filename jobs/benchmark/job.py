@@ -30,7 +30,7 @@ from checkray.engine.cache import CacheConfig
 from checkray.engine.compare.gate import Check, GateFile, read_gate
 from checkray.engine.errors import InputError
 from checkray.engine.report import Section as ReportSection
-from checkray.engine.review import REVIEWED_PREFIX
+from checkray.engine.review import is_reviewed_file
 from checkray.engine.stages import RunDir, StageRunner
 from checkray.jobs.base import Job, require_out, run_job
 from checkray.jobs.benchmark.config import BenchmarkConfig
@@ -142,7 +142,7 @@ class BenchmarkJob(Job[BenchmarkConfig]):
         return pq.read_table(path, filesystem=fs)
 
     def subtitle(self) -> str:
-        reviewed = sum(1 for f in self.suite_files or () if Path(f).name.startswith(REVIEWED_PREFIX))
+        reviewed = sum(1 for f in self.suite_files or () if is_reviewed_file(f))
         people = f", {reviewed} of them reviewed by people" if reviewed else ""
         return f"{len(self.models)} models × {len(self.suites)} suite file(s){people}"
 

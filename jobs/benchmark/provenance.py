@@ -11,7 +11,6 @@ compare`` reads it to say exactly what it compared and to refuse a suite that ch
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +20,7 @@ import pyarrow as pa
 from checkray.engine.benchmark.provenance import environment, model_identity, suite_digests
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
-from checkray.engine.review import REVIEWED_PREFIX
+from checkray.engine.review import is_reviewed_file
 from checkray.engine.stages import RunDir, path_digest
 from checkray.jobs.benchmark.config import BenchmarkConfig
 
@@ -51,7 +50,7 @@ def benchmark_provenance(
                 "file": path or f"(table {index + 1}, given in memory)",
                 "file_digest": path_digest(path) if path else None,
                 # read in its reviewed version (``checkray review apply``): people's decisions applied
-                "reviewed": bool(path) and posixpath.basename(path).startswith(REVIEWED_PREFIX),
+                "reviewed": bool(path) and is_reviewed_file(path),
                 "suites": suite_digests([suites[i] for i in rows], [ids[i] for i in rows], [digests[i] for i in rows]),
             }
         )
