@@ -86,8 +86,15 @@ TEST_CASE_SCHEMA = pa.schema(
         pa.field("meta", pa.string(), nullable=True),  # JSON object
         # The automatic checks the case passed before it entered the suite (engine/case_checks.py)
         pa.field("checks", pa.list_(pa.string()), nullable=True),
+        # What the case asks of a model: null = classify (a label, label set or ordering);
+        # "qa" = answer ``text_pair`` (the question) from ``text`` (the context): the expected
+        # answer is ``expected_label`` or any of ``expected_labels`` (engine/benchmark/qa.py)
+        pa.field("task", pa.string(), nullable=True),
     ]
 )
+
+TASK_QA = "qa"
+TASKS = (TASK_QA,)  # the tasks besides classification (null)
 
 _CASE_DEFAULTS: dict[str, Any] = {
     "topic": None,
@@ -104,6 +111,7 @@ _CASE_DEFAULTS: dict[str, Any] = {
     "provenance": None,
     "meta": None,
     "checks": None,
+    "task": None,
 }
 
 
@@ -159,6 +167,7 @@ def validate_cases(table: pa.Table) -> pa.Table:
     )
     if pc.any(mft_perturbs).as_py():
         raise InputError("test-case table: an MFT case has a 'perturbs' id (only INV/DIR cases perturb another)")
+    check_tasks(table)
     tolerance = table.column("tolerance")
     if (
         tolerance.null_count < len(tolerance)
@@ -166,6 +175,19 @@ def validate_cases(table: pa.Table) -> pa.Table:
     ):
         raise InputError("test-case table: 'tolerance' values must lie in [0, 1]")
     return table
+
+
+def check_tasks(table: pa.Table) -> None:
+    """A task is null or one of ``TASKS``; a QA case has a question (``text_pair``)."""
+    task = table.column("task")
+    if task.null_count == len(task):
+        return
+    unknown = set(pc.unique(task.drop_null()).to_pylist()) - set(TASKS)
+    if unknown:
+        raise InputError(f"test-case table: unknown task {sorted(unknown)} (have: classify = null, {', '.join(TASKS)})")
+    qa = pc.equal(task, TASK_QA)
+    if pc.any(pc.and_(qa, pc.is_null(table.column("text_pair")))).as_py():
+        raise InputError("test-case table: a QA case has no question: 'text_pair' is null (text = context)")
 
 
 def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:

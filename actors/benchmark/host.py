@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from checkray.engine.benchmark.qa import checked_answers
 from checkray.engine.benchmark.registry import ModelSpec
 
 
@@ -43,6 +44,16 @@ def checked_probs(probs, n: int, labels: Sequence[str]) -> np.ndarray:
     if probs.size and (probs.min() < -1e-4 or probs.max() > 1 + 1e-4):
         raise ValueError(f"predict_proba returned values outside [0, 1] ({probs.min():.3g} .. {probs.max():.3g})")
     return np.clip(probs, 0.0, 1.0)
+
+
+def answers_or_probs(model, texts: list[str], pairs: list[str | None] | None):
+    """What ``model`` says of a batch: answers when it answers questions (it has no label
+    map), else its probabilities."""
+    if model.labels:
+        return model.predict_proba(texts, pairs)
+    if pairs is None or any(p is None for p in pairs):
+        raise ValueError("a question-answering model was given a case with no question (text_pair)")
+    return model.answer(texts, pairs)
 
 
 class ModelHost:
@@ -89,8 +100,9 @@ class ModelHost:
         return self.state
 
     def predict(self, names: list[str], texts: list[str], pairs: list[str | None] | None) -> dict:
-        """Per model: probabilities for ``texts``, or a one-line error string."""
-        return self._each(names, len(texts), lambda m: m.predict_proba(texts, pairs))
+        """Per model: probabilities for ``texts`` (an answering model: its answers to the
+        questions ``pairs`` about the contexts ``texts``), or a one-line error string."""
+        return self._each(names, len(texts), lambda m: answers_or_probs(m, texts, pairs))
 
     def predict_embedded(self, names: list[str], embeddings: np.ndarray) -> dict:
         """Per head: probabilities for a batch of embeddings from a shared encoder."""
@@ -104,7 +116,11 @@ class ModelHost:
                 out[name] = self.state.get(name, ([], "model is not loaded", 0))[1] or "model is not loaded"
                 continue
             try:
-                out[name] = checked_probs(run(model), n, self.state[name][0])
+                labels = self.state[name][0]
+                got = run(model)
+                out[name] = (
+                    np.asarray(checked_answers(got, n), dtype=object) if not labels else checked_probs(got, n, labels)
+                )
             except Exception as exc:  # this model's failure, not the host's
                 out[name] = one_line(exc)
                 self.models.pop(name, None)

@@ -26,13 +26,21 @@ from checkray.engine.runtime import ActorPlan
 POLL_SECONDS = 5.0  # how long a wait for the next answer lasts before the timeouts are checked
 
 
+def empty_outputs(rows: int, labels: Sequence[str]) -> np.ndarray:
+    """Where a model's outputs are gathered: (rows, labels) probabilities (NaN: not back
+    yet), or for an answering model (no labels) one answer per row (None)."""
+    if not labels:
+        return np.full(rows, None, dtype=object)
+    return np.full((rows, len(labels)), np.nan, dtype=np.float32)
+
+
 @dataclass
 class ModelRun:
     """What one model produced: probabilities for its rows, or an error."""
 
     name: str
     labels: list[str]
-    probs: np.ndarray | None  # (len(rows), labels), aligned with ``rows``
+    probs: np.ndarray | None  # (len(rows), labels), aligned with ``rows``; answers: (len(rows),) strings
     error: str | None = None
     rows: list[int] = field(default_factory=list)  # input rows the model was run on
     load_seconds: float = 0.0  # loading the model inside its host
@@ -282,7 +290,7 @@ class PredictionScheduler:
             if error:
                 self.fail(name, error, host)
             else:
-                host.out[name] = np.full((len(host.rows), len(labels)), np.nan, dtype=np.float32)
+                host.out[name] = empty_outputs(len(host.rows), labels)
                 self.on_event(name, "loaded", 0, len(host.rows))
 
     def on_predict(self, host: LiveHost, start: int, answers: Mapping[str, Any]) -> None:

@@ -48,6 +48,9 @@ class ModelFamily:
     # Runs a transformer checkray runs itself: its outputs depend on the encoder runtime
     # (engine/inference.py: PyTorch, ONNX fp32 or int8), which its cache key records.
     encoder: bool = False
+    # Answers questions (``AnsweringModel``): reads QA cases (task "qa": context + question)
+    # and returns answer strings, judged by engine/benchmark/qa.py; it has no label map.
+    answers: bool = False
 
 
 FAMILIES: LazyRegistry = LazyRegistry("model family")
@@ -76,6 +79,9 @@ for _family in [
         trainable=True,
         trained_on_corpus=True,
     ),
+    ModelFamily("qa_callable", "checkray.actors.models.qa_models:load_qa_callable", answers=True),
+    ModelFamily("qa_llm", "checkray.actors.models.qa_models:load_qa_llm", heavy=True, zero_shot=True, answers=True),
+    ModelFamily("qa_hf", "checkray.actors.models.qa_models:load_qa_hf", heavy=True, answers=True),
 ]:
     FAMILIES.register(_family)
 
@@ -98,6 +104,11 @@ def is_heavy(spec: ModelSpec) -> bool:
     if flag is not None:
         return bool(flag)
     return spec.family in FAMILIES and FAMILIES.record(spec.family).heavy
+
+
+def answers(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is a question-answering model (its family answers, no label map)."""
+    return has_trait(spec, "answers")
 
 
 def has_trait(spec: ModelSpec, trait: str) -> bool:

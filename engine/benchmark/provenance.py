@@ -39,7 +39,7 @@ DIGEST_FIELDS = (
     "capability",
     "topic",
 )
-EXTRA_DIGEST_FIELDS = ("versus_label", "original_labels")  # in the digest only when not null
+EXTRA_DIGEST_FIELDS = ("versus_label", "original_labels", "task")  # in the digest only when not null
 
 # Packages whose versions change what a model predicts or how cases are judged.
 PACKAGES = (

@@ -33,6 +33,20 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
 
 
+def checked_answers(answers, n: int) -> list[str | None]:
+    """A model's answers as a list of n strings (or None), or ValueError saying what is wrong."""
+    if isinstance(answers, np.ndarray):
+        answers = answers.tolist()
+    if isinstance(answers, str) or not isinstance(answers, Sequence):
+        raise ValueError(f"answer() returned {type(answers).__name__}, expected a list of {n} strings")
+    if len(answers) != n:
+        raise ValueError(f"answer() returned {len(answers)} answers for {n} questions")
+    bad = next((a for a in answers if a is not None and not isinstance(a, str)), None)
+    if bad is not None:
+        raise ValueError(f"answer() returned a {type(bad).__name__} where a string belongs")
+    return list(answers)
+
+
 def judge_answers(
     cases: pa.Table, answers: Sequence[str | None], *, normalize: bool = False
 ) -> tuple[np.ndarray, list[str | None]]:

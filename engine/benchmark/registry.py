@@ -35,6 +35,21 @@ class ModelUnderTest(Protocol):
     def predict_proba(self, texts: Sequence[str], pairs: Sequence[str | None] | None = None) -> np.ndarray: ...
 
 
+@runtime_checkable
+class AnsweringModel(Protocol):
+    """A question-answering model the benchmark can test (families with the ``answers`` trait).
+
+    ``answer(contexts, questions)`` returns one answer string per question (None: it gave
+    none). It has no label map: ``labels`` is empty, which is how the benchmark's hosts and
+    checkpoints tell answers from probabilities.
+    """
+
+    name: str
+    labels: list[str]
+
+    def answer(self, contexts: Sequence[str], questions: Sequence[str]) -> list[str | None]: ...
+
+
 class ModelSpec(StrictInput):
     """One entry of a model registry file."""
 

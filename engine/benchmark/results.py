@@ -14,6 +14,8 @@ import pyarrow.compute as pc
 
 from checkray.engine.benchmark.expectations import ExpectationSettings, case_groups, evaluate_cases
 from checkray.engine.benchmark.provenance import case_digests
+from checkray.engine.benchmark.qa import judge_answers
+from checkray.engine.schema import TASK_QA
 
 RESULTS_SCHEMA = pa.schema(
     [
@@ -35,6 +37,7 @@ RESULTS_SCHEMA = pa.schema(
         pa.field("labels", pa.list_(pa.string())),
         pa.field("pass", pa.bool_()),
         pa.field("error", pa.string()),
+        pa.field("text_pair", pa.string()),  # the second text of a pair; a QA case's question
     ]
 )
 _COPIED = ["suite", "version", "case_id", "capability", "topic", "test_type", "text", "expected_label"]
@@ -65,21 +68,17 @@ def model_results(
 ) -> pa.Table:
     """Per-case verdicts of one model. ``cases`` carry ``part`` and ``input_key`` columns
     (``checkray.engine.benchmark.inputs.prepare_cases``); ``probs[k]`` is the model's output on
-    input k (NaN rows: not run). ``error`` (the model failed) marks every case."""
+    input k (NaN rows: not run), or for an answering model (no ``labels``) its answer.
+    ``error`` (the model failed) marks every case."""
     n = cases.num_rows
     predicted = np.full(n, None, dtype=object)
     passed = np.full(n, None, dtype=object)
     errors: list[str | None] = [error] * n
     probs_col = pa.nulls(n, pa.list_(pa.float32()))
     if error is None and probs is not None:
+        _judge(cases, probs, labels, settings, predicted, passed, errors)
+    if error is None and probs is not None and labels:
         keys = cases.column("input_key").to_numpy()
-        parts = cases.column("part").to_numpy()
-        for part in np.unique(parts):  # ``perturbs`` ids resolve within one suite file
-            rows = np.flatnonzero(parts == part)
-            ev = evaluate_cases(cases.take(rows), probs[keys[rows]], labels, settings)
-            predicted[rows], passed[rows] = ev.predicted, ev.passed
-            for i, e in zip(rows.tolist(), ev.error):
-                errors[i] = e
         unscored = np.isnan(probs[keys]).any(axis=1) & np.array([e is None for e in errors])
         predicted[unscored], passed[unscored] = None, None  # spec and loaded labels disagree
         for i in np.flatnonzero(unscored):
@@ -100,8 +99,54 @@ def model_results(
         "labels": pa.array([labels] * n, pa.list_(pa.string())),
         "pass": pa.array(passed.tolist(), pa.bool_()),
         "error": pa.array(errors, pa.string()),
+        "text_pair": cases.column("text_pair"),
     }
     return pa.table(columns, schema=RESULTS_SCHEMA)
+
+
+def _judge(
+    cases: pa.Table,
+    outputs: np.ndarray,
+    labels: list[str],
+    settings: ExpectationSettings,
+    predicted: np.ndarray,
+    passed: np.ndarray,
+    errors: list[str | None],
+) -> None:
+    """Fill each case's prediction, verdict and error: answers judged as CheckList's SQuAD
+    suite (engine/benchmark/qa.py), probabilities by CheckList's expectations; a case of
+    the other task is an error (a classifier has no answer, an answerer no label)."""
+    keys = cases.column("input_key").to_numpy()
+    parts = cases.column("part").to_numpy()
+    task = np.asarray(cases.column("task").to_pylist() if "task" in cases.column_names else [None] * len(keys))
+    answering = not labels
+    for part in np.unique(parts):  # ``perturbs`` ids resolve within one suite file
+        in_part = parts == part
+        mine = np.flatnonzero(in_part & ((task == TASK_QA) == answering))
+        other = np.flatnonzero(in_part & ((task == TASK_QA) != answering))
+        for i in other.tolist():
+            errors[i] = (
+                "not a question-answering case: this model answers questions (family qa_*)"
+                if answering
+                else "a question-answering case (task qa): it needs a model that answers (family qa_*)"
+            )
+        if not len(mine):
+            continue
+        subset = cases.take(mine)
+        if answering:
+            got = outputs[keys[mine]].tolist()
+            verdicts, why = judge_answers(subset, got)
+            predicted[mine], passed[mine] = np.asarray(got, dtype=object), verdicts
+        else:
+            ev = evaluate_cases(subset, outputs[keys[mine]], labels, settings)
+            predicted[mine], passed[mine], why = ev.predicted, ev.passed, ev.error
+        for i, e in zip(mine.tolist(), why):
+            errors[i] = e
+
+
+def joined(text: str, pair: str | None) -> str:
+    """A case's input as one line: a pair (a QA case's context and question) joined by " || "."""
+    return text if pair is None else f"{text} || {pair}"
 
 
 def example_failures(results: pa.Table, per_test: int) -> pa.Table:
@@ -111,7 +156,8 @@ def example_failures(results: pa.Table, per_test: int) -> pa.Table:
     failing = results.filter(pc.equal(results.column("pass"), False))
     if failing.num_rows == 0:
         return EXAMPLES_SCHEMA.empty_table()
-    text_of = dict(zip(results.column("case_id").to_pylist(), results.column("text").to_pylist()))
+    pairs = results.column("text_pair").to_pylist() if "text_pair" in results.column_names else [None] * len(results)
+    text_of = dict(zip(results.column("case_id").to_pylist(), zip(results.column("text").to_pylist(), pairs)))
     rows, taken = [], {}
     for r in failing.to_pylist():
         cell = (r["model"], r["suite"], r["capability"], r["topic"], r["test_type"])
@@ -127,8 +173,8 @@ def example_failures(results: pa.Table, per_test: int) -> pa.Table:
                 "capability": r["capability"],
                 "topic": r["topic"],
                 "test_type": r["test_type"],
-                "text": r["text"],
-                "original": text_of.get(r["perturbs"]) if r["perturbs"] else None,
+                "text": joined(r["text"], r.get("text_pair")),
+                "original": joined(*text_of[r["perturbs"]]) if r["perturbs"] in text_of else None,
                 "expected": expected,
                 "predicted": r["predicted"],
                 "probabilities": ", ".join(f"{k}={v:.2f}" for k, v in probs.items()),

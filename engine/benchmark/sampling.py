@@ -1,7 +1,8 @@
 """Which inputs each model must score (pure): suites it can answer, optionally sampled.
 
 A model is only run on the suites whose labels it can produce (the others are a
-label-map mismatch, reported without spending time on them). For slow models (an LLM
+label-map mismatch, reported without spending time on them); a question-answering model
+only on the QA suites (task "qa"), and a classifier never on them. For slow models (an LLM
 zero-shot classifier scores a few inputs per second on CPU) ``max_cases`` samples the
 suites: whole CheckList test cases (an original with all its perturbations), spread over
 every test in proportion to its size, chosen by a seeded hash so reruns pick the same ones.
@@ -16,7 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from checkray.engine.benchmark.expectations import ExpectationSettings, case_groups, label_map_error, wanted_labels
+from checkray.engine.benchmark.families import answers
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.schema import TASK_QA
 
 
 def _rank(seed: int, key: str) -> int:
@@ -63,6 +66,14 @@ def model_case_rows(cases: pa.Table, spec: ModelSpec, max_cases: int | None, see
     return np.flatnonzero(sample_mask(cases, spec.max_cases or max_cases, seed))
 
 
+def qa_suites(cases: pa.Table) -> set[str]:
+    """The suites whose cases ask a question (task "qa")."""
+    if "task" not in cases.column_names:
+        return set()
+    task = np.asarray(cases.column("task").to_pylist(), dtype=object)
+    return set(np.asarray(cases.column("suite").to_pylist(), dtype=object)[task == TASK_QA].tolist())
+
+
 def needed_inputs(
     cases: pa.Table,
     specs: Sequence[ModelSpec],
@@ -75,9 +86,17 @@ def needed_inputs(
     suites = np.asarray(cases.column("suite").to_pylist(), dtype=object)
     keys = cases.column("input_key").to_numpy()
     wanted = wanted_labels(cases)
+    qa = qa_suites(cases)
     out = {}
     for spec in specs:
-        ok = [s for s, labels in wanted.items() if label_map_error(s, labels, spec.labels, settings) is None]
+        if answers(spec):  # an answering model reads the QA suites only
+            ok = sorted(qa)
+        else:
+            ok = [
+                s
+                for s, labels in wanted.items()
+                if s not in qa and label_map_error(s, labels, spec.labels, settings) is None
+            ]
         rows = model_case_rows(cases, spec, max_cases, seed)
         rows = rows[np.isin(suites[rows], np.asarray(ok, dtype=object))] if ok else rows[:0]
         out[spec.name] = sorted(set(keys[rows].tolist()))

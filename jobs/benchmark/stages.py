@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkray.engine.benchmark.expectations import ExpectationSettings
+from checkray.engine.benchmark.families import answers
 from checkray.engine.benchmark.inputs import prepare_cases
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.benchmark.results import RESULTS_SCHEMA, example_failures, model_results
@@ -143,14 +144,15 @@ def model_progress(models: Sequence[str]):
 
 
 def _part_table(rows, probs, labels: list[str], meta: dict) -> pa.Table:
-    width = len(labels)
-    offsets = pa.array(np.arange(0, len(rows) * width + 1, width, dtype=np.int32))
-    table = pa.table(
-        {
-            "input_key": pa.array(rows, pa.int64()),
-            "probs": pa.ListArray.from_arrays(offsets, pa.array(np.asarray(probs, np.float32).reshape(-1))),
-        }
-    )
+    """One model's outputs as its stage part: ``probs`` per input, or ``answer`` per input
+    for an answering model (no labels)."""
+    if not labels:
+        outputs = {"answer": pa.array(list(probs), pa.string())}
+    else:
+        width = len(labels)
+        offsets = pa.array(np.arange(0, len(rows) * width + 1, width, dtype=np.int32))
+        outputs = {"probs": pa.ListArray.from_arrays(offsets, pa.array(np.asarray(probs, np.float32).reshape(-1)))}
+    table = pa.table({"input_key": pa.array(rows, pa.int64()), **outputs})
     return table.replace_schema_metadata({"checkray.model": json.dumps({"labels": labels, **meta})})
 
 
@@ -251,7 +253,9 @@ def predict_models(
     # The content cache (any run, any --out): a model runs only on inputs no run scored.
     cache = open_cache(cache_cfg) if todo and (cache_cfg is None or cache_cfg.predictions) else None
     digests = text_digests(texts, pairs) if cache is not None else None
-    hits = {s.name: cached.lookup(cache, s, needed[s.name], digests) for s in todo}
+    # Answers are not kept in the content cache (it holds probabilities): answering models
+    # resume from their stage checkpoint only.
+    hits = {s.name: cached.lookup(None if answers(s) else cache, s, needed[s.name], digests) for s in todo}
     rows.update(commit_cache_hits(ctx, todo, hits, keys))
     todo = [s for s in todo if s.name not in rows]
     if cache is not None and any(h.hits for h in hits.values()):
@@ -308,10 +312,13 @@ class PartCommitter:
         from checkray.actors.benchmark import cached
 
         spec = self.specs[run.name]
-        cached.store(self.cache, spec, run.rows, run.probs, run.labels, self.digests)
         hit = self.hits[run.name]
         meta = run_timings(run) | {"cache_hits": hit.hits}
-        all_rows, probs = cached.merge(hit, run.rows, run.probs, run.labels)
+        if run.labels:
+            cached.store(self.cache, spec, run.rows, run.probs, run.labels, self.digests)
+            all_rows, probs = cached.merge(hit, run.rows, run.probs, run.labels)
+        else:  # answers: never cached (see predict_models)
+            all_rows, probs = np.asarray(run.rows, np.int64), run.probs
         self.ctx.write_part(self.keys[run.name], _part_table(all_rows, probs, run.labels, meta))
         self.committed[run.name] = ModelRow.of(
             spec, run.labels, meta=meta, part=self.keys[run.name], rows=len(all_rows)
@@ -361,10 +368,16 @@ def hash_rows(rows: Sequence[int]) -> str:
     return hashlib.sha256(np.asarray(rows, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
-def _probs(ctx: StageContext, model: dict, n_inputs: int) -> np.ndarray | None:
+def _outputs(ctx: StageContext, model: dict, n_inputs: int) -> np.ndarray | None:
+    """A model's outputs per input: (n_inputs, labels) probabilities (NaN: not run), or
+    for an answering model one answer per input (None: not run); None when it failed."""
     if model["error"] is not None:
         return None
     part = ctx.input_part("predict", model["part"])
+    if not model["labels"]:
+        answers = np.full(n_inputs, None, dtype=object)
+        answers[part.column("input_key").to_numpy()] = np.asarray(part.column("answer").to_pylist(), dtype=object)
+        return answers
     probs = np.full((n_inputs, len(model["labels"])), np.nan, dtype=np.float32)
     flat = part.column("probs").combine_chunks()
     if len(part):
@@ -391,7 +404,7 @@ def evaluate_stage(specs: Sequence[ModelSpec], bench: BenchmarkConfig) -> Stage:
                 rows = model_case_rows(cases, spec, bench.max_cases_per_model, bench.sample_seed)
                 subset = cases if len(rows) == cases.num_rows else cases.take(rows)
                 table = model_results(
-                    subset, model["model"], model["labels"], model["error"], _probs(ctx, model, n_inputs), settings
+                    subset, model["model"], model["labels"], model["error"], _outputs(ctx, model, n_inputs), settings
                 )
                 writer.write_table(table)
                 summaries.append(summarize(table))

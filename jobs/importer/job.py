@@ -21,6 +21,7 @@ from checkray.engine.benchmark.checklist.plan import LabelNames
 from checkray.engine.benchmark.checklist.reader import read_checklist
 from checkray.engine.benchmark.inputs import check_suite
 from checkray.engine.errors import InputError
+from checkray.engine.schema import TASKS
 from checkray.engine.stages import RunDir
 from checkray.jobs.console import console
 
@@ -58,12 +59,17 @@ def checklist_command(
         None, "--mapping", "-m", help="YAML: expectations of tests whose expect is not recognised."
     ),
     suite: Optional[str] = typer.Option(None, "--suite", help="Suite name (default: the file's stem)."),
+    task: Optional[str] = typer.Option(
+        None, "--task", help="qa: the suite asks questions ((context, question) pairs, answers as labels), as SQuAD's."
+    ),
 ):
     """Import a CheckList suite (pickle or release archive) as DIR/suite.parquet, running no pickled code."""
+    if task is not None and task not in TASKS:
+        raise InputError(f"--task {task}: unknown task (have: {', '.join(TASKS)}; leave it out to classify)")
     names = LabelNames.parse(labels)
     spec = load_mapping(mapping) if mapping is not None else None
     suites = read_checklist(str(path), suite)
-    table, report = convert(suites, names, spec)
+    table, report = convert(suites, names, spec, task)
     if table.num_rows:
         table = check_suite(table, str(path))
     run = RunDir(out)

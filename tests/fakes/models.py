@@ -84,3 +84,18 @@ def chatty_sentiment(texts, pairs=None):
     print("chatty model: stdout line", flush=True)
     print("chatty model: stderr line", file=sys.stderr, flush=True)
     return keyword_sentiment(texts, pairs)
+
+
+def qa_first_name(contexts, questions):
+    """A QA model that ignores the question: the context's first word."""
+    return [c.split()[0] for c in contexts]
+
+
+def qa_reads_question(contexts, questions):
+    """A QA model that reads "shorter" (only when spelled right): the name after "than"."""
+    return [c.split(" than ")[1].rstrip(".") if "shorter" in q else c.split()[0] for c, q in zip(contexts, questions)]
+
+
+def qa_not_a_list(contexts, questions):
+    """A QA model that returns one string for the whole batch."""
+    return "Ann"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -21,7 +22,7 @@ from checkray.engine.benchmark.checklist.expect import recognise
 from checkray.engine.benchmark.checklist.mapping import Mapping
 from checkray.engine.benchmark.checklist.plan import LabelNames, NoPlan, Plan, decide, raw_labels
 from checkray.engine.benchmark.checklist.reader import SuiteRecord, TestRecord, plain
-from checkray.engine.schema import case_id, make_cases
+from checkray.engine.schema import TASK_QA, case_id, make_cases
 
 
 class TestReport(BaseModel):
@@ -54,6 +55,7 @@ class ImportReport(BaseModel):
     suites: list[str]
     labels: dict[str, str] | None = None
     mapping: str | None = None
+    task: str | None = None  # "qa": the labels are answers to (context, question) pairs
     rows: int = 0
     counts: dict[str, TypeCount] = Field(default_factory=dict)
     tests: list[TestReport] = Field(default_factory=list)
@@ -103,7 +105,9 @@ def _per(value: Any, index: int, count: int, what: str) -> Any:
     return value
 
 
-def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNames) -> tuple[list[dict], int, int]:
+def _test_rows(
+    suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNames, task: str | None = None
+) -> tuple[list[dict], int, int]:
     """(rows, test cases written, test cases dropped) of one test."""
     rows: list[dict] = []
     written = dropped = 0
@@ -141,6 +145,7 @@ def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNam
                 "text_pair": pair,
                 "test_type": plan.test_type,
                 "testcase": group,
+                "task": task,
                 "provenance": {"source_id": suite.source, "template_id": None, "generator": "checklist", "seed": None},
             }
             if plan.test_type == "MFT":
@@ -149,6 +154,10 @@ def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNam
                     if raw is None:
                         raise _Unsupported(f"test case {i} example {j} has no label")
                     meta["checklist_label"] = _jsonable(raw)
+                    if task == TASK_QA and isinstance(plain(raw), list | tuple):  # any of these answers
+                        row["expected_labels"] = [str(plain(a)) for a in plain(raw)]
+                        built.append({**row, "meta": meta})
+                        continue
                     own = names.name(raw, test.name)
                     if plan.label_sets is not None and own in plan.label_sets:
                         row["expected_labels"] = list(plan.label_sets[own])
@@ -174,11 +183,25 @@ def _test_rows(suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNam
     return rows, written, dropped
 
 
+def for_task(plan: Plan | NoPlan, task: str | None) -> Plan | NoPlan:
+    """A QA suite's plan: answers are compared as strings (CheckList's SQuAD suite: an MFT's
+    answer equals its label, an INV's answer does not change), so a DIR test, a tolerance or
+    a slice on the original's label means nothing there."""
+    if task != TASK_QA or isinstance(plan, NoPlan):
+        return plan
+    if plan.test_type == "DIR":
+        return NoPlan("skipped", f"a DIR test is not defined for answers (was: {plan.how})")
+    if plan.original_labels:
+        return NoPlan("skipped", f"a slice on the original's label is not defined for answers (was: {plan.how})")
+    return replace(plan, tolerance=None)
+
+
 def convert(
-    suites: list[SuiteRecord], names: LabelNames, mapping: Mapping | None = None
+    suites: list[SuiteRecord], names: LabelNames, mapping: Mapping | None = None, task: str | None = None
 ) -> tuple[pa.Table, ImportReport]:
     """All suites' rows as one validated test-case table (empty when no test could be
-    imported: see ``why_empty``), and the import report."""
+    imported: see ``why_empty``), and the import report. ``task="qa"``: every example is a
+    (context, question) pair and the labels are answers (CheckList's SQuAD suite)."""
     recognised = {(s.name, t.name): recognise(t.expect) for s in suites for t in s.tests}
     names.require(label for s in suites for t in s.tests for label in raw_labels(t, recognised[(s.name, t.name)]))
     report = ImportReport(
@@ -186,11 +209,12 @@ def convert(
         suites=[s.name for s in suites],
         labels=names.names,
         mapping=mapping.path if mapping is not None else None,
+        task=task,
     )
     rows: list[dict] = []
     for suite in suites:
         for test in suite.tests:
-            plan = decide(test, recognised[(suite.name, test.name)], mapping, names)
+            plan = for_task(decide(test, recognised[(suite.name, test.name)], mapping, names), task)
             entry = TestReport(
                 suite=suite.name,
                 name=test.name,
@@ -204,7 +228,7 @@ def convert(
             else:
                 entry.type, entry.expectation, entry.note = plan.test_type, plan.how, plan.note
                 try:
-                    test_rows, entry.testcases, entry.dropped_testcases = _test_rows(suite, test, plan, names)
+                    test_rows, entry.testcases, entry.dropped_testcases = _test_rows(suite, test, plan, names, task)
                 except _Unsupported as exc:
                     entry.status, entry.expectation = "skipped", f"{exc} (was: {plan.how})"
                     test_rows = []
