@@ -6,8 +6,10 @@ Scenarios (``all`` runs the first three in one process, one Ray session):
 * cheap: 12 scikit-learn text models (+ VADER) x 10,000 cases, engine vs the loop;
 * heavy: 12 classifier heads on MiniLM embeddings x 10,000 cases, engine vs the loop;
 * scale: 36 models (24 text models, 12 heads) x a CheckList-format suite of 166,010
-  cases (``bench/checklist_suite.py``, imported with ``checkray import checklist``):
-  wall time, throughput (model x cases / s) and peak memory of the whole process tree;
+  cases (``bench/checklist_suite.py``, imported with ``checkray import checklist``), and
+  with ``--released FILE`` also x CheckList's released sentiment suite (178,578 cases):
+  wall time, throughput (model x cases / s) and peak memory of the whole process tree,
+  each arm from an empty content cache;
 * custom: ``--models N --heads H`` as before.
 
 Baseline (as CheckList/MTEB run suites): in one process, one model after another, load
@@ -240,54 +242,76 @@ def compare(label: str, specs, parts, repeat: int, options: dict, ablation: bool
     return speedup
 
 
-def scale(specs, workdir: Path) -> None:
-    """36 models x the CheckList-format suite: import, benchmark, wall time, throughput, memory."""
-    import subprocess
-
+def import_suite(archive: Path, mapping: Path, out: Path):
+    """``checkray import checklist`` as a user runs it; the imported table."""
     import pyarrow.parquet as pq
 
-    from checkray.jobs.base import run_job
-    from checkray.jobs.benchmark.config import BenchmarkConfig
-    from checkray.jobs.benchmark.job import BenchmarkJob
     from checkray.jobs.cli import main as cli
-    from checkray.jobs.config import CheckrayConfig
 
-    suite_dir = workdir / "checklist"
-    if not (suite_dir / "sentiment_suite.pkl").exists():
-        subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "checklist_suite.py"), "--out", str(suite_dir)], check=True
-        )
     t = time.perf_counter()
     try:
         cli(
             [
                 "import",
                 "checklist",
-                str(suite_dir / "sentiment_suite.pkl"),
+                str(archive),
                 "--labels",
                 "0=negative,1=neutral,2=positive",
                 "--mapping",
-                str(suite_dir / "mapping.yaml"),
+                str(mapping),
                 "--out",
-                str(suite_dir / "imported"),
+                str(out),
             ]
         )
     except SystemExit as exc:
         if exc.code:
             raise
-    imported = pq.read_table(suite_dir / "imported" / "suite.parquet")
+    imported = pq.read_table(out / "suite.parquet")
+    counts = __import__("collections").Counter(imported.column("test_type").to_pylist())
     print(
-        f"\n== scale: imported {imported.num_rows} cases in {time.perf_counter() - t:.1f}s; by type "
-        + ", ".join(
-            f"{k} {v}"
-            for k, v in sorted(__import__("collections").Counter(imported.column("test_type").to_pylist()).items())
-        )
+        f"\n== scale: {archive.name}: imported {imported.num_rows} cases in {time.perf_counter() - t:.1f}s; by type "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
     )
-    out = workdir / "scale_run"
+    return imported
+
+
+def scale(specs, workdir: Path, released: Path | None = None) -> None:
+    """36 models x the CheckList-format stand-in (and, given ``released``, CheckList's
+    released sentiment suite): import, benchmark, wall time, throughput, memory. Each arm
+    starts with an empty content cache of its own (cold: every embedding and prediction
+    computed), so neither serves the other."""
+    import subprocess
+    import tempfile
+
+    suite_dir = workdir / "checklist"
+    if not (suite_dir / "sentiment_suite.pkl").exists():
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "checklist_suite.py"), "--out", str(suite_dir)], check=True
+        )
+    arms = [("stand-in", suite_dir / "sentiment_suite.pkl", suite_dir / "mapping.yaml")]
+    if released is not None:
+        arms.append(("released", released, ROOT / "configs" / "checklist" / "sentiment.yaml"))
+    for name, archive, mapping in arms:
+        imported = import_suite(archive, mapping, workdir / f"imported-{name}")
+        with tempfile.TemporaryDirectory(prefix="checkray-scale-cache-") as cold:
+            scale_run(specs, imported, workdir / f"scale_run-{name}", name, cold)
+
+
+def scale_run(specs, imported, out: Path, name: str, cache_dir: str) -> None:
+    """One timed benchmark of ``specs`` on ``imported`` with the content cache in ``cache_dir``."""
     import shutil
 
+    import pyarrow.parquet as pq
+
+    from checkray.engine.cache import CacheConfig
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.config import BenchmarkConfig
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.config import CheckrayConfig
+
     shutil.rmtree(out, ignore_errors=True)
-    cfg = CheckrayConfig().with_section(BenchmarkConfig())
+    cfg = CheckrayConfig().with_section(BenchmarkConfig()).with_section(CacheConfig(dir=cache_dir))
+    print(f"scale[{name}]: content cache cold (empty {cache_dir}); load average {os.getloadavg()[0]:.1f}")
     with PeakRSS() as memory:
         t = time.perf_counter()
         run_job(BenchmarkJob(cfg, specs, [imported]), str(out))
@@ -296,13 +320,14 @@ def scale(specs, workdir: Path) -> None:
     failed = [m["model"] for m in models if m["error"]]
     rows = pq.ParquetFile(out / "results.parquet").metadata.num_rows
     print(
-        f"scale: {len(specs)} models x {imported.num_rows} cases = {rows} results rows in {wall:.1f}s "
+        f"scale[{name}]: {len(specs)} models x {imported.num_rows} cases = {rows} results rows in {wall:.1f}s "
         f"({len(specs) * imported.num_rows / wall:.0f} model-cases/s); peak RSS of the process tree "
         f"{memory.peak / 2**30:.2f} GiB; failed models: {failed or 'none'}"
     )
     predict = max((m["ready_seconds"] or 0) + (m["predict_seconds"] or 0) for m in models)
     print(
-        f"scale: slowest model busy {predict:.1f}s; results.parquet {os.path.getsize(out / 'results.parquet') / 2**20:.0f} MiB"
+        f"scale[{name}]: slowest model busy {predict:.1f}s; "
+        f"results.parquet {os.path.getsize(out / 'results.parquet') / 2**20:.0f} MiB"
     )
 
 
@@ -318,6 +343,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="Interleaved rounds; the best time of each is kept.")
     parser.add_argument("--max-concurrent", type=int, default=None, help="benchmark.max_concurrent_models")
     parser.add_argument("--no-ablation", action="store_true", help="Skip the host-per-model, batch-32, no-dedup run.")
+    parser.add_argument(
+        "--released",
+        type=Path,
+        default=None,
+        help="scale: also run CheckList's released sentiment_suite.tar.gz (e.g. ../shared/data/checklist/)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -352,7 +383,9 @@ def main() -> None:
         specs = text_models[: args.models - args.heads] + heads[: args.heads]
         results["custom"] = compare("custom", specs, parts, args.repeat, options, ablation)
     if args.scenario in ("all", "scale"):
-        scale(all_specs, ROOT / "runs" / "bench_scale")
+        if args.released is not None and not args.released.is_file():
+            parser.error(f"--released {args.released}: file not found")
+        scale(all_specs, ROOT / "runs" / "bench_scale", args.released)
     if results:
         print("\nspeed-ups vs the sequential loop: " + ", ".join(f"{k} {v:.2f}x" for k, v in results.items()))
 
