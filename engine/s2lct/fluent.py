@@ -264,6 +264,48 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
     return {}, f"fragment ({r['pos']} root)"
 
 
+CONTENT_POS = {"ADJ", "ADV", "NOUN", "VERB"}
+
+
+def is_polar(tok: Token, corpus_polarity: Mapping[str, float] | None = None) -> bool:
+    """A content word with a polarity in a lexicon (VADER, AFINN, TextBlob) or, clearly
+    (|value| >= 0.5), in the labeled corpus."""
+    if tok["pos"] not in CONTENT_POS:
+        return False
+    if polar_sources(tok["t"], tok.get("lemma")):
+        return True
+    return abs((corpus_polarity or {}).get(tok["t"].lower(), 0.0)) >= 0.5
+
+
+def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] | None = None) -> str | None:
+    """Why denying a clause as a whole does not flip its sentiment (None: it does).
+
+    A wrapper that denies its seed ("Do I think that {s}? No, I don't.", "I was told that
+    {s}, but that wasn't true") denies the clause's predicate. Praise or blame in the
+    subject ("its engaging simplicity is driven by appealing leads") or in a modifier put
+    before it ("hailed as a clever exercise, this picture is more accurately chabrolian")
+    stays true after the "no", so the expected label would be wrong; a predicate with no
+    polar word denies nothing a reader would call sentiment."""
+    toks = _relative(_strip_final(tokens))
+    root = next((i for i, t in enumerate(toks) if t["dep"] == "ROOT"), None)
+    if root is None:
+        return None
+    kids = _children(toks, root)
+    subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
+    if not subjects:
+        return None  # a noun phrase: denied whole
+    side = set(_subtree(toks, subjects[0]))
+    for j in kids:
+        if j < subjects[0] and toks[j]["dep"] not in ("aux", "auxpass", "neg", "punct"):
+            side |= set(_subtree(toks, j))  # fronted modifiers: "hailed as ..., this picture ..."
+    for j in sorted(side):
+        if is_polar(toks[j], corpus_polarity):
+            return f"polar word '{toks[j]['t']}' outside the denied predicate (subject or fronted modifier)"
+    if not any(is_polar(toks[j], corpus_polarity) for j in range(len(toks)) if j not in side):
+        return "no polar word in the predicate the wrapper denies"
+    return None
+
+
 def _subtree(tokens: Sequence[Token], i: int) -> list[int]:
     out, todo = [], [i]
     while todo:

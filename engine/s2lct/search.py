@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
-from checkray.engine.s2lct.fluent import fill_template, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import denial_reason, fill_template, polarity_reason, seed_form
 from checkray.engine.s2lct.spec import CapabilitySpec, FluentWrapper, SearchRule, Transform, WordClass
 from checkray.engine.schema import case_id
 
@@ -319,7 +319,11 @@ def seed_checks(
             row["tokens"], row["text"], row["label"], neutral_label=neutral_label, corpus_polarity=corpus_polarity
         )
 
-    return [
+    def denied_whole(row: dict) -> str | None:
+        # a noun phrase ("Would I call it {s}?") is denied whole
+        return denial_reason(row["tokens"], corpus_polarity) if row.get("form") in ("clause", "past") else None
+
+    checks = [
         row_check("seed-form", form, "one sentence; wrapped seeds: a clause or noun phrase the wrapper embeds"),
         row_check(
             "seed-polarity",
@@ -327,6 +331,15 @@ def seed_checks(
             "polar seeds: the sentence scores agree with the label; neutral: no polar word in any lexicon",
         ),
     ]
+    if wrapper is not None and wrapper.exclude_negated:  # the wrapper denies its seed
+        checks.append(
+            row_check(
+                "seed-denied-whole",
+                denied_whole,
+                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject",
+            )
+        )
+    return checks
 
 
 def screen_found(

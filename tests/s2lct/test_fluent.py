@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
-from checkray.engine.s2lct.fluent import corpus_polar_words, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import corpus_polar_words, denial_reason, polarity_reason, seed_form
 from checkray.engine.s2lct.mask_fill import BigramLM, context_reason
 from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
 from checkray.engine.s2lct.spec import load_capabilities
@@ -112,7 +112,11 @@ def test_fluent_wrappers_on_a_clause_and_on_a_fragment(nlp, caps):
         assert r["label"] == ("positive" if past_negative else "negative"), r["text"]
     assert any("the plot was dull and boring" in r["text"] for r in lc3)
     # Every seed names the checks it passed; the mixed sentence is rejected with its reason.
-    assert all(json.loads(r["checks"]) == ["seed-form", "seed-polarity"] for r in rows)
+    # LC10 and LC6 deny their seed: a third check says the denial flips the whole clause.
+    denied = {"LC10", "LC6"}
+    for r in rows:
+        extra = ["seed-denied-whole"] if r["capability_id"] in denied else []
+        assert json.loads(r["checks"]) == ["seed-form", "seed-polarity", *extra], r
     mixed = [r for r in rejected if "script is awful" in r["text"]]
     assert mixed and all(r["check"] == "seed-form" and "contrast word" in r["reason"] for r in mixed)
     # The expansion inserts into the seed sentence (core), then the wrapper is put back.
@@ -226,3 +230,20 @@ def test_rejected_fills_keep_their_reason_and_wrapped_text():
     [rej] = rejected.to_pylist()
     assert rej["check"] == "fill-ngram" and rej["reason"] == "'the main' unseen"
     assert rej["text"] == "Do I think that the main plot is a mess? Yes, I do." and rej["source"] == "c1"
+
+
+def test_a_denied_clause_carries_its_sentiment_in_its_predicate(nlp):
+    """ "Do I think that <clause>? No, I don't." denies the predicate: praise in the subject or
+    in a fronted modifier survives the "no" (both cases read wrong by a reviewer)."""
+    for text, word in [
+        ("its engaging simplicity is driven by appealing leads.", "engaging"),
+        ("hailed as a clever exercise in neo-hitchcockianism, this picture is more accurately chabrolian.", "hailed"),
+    ]:
+        why = denial_reason(toks(nlp, text))
+        assert why and f"'{word}'" in why, (text, why)
+    assert (
+        denial_reason(toks(nlp, "the film takes place in a town."))
+        == "no polar word in the predicate the wrapper denies"
+    )
+    for text in ["the acting is superb.", "the cast delivers wonderful performances.", "the story drags."]:
+        assert denial_reason(toks(nlp, text)) is None, text
