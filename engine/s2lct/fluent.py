@@ -301,9 +301,41 @@ def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] 
     for j in sorted(side):
         if is_polar(toks[j], corpus_polarity):
             return f"polar word '{toks[j]['t']}' outside the denied predicate (subject or fronted modifier)"
+    kept = presupposed(toks, root)
+    for j in range(len(toks)):
+        if j not in side and j in kept and is_polar(toks[j], corpus_polarity):
+            return f"polar word '{toks[j]['t']}' is presupposed, not denied ({kept[j]})"
     if not any(is_polar(toks[j], corpus_polarity) for j in range(len(toks)) if j not in side):
         return "no polar word in the predicate the wrapper denies"
     return None
+
+
+# A noun with one of these determiners names something the speaker takes as given
+# ("such" is not among them: "made such a wonderful film? No" denies the praise).
+PRESUPPOSING_DETS = {"this", "that", "these", "those"}
+SUBORDINATE_DEPS = {"relcl", "acl", "advcl", "ccomp"}
+
+
+def presupposed(toks: Sequence[Token], root: int) -> dict[int, str]:
+    """Token index -> why a denial of the clause leaves it standing: inside a subordinate
+    clause of the predicate ("the chief reasons brown sugar is such a sweet film"), or a
+    modifier of a demonstrative or possessive noun phrase ("in this fascinating portrait"); "No, I don't" denies the main claim, not what it takes as given."""
+    out: dict[int, str] = {}
+    for j, tok in enumerate(toks):
+        if j != root and tok["dep"] in SUBORDINATE_DEPS:
+            for k in _subtree(toks, j):
+                out.setdefault(k, f"in the subordinate clause '{toks[j]['t']} ...'")
+    for j, tok in enumerate(toks):
+        if tok["pos"] not in ("NOUN", "PROPN") or j == root:
+            continue
+        kids = _children(toks, j)
+        given = [k for k in kids if toks[k]["t"].lower() in PRESUPPOSING_DETS or toks[k]["dep"] == "poss"]
+        if given:
+            for k in kids:
+                if toks[k]["dep"] in ("amod", "compound", "nmod", "advmod"):
+                    for m in _subtree(toks, k):
+                        out.setdefault(m, f"modifies '{toks[given[0]]['t']} ... {tok['t']}'")
+    return out
 
 
 def _subtree(tokens: Sequence[Token], i: int) -> list[int]:

@@ -245,5 +245,17 @@ def test_a_denied_clause_carries_its_sentiment_in_its_predicate(nlp):
         denial_reason(toks(nlp, "the film takes place in a town."))
         == "no polar word in the predicate the wrapper denies"
     )
-    for text in ["the acting is superb.", "the cast delivers wonderful performances.", "the story drags."]:
+    for text in [
+        "the acting is superb.",
+        "the cast delivers wonderful performances.",
+        "the story drags.",
+        "the director has made such a wonderful film.",
+    ]:
         assert denial_reason(toks(nlp, text)) is None, text
+    # What the main claim takes as given survives the "no" too.
+    for text, word in [
+        ("scott delivers a terrific performance in this fascinating portrait of a modern lothario.", "fascinating"),
+        ("diggs and lathan are among the chief reasons brown sugar is such a sweet and sexy film.", "sweet"),
+    ]:
+        why = denial_reason(toks(nlp, text))
+        assert why and f"'{word}' is presupposed" in why, (text, why)
