@@ -28,8 +28,7 @@ order; the first it fails rejects it, with the reason, and a rejected candidate 
 Of the candidates that pass them all, the one that fits its context best is kept: the
 summed log counts of the n-grams it forms with its neighbours, less ``SENSE_PENALTY`` per
 less frequent sense; a candidate of a sense other than the first must also have been seen
-beside a content-word neighbour (``context_fit``): one with only function words and
-punctuation around it has no evidence of its sense and is refused.
+beside a content-word neighbour (``context_fit``).
 """
 
 from __future__ import annotations
@@ -209,8 +208,7 @@ def ranked_candidates(lemma: str, upos: str, kind: Kind, ref: ReferenceModel) ->
 
 def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> tuple[float, bool]:
     """(sum of log counts of the n-grams ``form`` makes at token i, whether it forms an
-    attested bigram with a content-word neighbour). A word between function words and
-    punctuation ("above easy , cynical") has no such evidence: False."""
+    attested bigram with a content-word neighbour or has none)."""
     import math
 
     left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
@@ -223,7 +221,7 @@ def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceMode
     grams += ReferenceModel._trigrams(left, w, right)
     score = sum(math.log1p(ref.count(*g)) for g in grams)
     content = [n for n in (left[-1:] + right[:1]) if n.isalpha() and n not in _stop_words()]
-    attested = any(ref.count(*g) > 0 for g in grams[:2] if set(g) & set(content))
+    attested = not content or any(ref.count(*g) > 0 for g in grams[:2] if set(g) & set(content))
     return score, attested
 
 
@@ -276,9 +274,8 @@ def word_checks(
     why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
     if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
         # A less frequent sense needs positive evidence: the candidate seen beside a
-        # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen). With
-        # none ("rises above easy , cynical" -> "leisurely") nothing shows the sense fits.
-        why = f"'{form}' is from sense {rank} of '{tok.text}' and never seen beside a content-word neighbour"
+        # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).
+        why = f"'{form}' is from sense {rank} of '{tok.text}' and never seen beside its content-word neighbours"
     if why:
         return variant, passed, "context_fit", why
     passed.append("context_fit")
