@@ -37,14 +37,18 @@ from checkray.engine.llm import Generation, GenerationParams, Generator, LLMConf
 DEFAULT_PROMPT = "zero_shot_sentiment.txt"
 
 
-def read_prompt(path: str | None) -> str:
+def read_prompt(path: str | None, default: str = DEFAULT_PROMPT, fields: tuple[str, ...] = ("text", "labels")) -> str:
+    """The prompt file ``path`` (None: the packaged ``jobs/prompts/<default>``), which must
+    contain every ``{field}``."""
     text = (
         Path(path).read_text(encoding="utf-8")
         if path
-        else (resources.files("checkray.jobs") / "prompts" / DEFAULT_PROMPT).read_text(encoding="utf-8")
+        else (resources.files("checkray.jobs") / "prompts" / default).read_text(encoding="utf-8")
     )
-    if "{text}" not in text or "{labels}" not in text:
-        raise InputError(f"zero-shot prompt {path or DEFAULT_PROMPT} must contain {{text}} and {{labels}}")
+    missing = [f for f in fields if "{" + f + "}" not in text]
+    if missing:
+        wanted = " and ".join("{" + f + "}" for f in fields)
+        raise InputError(f"prompt {path or default} must contain {wanted}")
     return text
 
 

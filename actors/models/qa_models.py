@@ -21,11 +21,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from importlib import resources
-from pathlib import Path
 
 from checkray.actors.models.callable_model import import_callable
 from checkray.actors.models.common import require_path
+from checkray.actors.models.llm_zero_shot import read_prompt
 from checkray.engine.benchmark.qa import checked_answers
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
@@ -58,24 +57,13 @@ class QACallableModel:
         return checked_answers(self.fn(list(contexts), list(questions)), len(contexts))
 
 
-def read_qa_prompt(path: str | None) -> str:
-    text = (
-        Path(path).read_text(encoding="utf-8")
-        if path
-        else (resources.files("checkray.jobs") / "prompts" / DEFAULT_QA_PROMPT).read_text(encoding="utf-8")
-    )
-    if "{context}" not in text or "{question}" not in text:
-        raise InputError(f"QA prompt {path or DEFAULT_QA_PROMPT} must contain {{context}} and {{question}}")
-    return text
-
-
 class LLMAnswerer:
     """``AnsweringModel`` over a ``Generator``: one greedy chat turn per question."""
 
     def __init__(self, spec: ModelSpec, generator: Generator):
         self.spec, self.name, self.labels = spec, spec.name, []
         self.generator = generator
-        self.template = read_qa_prompt(spec.options.get("prompt_file"))
+        self.template = read_prompt(spec.options.get("prompt_file"), DEFAULT_QA_PROMPT, ("context", "question"))
         self.params = GenerationParams(temperature=0.0, max_tokens=int(spec.options.get("max_tokens", 16)))
         self.unparsed = 0
         self.finish_reasons: Counter[str] = Counter()
