@@ -56,11 +56,13 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
     if address:
         log.info("connecting to Ray at %s", address)
         ray.init(address=address, log_to_driver=True, runtime_env=worker_env() or None)
+        remember_worker_env()
         if cfg.request_gpus:
             scale_up_gpus(cfg.request_gpus, cfg.gpu_wait_s)
         return None
     keep_on_loopback(ray)
     temp_dir = start_local_ray(cfg)
+    remember_worker_env()  # a local Ray's workers inherit this process's environment
     remove_at_exit(temp_dir)
     if os.environ.get("RAY_AUTH_MODE", "token") != "token":
         log.warning("RAY_AUTH_MODE=%s: the local Ray accepts unauthenticated calls", os.environ["RAY_AUTH_MODE"])
@@ -181,16 +183,45 @@ def keep_on_loopback(ray) -> None:
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
 
 
-def worker_env() -> dict:
-    """Environment every Ray worker of the job gets (on any node): the trust switch and
-    the encoder runtime (engine/inference.py)."""
+def worker_env_vars() -> dict[str, str]:
+    """The switches every Ray worker of the job must see as this process sees them now:
+    the trust switch (engine/trust.py) and the encoder runtime (engine/inference.py)."""
     from checkray.engine.inference import ENCODER_ENV
     from checkray.engine.trust import TRUST_ENV, code_trusted
 
     env = {TRUST_ENV: "1"} if code_trusted() else {}
     if os.environ.get(ENCODER_ENV):
         env[ENCODER_ENV] = os.environ[ENCODER_ENV]
+    return env
+
+
+def worker_env() -> dict:
+    """Runtime environment every Ray worker of the job gets (on any node)."""
+    env = worker_env_vars()
     return {"env_vars": env} if env else {}
+
+
+# The switches the workers of the Ray this process started or joined were given then
+# (None: Ray was started by someone else, so nothing is known of its workers).
+_WORKER_ENV_AT_START: dict[str, str] | None = None
+
+
+def remember_worker_env() -> None:
+    global _WORKER_ENV_AT_START
+    _WORKER_ENV_AT_START = worker_env_vars()
+
+
+def late_switches_env() -> dict:
+    """A ``runtime_env`` for an actor when a switch changed after Ray started (a notebook
+    that turns ``--trust-code`` on after its first job; a test that trusts the models it
+    wrote): Ray's workers keep the environment of their start, so the switches then travel
+    with the actor. Empty when nothing changed, so actors keep using Ray's idle workers."""
+    now, then = worker_env_vars(), _WORKER_ENV_AT_START or {}
+    if now == then:
+        return {}
+    # A switch turned off travels as "" (Ray cannot unset a variable a worker inherited).
+    gone = {k: "" for k in then if k not in now}
+    return {"runtime_env": {"env_vars": {**gone, **now}}}
 
 
 def await_resources(
@@ -348,11 +379,13 @@ class ActorPlan:
     num_gpus: float
     threads: int  # torch intra-op threads inside each actor
 
-    def ray_options(self) -> dict[str, float]:
-        opts: dict[str, float] = {"num_cpus": self.num_cpus}
+    def ray_options(self) -> dict:
+        """Options for ``.options()`` / ``map_batches``: resources, and the switches set
+        after Ray started (``late_switches_env``)."""
+        opts: dict = {"num_cpus": self.num_cpus}
         if self.num_gpus:
             opts["num_gpus"] = self.num_gpus
-        return opts
+        return {**opts, **late_switches_env()}
 
 
 def plan_actor_pool(

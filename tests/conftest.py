@@ -16,9 +16,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the CLI sets it, before Ray is imported
-# The tests load their own callable models and unsigned pickles; tests/core/test_trust.py
-# checks the refusals with the switch off.
-os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
+# Trust is off, as for a user who did not pass --trust-code (and whatever the shell that
+# started pytest says): a test that loads the callable models or unsigned pickles it wrote
+# says so with @pytest.mark.trusts_code, and the switch is on for that test alone.
+os.environ.pop("CHECKRAY_TRUST_CODE", None)
 # Everything this session and the commands it starts write to a temp directory goes under
 # one directory the session creates and removes at the end (by handle): another process's
 # temp files beside it (a job's live log, its Ray) are never touched.
@@ -48,6 +49,16 @@ def _remove_session_leftovers():
     shutil.rmtree(RAY_TEMP_ROOT, ignore_errors=True)  # the session's Ray is shut down by now
     # the failed commands' kept logs (the tests of bad input make hundreds), pytest's tmp_path
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _trust_only_when_marked(request, monkeypatch):
+    """``trusts_code`` turns the switch on for the test; its Ray actors get it through
+    ``engine.runtime.late_switches_env`` (the session's Ray started without it)."""
+    if request.node.get_closest_marker("trusts_code") is not None:
+        monkeypatch.setenv("CHECKRAY_TRUST_CODE", "1")
+    else:
+        monkeypatch.delenv("CHECKRAY_TRUST_CODE", raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -24,7 +24,7 @@ from checkray.engine.config import read_yaml
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.errors import CheckrayError, ConfigError, InputError
 from checkray.engine.report import Section, table_html
-from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
+from checkray.engine.runtime import cluster_resources, late_switches_env, plan_actor_pool, wait_for
 from checkray.engine.stages import Stage, StageContext, StageRunner
 from checkray.engine.training import ZooConfig, ZooModel, stratified_split
 from checkray.jobs.base import Job, run_job
@@ -111,7 +111,7 @@ def task_options(model: ZooModel, zoo: ZooConfig) -> tuple[dict, int]:
         return plan.ray_options(), 1
     node_cpus = max((n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")), default=1)
     threads = max(1, int(node_cpus))
-    return {"num_cpus": threads}, threads
+    return {"num_cpus": threads, **late_switches_env()}, threads
 
 
 def model_stage(zoo: ZooConfig, model: ZooModel, labels: list[str], timeout_s: float) -> Stage:

@@ -144,6 +144,7 @@ def _rows(results, model, **where):
     return t
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
@@ -216,6 +217,7 @@ def test_benchmark_cli_end_to_end(ray_session, tmp_path, suite_files):
     assert html.index(">keyword<") < html.index(">naive<")  # leaderboard sorted by failure rate
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(120)
 def test_run_benchmark_in_process_without_dedup_gives_the_same_results(ray_session):
@@ -279,6 +281,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path):
     assert proc.stderr.strip().splitlines() == [f"error: {tmp_path / 'absent.parquet'}: suite file not found"]
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 def test_heads_on_one_encoder_share_its_embeddings(ray_session, tmp_path, minilm_path):

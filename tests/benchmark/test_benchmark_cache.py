@@ -97,6 +97,7 @@ def embedded_texts(cache_dir: Path) -> int:
     return len(digests)
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(900)
 def test_adding_cases_and_models_computes_only_the_new_pairs_and_equals_a_cold_run(
     ray_session, tmp_path, minilm_path, monkeypatch
@@ -143,6 +144,7 @@ def test_adding_cases_and_models_computes_only_the_new_pairs_and_equals_a_cold_r
     print("\nincremental rerun predict-stage seconds:", {k: round(v, 1) for k, v in timings.items()})
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(300)
 def test_a_rerun_in_the_same_directory_with_more_cases_reuses_the_cache(ray_session, tmp_path, monkeypatch):
     monkeypatch.setenv("CHECKRAY_CACHE_URI", str(tmp_path / "cache"))

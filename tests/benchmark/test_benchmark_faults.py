@@ -32,6 +32,7 @@ def models_table(out: Path) -> dict[str, dict]:
     return {r["model"]: r for r in pq.read_table(out / "models.parquet").to_pylist()}
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_dying_hanging_and_garbage_models_fail_alone_and_are_retried(ray_session, tmp_path):
@@ -104,6 +105,7 @@ def _run_cli(out: Path, registry: Path, suite_path: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.timeout(400)

@@ -76,6 +76,7 @@ def test_every_required_family_is_registered():
     assert {"hf", "st_head", "sklearn", "vader", "textblob", "callable"} <= set(families())
 
 
+@pytest.mark.trusts_code
 def test_sklearn_pipeline_maps_string_classes_by_name(tfidf_file):
     model = load_model(spec(family="sklearn", path=str(tfidf_file)))
     assert isinstance(model, ModelUnderTest)
@@ -87,6 +88,7 @@ def test_sklearn_pipeline_maps_string_classes_by_name(tfidf_file):
     assert model.predict_proba([]).shape == (0, 2)
 
 
+@pytest.mark.trusts_code
 def test_sklearn_integer_classes_map_by_position(tmp_path):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.naive_bayes import MultinomialNB
@@ -100,6 +102,7 @@ def test_sklearn_integer_classes_map_by_position(tmp_path):
     assert model.predict_proba(["a wonderful , delightful film"])[0].argmax() == 1  # labels[1] == positive
 
 
+@pytest.mark.trusts_code
 def test_single_text_models_refuse_pairs_unless_told_to_join(tfidf_file):
     model = load_model(spec(family="sklearn", path=str(tfidf_file)))
     with pytest.raises(InputError, match="cannot take pairs"):
@@ -111,6 +114,7 @@ def test_single_text_models_refuse_pairs_unless_told_to_join(tfidf_file):
         load_model(spec(family="vader")).predict_proba(["good"], ["bad"])
 
 
+@pytest.mark.trusts_code
 def test_st_head_matches_its_head_on_packaged_minilm(tmp_path, minilm_path):
     from sentence_transformers import SentenceTransformer
     from sklearn.linear_model import LogisticRegression
@@ -158,6 +162,7 @@ def test_unknown_family():
         load_model(spec(family="nope"))
 
 
+@pytest.mark.trusts_code
 def test_label_map_size_must_match_the_model(tfidf_file, tiny_bert):
     three = ["negative", "neutral", "positive"]
     with pytest.raises(InputError, match="3 labels .* 2 classes"):
@@ -168,6 +173,7 @@ def test_label_map_size_must_match_the_model(tfidf_file, tiny_bert):
         load_model(spec(family="sklearn", path=str(tfidf_file), labels=["neg", "pos"]))
 
 
+@pytest.mark.trusts_code
 def test_joblib_file_without_a_classifier(tmp_path):
     joblib.dump({"not": "a model"}, tmp_path / "x.joblib")
     with pytest.raises(InputError, match="not a fitted classifier"):

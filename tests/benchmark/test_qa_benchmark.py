@@ -92,6 +92,7 @@ def expected_fail_rates() -> dict[tuple[str, str], float]:
     }
 
 
+@pytest.mark.trusts_code
 def test_benchmark_runs_answering_models_on_the_qa_suite(ray_session, squad_import, tmp_path):
     zoo = tmp_path / "qa.yaml"
     models = [

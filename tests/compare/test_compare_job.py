@@ -69,6 +69,7 @@ def bench(ray_session, tmp_path_factory):
     return {"root": root, "suite": suite_path, "out": out, "result": res}
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_gated_benchmark_fails_then_passes_and_records_provenance(bench):
@@ -120,6 +121,7 @@ def test_gated_benchmark_fails_then_passes_and_records_provenance(bench):
     assert ET.parse(out / "junit.xml").getroot().get("failures") == "0"
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_compare_two_runs_then_two_models_run_now(bench, tmp_path):
@@ -204,6 +206,7 @@ def test_compare_two_runs_then_two_models_run_now(bench, tmp_path):
     assert "suite 'regress' changed" in str(res.exception) and "\n" not in str(res.exception)
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_compare_gate_exit_codes_from_the_console(bench, tmp_path):
@@ -261,6 +264,7 @@ def test_compare_gate_exit_codes_from_the_console(bench, tmp_path):
     ]
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_mlflow_export_read_back_through_its_api(bench, tmp_path):
@@ -325,6 +329,7 @@ def test_mlflow_export_read_back_through_its_api(bench, tmp_path):
     assert "flips.json" in {a.path for a in client.list_artifacts(compare_run[0].info.run_id)}
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(120)
 def test_export_failures_cli_on_a_real_run(bench, tmp_path):

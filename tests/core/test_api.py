@@ -66,6 +66,7 @@ MODELS = [
 ]
 
 
+@pytest.mark.trusts_code
 @pytest.mark.usefixtures("ray_session")
 def test_benchmark_from_dataframes(tmp_path):
     import checkray

@@ -57,6 +57,7 @@ def _shown(cell) -> str:
     return "".join(parts)
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(600)
 def test_a_notebook_renders_results_and_keeps_ray_output_in_the_log(tmp_path):
     from nbclient import NotebookClient

@@ -77,6 +77,7 @@ def _small_demo(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(600)
 def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser):
     out = _small_demo(tmp_path)

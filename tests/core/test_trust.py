@@ -3,6 +3,8 @@ models, trust_remote_code. Pickles checkray wrote for this user load without it.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from checkray.engine.benchmark.registry import ModelSpec
@@ -91,3 +93,54 @@ def test_cli_flag_sets_the_switch(untrusted):
     assert run_cli("--trust-code", "zoo", "--help") == 0  # the group's option runs before the command
     assert os.environ.get(TRUST_ENV) == "1"
     os.environ.pop(TRUST_ENV)
+
+
+def test_switches_set_after_ray_started_travel_with_the_actors(monkeypatch):
+    """A local Ray's workers keep the environment of its start: trust (or an encoder)
+    turned on later reaches an actor only through its runtime_env, and one turned off
+    travels as an empty value; nothing changed means no runtime_env (idle workers reused)."""
+    from checkray.engine import runtime
+    from checkray.engine.inference import ENCODER_ENV
+
+    monkeypatch.delenv(ENCODER_ENV, raising=False)
+    monkeypatch.delenv(TRUST_ENV, raising=False)
+    monkeypatch.setattr(runtime, "_WORKER_ENV_AT_START", {})
+    plan = runtime.ActorPlan(device="cpu", pool_size=1, num_cpus=1.0, num_gpus=0.0, threads=1)
+    assert plan.ray_options() == {"num_cpus": 1.0}
+    monkeypatch.setenv(TRUST_ENV, "1")
+    assert plan.ray_options() == {"num_cpus": 1.0, "runtime_env": {"env_vars": {TRUST_ENV: "1"}}}
+    monkeypatch.setattr(runtime, "_WORKER_ENV_AT_START", {TRUST_ENV: "1", ENCODER_ENV: "onnx"})
+    assert runtime.late_switches_env() == {"runtime_env": {"env_vars": {TRUST_ENV: "1", ENCODER_ENV: ""}}}
+    monkeypatch.delenv(TRUST_ENV)
+    assert runtime.late_switches_env() == {"runtime_env": {"env_vars": {TRUST_ENV: "", ENCODER_ENV: ""}}}
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_a_callable_model_is_refused_inside_the_ray_worker_without_trust(ray_session, tmp_path):
+    """The session's Ray runs with trust off, as a user's does without --trust-code: the
+    model host (a Ray actor) refuses to import the callable's module, and says why."""
+    import pyarrow.parquet as pq
+
+    from checkray.engine.benchmark.registry import ModelSpec
+    from checkray.engine.schema import make_cases
+    from checkray.jobs.base import run_job
+    from checkray.jobs.benchmark.job import BenchmarkJob
+    from checkray.jobs.config import CheckrayConfig
+
+    assert os.environ.get(TRUST_ENV) is None
+    spec = ModelSpec(name="kw", family="callable", path="tests.fakes.models:keyword_sentiment")
+    cases = make_cases(
+        [
+            {
+                "suite": "s",
+                "method": "templates",
+                "capability": "Vocabulary",
+                "text": "good",
+                "expected_label": "positive",
+            }
+        ]
+    )
+    run_job(BenchmarkJob(CheckrayConfig(), [spec], [cases]), str(tmp_path / "run"))
+    (row,) = pq.read_table(tmp_path / "run" / "models.parquet").to_pylist()
+    assert "family callable imports the module" in row["error"] and "--trust-code" in row["error"]

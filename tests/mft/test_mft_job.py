@@ -72,6 +72,7 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     assert "Table 7" not in html and "evaluate" not in result.stages  # no models: no evaluation
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(600)
 def test_models_are_evaluated_in_a_stage_and_a_rerun_reuses_it(topics_run_2000, tmp_path):
     _, topics_dir = topics_run_2000

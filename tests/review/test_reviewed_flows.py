@@ -122,6 +122,7 @@ def test_validity_train_needs_something_to_train_on(tmp_path, capsys):
         assert exc.value.code == 2 and needle in capsys.readouterr().err
 
 
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 def test_benchmark_reads_the_reviewed_suite_and_says_so(ray_session, tmp_path):

@@ -44,6 +44,7 @@ def counting(monkeypatch):
     return made
 
 
+@pytest.mark.trusts_code
 def test_the_judge_reads_only_what_no_run_had_it_read(tmp_path, counting):
     from checkray.jobs.s2lct.consistency import judge_reader
 
@@ -68,6 +69,7 @@ def test_the_judge_reads_only_what_no_run_had_it_read(tmp_path, counting):
     assert warm[0]["label"] == "negative" and cold[2]["neutral"]  # real readings: the band rule
 
 
+@pytest.mark.trusts_code
 def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
     from checkray.engine.s2lct.config import ExplainConfig
     from checkray.jobs.s2lct.evaluate import explain_failures
@@ -104,6 +106,7 @@ def test_explanations_predict_nothing_on_a_rerun(tmp_path, counting):
     assert {r["minimal tokens"] for r in cold} == {"bad", "good"}  # one cue word is enough
 
 
+@pytest.mark.trusts_code
 def test_cached_predictor_loads_no_model_when_all_is_cached_and_maps_label_order(tmp_path, counting):
     from checkray.actors.benchmark.cached import CachedPredictor
 

@@ -67,6 +67,7 @@ def write_config(path, **s2lct):
     return path
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(300)
 def test_cli_end_to_end_with_models(ray_session, corpus_csv, tmp_path, capsys):
     from checkray.engine.schema import validate_cases

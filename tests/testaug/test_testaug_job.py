@@ -73,6 +73,7 @@ def _zoo_model(tmp_path) -> ModelSpec:
     )
 
 
+@pytest.mark.trusts_code
 @pytest.mark.timeout(300)
 def test_testaug_end_to_end(ray_session, tmp_path):
     spec = tmp_path / "spec.jsonl"
@@ -284,6 +285,7 @@ def test_a_classifier_judges_only_the_descriptions_it_was_trained_for(tmp_path):
     assert all(c["valid_p"] is None for c in cases) and "classifier" not in {c["decided_by"] for c in cases}
 
 
+@pytest.mark.trusts_code
 def test_patched_failure_rates_score_a_binary_model_on_cases_it_can_learn(tmp_path):
     """By default a model's common test set holds the cases whose label it can produce: a
     binary model is not scored on neutral cases (``patch.test_cases: all`` scores them)."""
