@@ -88,7 +88,7 @@ def child_direct(run_uri: str) -> dict:
 
 def main() -> None:
     setup_env()
-    parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=2_000)
+    parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=1_000)
     parser.add_argument("--child", choices=["engine", "direct"], help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)
     args = parser.parse_args()

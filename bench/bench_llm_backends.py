@@ -92,12 +92,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs per engine; best kept")
     parser.add_argument("--engines", default=None, help="comma-separated; default: every installed engine")
     parser.add_argument("--baseline", default="transformers", help="the engine the ratio divides by")
-    parser.add_argument("--quick", action="store_true", help="2 prompts x 8 tokens: proves the script works")
+    parser.add_argument("--quick", action="store_true", help="2 prompts x 8 tokens, one round: proves the script works")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--engine", choices=["llamacpp", "llama-cpp-python", "transformers"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
-        args.n, args.max_tokens = 2, 8
+        args.n, args.max_tokens, args.rounds = 2, 8, 1
     if args.child:
         emit_child_result(child(args.engine, args.n, args.max_tokens, args.threads))
         return

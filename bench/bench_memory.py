@@ -81,7 +81,7 @@ def child(args: argparse.Namespace) -> None:
 
 def main() -> None:
     setup_env()
-    parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=1_000)
+    parser = base_parser(__doc__.splitlines()[0], default_n=RT_SIZE, quick_n=300)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)

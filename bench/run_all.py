@@ -11,6 +11,7 @@ from pathlib import Path
 
 SCRIPTS = [
     "bench_embedding.py",
+    "bench_encoders.py",
     "bench_clustering.py",
     "bench_memory.py",
     "bench_benchmark.py",

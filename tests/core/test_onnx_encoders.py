@@ -159,29 +159,3 @@ def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
     result = CliRunner().invoke(app, ["--encoder", "fp16", "cache", "--help"])
     assert result.exit_code != 0
     assert "encoder 'fp16': unknown (have: auto, torch, onnx, onnx-int8)" in str(result.exception or result.output)
-
-
-@pytest.mark.slow
-def test_bench_encoders_runs_as_its_readme_row_says(tmp_path):
-    """As a user runs it: a fresh interpreter from the repo root, trust off, results file written."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if k not in ("CHECKRAY_TRUST_CODE", ENCODER_ENV)}
-    env["CHECKRAY_BENCH_RESULTS"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "bench/bench_encoders.py", "--n", "64", "--repeat", "1"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "physical floor" in done.stdout and "onnx-int8" in done.stdout
-    result = json.loads((tmp_path / "encoders.json").read_text())
-    assert result["n"] == 64 and result["onnx"]["cos_min"] > 0.9999
