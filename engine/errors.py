@@ -12,6 +12,12 @@ class InputError(CheckrayError):
     """Bad user input: corpus, suite, column, file, model path."""
 
 
+class EmptySuiteError(InputError):
+    """A method ran and kept no test case (every generation dropped, each with its reason
+    in the method's rejected cases). Alone it is the job's error; in a run of several
+    methods the others go on without it (``jobs/run/job.py``)."""
+
+
 class ConfigError(CheckrayError):
     """A configuration file or flag that does not validate."""
 

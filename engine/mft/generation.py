@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from checkray.engine.case_checks import Check, apply_checks, rejected_table
-from checkray.engine.errors import InputError
+from checkray.engine.errors import EmptySuiteError
 from checkray.engine.llm import GenerationParams
 from checkray.engine.llm_checkpoint import StageChat
 from checkray.engine.llm_output import duplicate_check
@@ -316,9 +316,9 @@ def collect_versions(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Ta
     per step); a one-line error when no case survived anywhere."""
     data = pa.concat_tables([p["data"] for p in parts])
     if not data.num_rows:
-        raise InputError(
+        raise EmptySuiteError(
             "the mft job kept no test case: every generation was unparseable or dropped "
-            "(see the gate counts in stages/generate-*/gates.parquet)"
+            "(see the gate counts in stages/generate-*/gates.parquet and the reasons in stages/generate-*/rejected.parquet)"
         )
     # the same text from two versions (or splits) tests one thing: the first one stays
     outcome = apply_checks(data.to_pylist(), [Check("duplicate across versions", duplicate_check().fn)])

@@ -29,7 +29,7 @@ import typer
 from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.registry import ModelSpec, read_registry
 from checkray.engine.corpus import read_corpus
-from checkray.engine.errors import InputError
+from checkray.engine.errors import EmptySuiteError, InputError
 from checkray.engine.memory import TreeRssSampler, mib
 from checkray.engine.report import Section, table_html, write_assets, write_page
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner, fingerprint
@@ -287,8 +287,7 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
             start = time.perf_counter()
             run.reserve(step.name)  # a sub-directory the run did not make is refused
             with TreeRssSampler(interval=0.5) as memory:  # the driver and the Ray it started
-                result = run_job(step.job(state), state.path(step.name))
-                sections[step.name] = step.after(state, result)
+                sections[step.name] = run_step(step, state)
             timings.append(
                 {
                     "step": step.name,
@@ -315,6 +314,18 @@ def run_pipeline(cfg: CheckrayConfig, out: str, steps: list[Step] | None = None,
         run.write_text(DEMO_TIMINGS, json.dumps({"steps": timings}, indent=1))
         write_index(run, f"checkray · {name}")  # DIR/index.html: every report, config, versions, times, gates
     return run
+
+
+def run_step(step: Step, state: RunState) -> list[Section]:
+    """Run one step's job and what follows it. A method that kept no test case is said
+    in the console and the report, and the run goes on without its suite: the methods
+    that did keep cases are not lost to it (the merge refuses a run where none did)."""
+    try:
+        result = run_job(step.job(state), state.path(step.name))
+    except EmptySuiteError as exc:
+        console.print(f"run · {step.name}: {exc}; the run goes on without it", style="yellow", highlight=False)
+        return [Section(f"{step.name}: no test case kept", [], str(exc))]
+    return step.after(state, result)
 
 
 def run_command(

@@ -241,3 +241,40 @@ def test_packaged_specs_named_relatively_are_found_from_any_directory(tmp_path, 
     (tmp_path / "configs" / "suites" / "sentiment_templates.jsonl").write_text("")
     cfg = load_config(None, {"templates.spec": "configs/suites/sentiment_templates.jsonl"})
     assert cfg.section("templates").spec == "configs/suites/sentiment_templates.jsonl"  # the working directory's first
+
+
+def test_a_method_that_kept_no_case_does_not_stop_the_run(tmp_path, capsys):
+    """Every generation of one method dropped (each with its reason): the run says so in
+    the console and the report and goes on to the next method; its suites are unchanged."""
+    from checkray.engine.errors import EmptySuiteError
+    from checkray.engine.report import Section
+    from checkray.engine.stages import RunDir, Stage
+    from checkray.jobs.base import Job
+    from checkray.jobs.config import CheckrayConfig
+    from checkray.jobs.run.job import RunState, Step, run_step
+
+    class NothingKept(Job):
+        name, title, uses_ray, published = "mft", "checkray · mft", False, ()
+
+        def stages(self):
+            def generate(ctx):
+                raise EmptySuiteError("the mft job kept no test case: every generation was dropped")
+
+            yield Stage("generate", generate)
+
+        def publish(self, runner):
+            return [Section("never", [], "")]
+
+    run = RunDir(str(tmp_path / "run"))
+    state = RunState(CheckrayConfig(), run)
+    sections = run_step(Step("mft", lambda s: NothingKept(s.cfg)), state)
+    assert [s.title for s in sections] == ["mft: no test case kept"]
+    assert "kept no test case" in sections[0].summary and state.suites == []
+    assert "the run goes on without it" in capsys.readouterr().err
+
+    class Other(NothingKept):  # any other error still stops the run
+        def stages(self):
+            yield Stage("generate", lambda ctx: (_ for _ in ()).throw(InputError("bad corpus")))
+
+    with pytest.raises(InputError, match="bad corpus"):
+        run_step(Step("mft", lambda s: Other(s.cfg)), state)
