@@ -18,7 +18,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo warmup test test-fast test-cluster test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
+.PHONY: demo warmup test test-bench test-fast test-cluster test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -97,6 +97,11 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver || \
 	  { $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver; }; }
+
+# Every bench script's quick mode, run as its README row gives it (tests/core/test_bench_quick.py;
+# about 6 minutes on 2 cores, so not part of `make test`).
+test-bench: setup
+	$(BIN)/python -m pytest -q -m bench
 
 # No Ray start, no model load: the quick loop while editing (under a minute).
 test-fast: setup

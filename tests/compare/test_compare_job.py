@@ -20,6 +20,7 @@ from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.provenance import case_digests, suite_digests
 from checkray.engine.errors import InputError
 from tests.compare.helpers import registry, regress_suite
+from tests.fakes.trust import trusting_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,17 +56,18 @@ def bench(ray_session, tmp_path_factory):
     gate = root / "gate_fail.yaml"
     gate.write_text(FAILING_GATE)
     out = root / "bench"
-    res = _cli(
-        "benchmark",
-        "--models",
-        str(registry(root)),
-        "--suites",
-        str(suite_path),
-        "--out",
-        str(out),
-        "--gate",
-        str(gate),
-    )
+    with trusting_code():  # the registry's models are this module's callables
+        res = _cli(
+            "benchmark",
+            "--models",
+            str(registry(root)),
+            "--suites",
+            str(suite_path),
+            "--out",
+            str(out),
+            "--gate",
+            str(gate),
+        )
     return {"root": root, "suite": suite_path, "out": out, "result": res}
 
 

@@ -4,7 +4,8 @@ environment (a bench that scores code it wrote trusts it itself, and says so).
 
 A bench that only this machine's test suite could run (trust left on by the tests, a
 package the lock lacks, a flag the README forgot) fails here, not in a user's hands.
-The timed figures are not checked: the benches run side by side here, four at a time
+``make test-bench`` runs it (``-m bench``); ``make test`` leaves it out to keep CI within its
+45 minutes. The timed figures are not checked: the benches run side by side here, four at a time
 (each mostly waits on process and actor start-up), so their ratios mean nothing; speed
 is read from a bench run alone."""
 
@@ -86,6 +87,7 @@ def run_quick(script: str, results: Path) -> str | None:
     return None
 
 
+@pytest.mark.bench  # about 6 minutes: `make test-bench`, not `make test`
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_quick_modes_run_as_documented(tmp_path):
