@@ -1,9 +1,16 @@
 """QQP-format CheckList suite end to end against paraphrase models trained on MRPC.
 
     .venv/bin/python bench/checklist_qqp.py [--mrpc ../shared/data/mrpc] [--out runs/bench_checklist_qqp]
+        [--released qqp_suite.tar.gz]
 
-CheckList's released ``qqp_suite.tar.gz`` is not in ``../shared``, so this writes a suite
-in its exact format (``tests/fakes/checklist_release.py``: dill 0.3.1 shapes, CheckList
+With ``--released``, CheckList's released QQP suite itself is imported, run and checked:
+each test's expectation is rebuilt here from CheckList's QQP notebook (``released_expectations``),
+not from the importer's output, and the tests checkray skips are listed with CheckList's
+own verdict on them. The file is not in ``../shared``; it ships in the source distribution
+of ``checklist-plus`` 0.2.0 on PyPI (``release_suites/qqp_suite.tar.gz``; its
+``sentiment_suite.tar.gz`` is byte for byte the one in ``../shared/data/checklist``).
+
+Without it, this writes a suite in the released format (``tests/fakes/checklist_release.py``: dill 0.3.1 shapes, CheckList
 2020's ``Expect``) from MRPC validation pairs, with the QQP notebook's kinds of tests:
 MFTs on real pairs (labels 0/1), INV typos in one question and INV symmetry (q2, q1),
 DIR "change a name in one of the questions" (``Expect.slice_orig(Expect.eq(0), lambda
@@ -115,6 +122,112 @@ def __getattr__(name: str):
 NAMES = ["John", "Mary", "David", "Susan", "Robert", "Linda", "Michael", "Karen"]
 
 
+def expect_triplet(xs, preds, confs, labels, meta=None):
+    """'Testing implications' as released (the notebook's code, its second branch included:
+    (0, 1) fails whatever the third answer)."""
+    if (preds[0] + preds[1]) == 2:
+        return np.array([True, True, True]) if preds[2] == 1 else np.array([-3, -2, -1])
+    if (preds[0] + preds[1] == 1) and preds[1] != 0:
+        return np.array([-3, -2, -1])
+    return None
+
+
+def released_expectations(E) -> dict:
+    """What each DIR of the released suite expects, from the QQP notebook; tests not named
+    here: MFT ``Expect.eq()`` (their labels), INV ``Expect.inv(0.1)``."""
+    changed = E.slice_orig(E.eq(0), lambda orig, *args: orig == 1)
+    return {
+        "(q, paraphrase(q))": E.eq(1),
+        "Change first name in one of the questions": changed,
+        "Change first and last name in one of the questions": changed,
+        "Change location in one of the questions": changed,
+        "Change numbers in one of the questions": changed,
+        "Keep entitites, fill in with gibberish": E.eq(0),
+        "Testing implications": E.testcase(expect_triplet),
+    }
+
+
+class _Released:
+    """A released test as CheckList runs it: data, labels, meta, agg_fn, expectation."""
+
+    def __init__(self, record, expect):
+        self.data, self.labels, self.meta, self.expect, self.run_idxs = (
+            record.data,
+            record.labels,
+            record.meta,
+            expect,
+            None,
+        )
+        default = "all" if record.kind == "MFT" else "all_except_first"
+        self.agg_fn = record.agg_fn if isinstance(record.agg_fn, str) else default
+
+
+def _predict_directly(model: str, data: list) -> tuple[list, list]:
+    """The model's labels and probabilities on a test's pairs, shaped as ``data``."""
+    predict = __getattr__(f"model_{model}")
+    preds, confs = [], []
+    for case in data:
+        examples = case if isinstance(case, list) else [case]
+        p = predict([a for a, _ in examples], [b for _, b in examples])
+        preds.append(p.argmax(axis=1) if isinstance(case, list) else int(p[0].argmax()))
+        confs.append(p if isinstance(case, list) else p[0])
+    return preds, confs
+
+
+def verify_released(path: Path, results, specs) -> int:
+    """CheckList's fail rate per released test (its own semantics, its predictions taken
+    from ``results.parquet``) against checkray's; returns the tests that differ."""
+    import pyarrow.compute as pc
+
+    from checkray.engine.benchmark.checklist.reader import read_checklist
+    from checkray.engine.benchmark.summary import summarize
+    from checkray.engine.schema import case_id
+    from tests.fakes.checklist_release import checklist_passed, checklist_stats, release_checklist
+
+    summary, mismatches = summarize(results).to_pylist(), 0
+    with release_checklist() as cl:
+        named = released_expectations(cl.Expect)
+        for spec in specs:
+            rows = results.filter(pc.equal(results.column("model"), spec.name))
+            row_of = {cid: k for k, cid in enumerate(rows.column("case_id").to_pylist())}
+            predicted, probs = rows.column("predicted").to_pylist(), rows.column("probabilities").to_pylist()
+            ours = {x["topic"]: x for x in summary if x["model"] == spec.name}
+            print(f"\n{spec.name} (MRPC validation accuracy {spec.accuracy:.3f}): CheckList fail rate vs checkray")
+            for suite in read_checklist(str(path)):
+                for record in suite.tests:
+                    default = cl.Expect.eq() if record.kind == "MFT" else cl.Expect.inv(0.1)
+                    test = _Released(record, named.get(record.name, default))
+                    mine = ours.get(record.name)
+                    if mine is None:  # not imported: the model answers here, for CheckList alone
+                        preds, confs = _predict_directly(spec.name, record.data)
+                        stats = checklist_stats(checklist_passed(test, preds, confs))
+                        rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
+                        judged = stats["testcases"] - stats["filtered"]
+                        print(
+                            f"  skip {record.kind} {record.name[:70]:70s} {rate:>6s} "
+                            f"({stats['fails']}/{judged})  checkray: not imported (import.json says why)"
+                        )
+                        continue
+                    preds, confs = [], []
+                    for i, case in enumerate(record.data):
+                        examples = case if isinstance(case, list) else [case]
+                        ks = [row_of[case_id(suite.name, record.name, i, j)] for j in range(len(examples))]
+                        p = [LABELS.index(predicted[k]) for k in ks]
+                        c = [np.array(probs[k], dtype=float) for k in ks]
+                        preds.append(np.array(p) if isinstance(case, list) else p[0])
+                        confs.append(np.array(c) if isinstance(case, list) else c[0])
+                    stats = checklist_stats(checklist_passed(test, preds, confs))
+                    judged = stats["testcases"] - stats["filtered"]
+                    same = (mine["testcases"], mine["testcase_failures"]) == (judged, stats["fails"])
+                    mismatches += not same
+                    rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
+                    print(
+                        f"  {'ok ' if same else 'DIFF'} {record.kind} {record.name[:70]:70s} {rate:>6s} "
+                        f"({stats['fails']}/{judged})  checkray {mine['testcase_failures']}/{mine['testcases']}"
+                    )
+    return mismatches
+
+
 def build_suite(cl, mrpc: Path, n: int = 400):
     """A QQP-format suite from MRPC validation pairs (the notebook's kinds of tests)."""
     E = cl.Expect
@@ -159,7 +272,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mrpc", default=str(ROOT.parent / "shared" / "data" / "mrpc"))
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_checklist_qqp"))
+    parser.add_argument("--released", type=Path, default=None, help="CheckList's qqp_suite.tar.gz")
     args = parser.parse_args()
+    if args.released is not None and not args.released.is_file():
+        parser.error(f"--released {args.released}: file not found")
+    if not (Path(args.mrpc) / "train.json").is_file():
+        parser.error(f"--mrpc {args.mrpc}: no train.json (MRPC, as ../shared/data/mrpc holds it)")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -184,15 +302,19 @@ def main() -> None:
     accuracy = train(Path(args.mrpc))
     print(f"models trained on MRPC train in {time.perf_counter() - t:.1f}s; validation accuracy {accuracy}")
     (out / "suite").mkdir(parents=True)
-    with release_checklist() as cl:
-        suite_obj = build_suite(cl, Path(args.mrpc))
-        (out / "suite" / "qqp_suite.pkl").write_bytes(dump_release(suite_obj, cl.dill))
+    source = args.released
+    if source is None:
+        with release_checklist() as cl:
+            suite_obj = build_suite(cl, Path(args.mrpc))
+            source = out / "suite" / "qqp_suite.pkl"
+            source.write_bytes(dump_release(suite_obj, cl.dill))
+    t = time.perf_counter()
     try:
         cli(
             [
                 "import",
                 "checklist",
-                str(out / "suite" / "qqp_suite.pkl"),
+                str(source),
                 "--labels",
                 "0=not_duplicate,1=duplicate",
                 "--mapping",
@@ -205,6 +327,7 @@ def main() -> None:
         if exc.code:
             raise
     imported = pq.read_table(out / "imported" / "suite.parquet")
+    print(f"== import: {imported.num_rows} rows in {time.perf_counter() - t:.1f}s")
     specs = [
         ModelSpec(name=name, family="callable", path=f"checklist_qqp:model_{name}", labels=LABELS, accuracy=acc)
         for name, acc in accuracy.items()
@@ -213,6 +336,10 @@ def main() -> None:
     failed = in_process(specs, imported, out / "run")
     print(f"== run: {len(specs)} models x {imported.num_rows} cases in {time.perf_counter() - t:.1f}s; failed {failed}")
     results = pq.read_table(out / "run" / "results.parquet")
+    if args.released is not None:
+        mismatches = verify_released(args.released, results, specs)
+        print(f"\n== verdicts: {mismatches} test(s) differ from CheckList's")
+        sys.exit(1 if mismatches else 0)
     summary = summarize(results).to_pylist()
     mismatches = 0
     with release_checklist() as cl:

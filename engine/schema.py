@@ -38,6 +38,7 @@ class Relation(str, Enum):
     UP = "up"  # DIR: probability of ``expected_label`` does not decrease
     DOWN = "down"  # DIR: probability of ``expected_label`` does not increase
     BECOMES = "becomes"  # DIR: the perturbed case is predicted ``expected_label`` (CheckList's Expect.eq in a DIR)
+    RENAMED = "renamed"  # INV of answers: the original's answer with meta's [old, new] renaming (expect_same)
     CLOSER = "closer"  # contrastive (COSTELLO): text_pair closer than the negative
     FARTHER = "farther"
 

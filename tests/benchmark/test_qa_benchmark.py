@@ -5,6 +5,7 @@ answers judged as CheckList judges its SQuAD suite; and the three QA model famil
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -50,6 +51,16 @@ def squad_like_suite(cl):
     )
     s.add(cl.INV([[(c, "Who is shorter?"), (c, "Who is shortr?")] for c in ctx]), "Question typo", "Robustness")
     s.add(cl.DIR([[(c, "Who is taller?"), (c, "Who is tall?")] for c in ctx], E.monotonic()), "Odd DIR", "Robustness")
+
+    def expect_same(orig_pred, pred, orig_conf, conf, labels=None, meta=None):  # the notebook's
+        return pred == orig_pred if not meta else pred == orig_pred.replace(meta[0], meta[1])
+
+    renamed = [[(c, "Who is taller?"), (c.replace(a, "Di"), "Who is taller?")] for c, (a, _) in zip(ctx, pairs)]
+    s.add(
+        cl.INV(renamed, meta=[[None, (a, "Di")] for a, _ in pairs], expect=E.pairwise(expect_same)),
+        "Change name everywhere",
+        "NER",
+    )
     return s
 
 
@@ -57,7 +68,9 @@ def squad_like_suite(cl):
 def squad_import(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("squad")
     path, _ = release_archive(tmp, squad_like_suite, "squad_suite")
-    res = CliRunner().invoke(app, ["import", "checklist", str(path), "--task", "qa", "--out", str(tmp / "imp")])
+    mapping = str(Path(__file__).resolve().parents[2] / "configs" / "checklist" / "squad.yaml")
+    args = ["import", "checklist", str(path), "--task", "qa", "--mapping", mapping, "--out", str(tmp / "imp")]
+    res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     return tmp / "imp"
 
@@ -77,7 +90,12 @@ def test_squad_release_imports_as_qa_cases(squad_import):
         "Ann",
     )
     inv = [r for r in rows if r["test_type"] == "INV"]
-    assert len(inv) == 12 and all(r["tolerance"] is None for r in inv)
+    assert len(inv) == 24 and all(r["tolerance"] is None for r in inv)
+    # the shipped mapping: a renamed person must be renamed in the answer (expect_same)
+    assert status["Change name everywhere"] == ("written", "mapping 'Change name everywhere'")
+    renamed = [r for r in inv if r["topic"] == "Change name everywhere" and r["perturbs"]]
+    assert {r["relation"] for r in renamed} == {"renamed"}
+    assert json.loads(renamed[0]["meta"])["checklist_meta"] == ["Ann", "Di"]
 
 
 def expected_fail_rates() -> dict[tuple[str, str], float]:
@@ -89,6 +107,8 @@ def expected_fail_rates() -> dict[tuple[str, str], float]:
         ("reader", "A is COMP than B. Who is more COMP?"): 0.0,
         ("reader", "A is COMP than B. Who is less COMP?"): 0.0,
         ("reader", "Question typo"): 1.0,  # "shortr" is not "shorter": its answer changes
+        ("first_name", "Change name everywhere"): 0.0,  # Ann -> Di in the context, so in the answer
+        ("reader", "Change name everywhere"): 0.0,
     }
 
 

@@ -105,6 +105,18 @@ def _per(value: Any, index: int, count: int, what: str) -> Any:
     return value
 
 
+def _why_empty(plan: Any, entry: Any) -> str:
+    """Why a test wrote no row: every test case of an INV/DIR held one input (CheckList's
+    ``keep_original=False`` with one perturbation), so there was nothing to compare it with
+    (CheckList passes such a test case whatever the model says), or the test was empty."""
+    if entry.dropped_testcases and plan.test_type in ("INV", "DIR"):
+        return (
+            f"each of its {entry.dropped_testcases} test cases holds fewer than two inputs, so the {plan.test_type} "
+            "test has nothing to compare (CheckList passes a one-input test case whatever the model says)"
+        )
+    return "no test case left"
+
+
 def _test_rows(
     suite: SuiteRecord, test: TestRecord, plan: Plan, names: LabelNames, task: str | None = None
 ) -> tuple[list[dict], int, int]:
@@ -187,7 +199,11 @@ def for_task(plan: Plan | NoPlan, task: str | None) -> Plan | NoPlan:
     """A QA suite's plan: answers are compared as strings (CheckList's SQuAD suite: an MFT's
     answer equals its label, an INV's answer does not change), so a DIR test, a tolerance or
     a slice on the original's label means nothing there."""
-    if task != TASK_QA or isinstance(plan, NoPlan):
+    if isinstance(plan, NoPlan):
+        return plan
+    if task != TASK_QA:
+        if plan.relation == "renamed":
+            return NoPlan("unmapped", f"'answer_renamed' compares answers: import with --task qa (was: {plan.how})")
         return plan
     if plan.test_type == "DIR":
         return NoPlan("skipped", f"a DIR test is not defined for answers (was: {plan.how})")
@@ -233,7 +249,7 @@ def convert(
                     entry.status, entry.expectation = "skipped", f"{exc} (was: {plan.how})"
                     test_rows = []
                 if entry.status == "written" and not test_rows:
-                    entry.status, entry.expectation = "skipped", f"no test case left (was: {plan.how})"
+                    entry.status, entry.expectation = "skipped", f"{_why_empty(plan, entry)} (was: {plan.how})"
                 entry.rows = len(test_rows)
                 rows.extend(test_rows)
                 if entry.status == "written":

@@ -20,6 +20,9 @@
         label_sets: {neutral: [neutral, positive]}
       "Typos":
         skip: true
+        reason: the model is expected to change here
+      "Change name everywhere":                                # --task qa: SQuAD's expect_same
+        answer_renamed: true
 
 An exact name beats a glob; among globs the first in the file wins. An entry's fields
 override the recognised (or default) expectation field by field. Labels here are label
@@ -59,6 +62,10 @@ class TestMapping(StrictInput):
     # MFT: a row whose own label is the key passes with any label of the value
     label_sets: dict[str, list[str]] | None = Field(None, min_length=1)
     skip: bool = False
+    reason: str | None = None  # why a test is skipped: said in the import report
+    # INV of answers (--task qa): the perturbation renamed something in the context and the
+    # question, so the answer must be the original's renamed (CheckList SQuAD's expect_same)
+    answer_renamed: bool | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TestMapping:
@@ -68,6 +75,8 @@ class TestMapping(StrictInput):
             raise ValueError("give 'label_sets' or 'label'/'labels', not both")
         if self.label_sets is not None and not all(self.label_sets.values()):
             raise ValueError("each 'label_sets' entry names at least one label")
+        if self.reason is not None and not self.skip:
+            raise ValueError("'reason' explains a 'skip: true'")
         if self.type is not None:
             check_fields(self, self.type)
         return self
@@ -77,10 +86,10 @@ def check_fields(entry: TestMapping, test_type: str) -> None:
     """ValueError when ``entry`` sets a field that means nothing for ``test_type``."""
     allowed = {
         "MFT": {"labels", "label", "label_sets"},
-        "INV": {"tolerance", "original_labels"},
+        "INV": {"tolerance", "original_labels", "answer_renamed"},
         "DIR": {"label", "direction", "tolerance", "versus", "original_labels"},
     }
-    fields = ("labels", "label", "label_sets", "direction", "tolerance", "versus", "original_labels")
+    fields = ("labels", "label", "label_sets", "direction", "tolerance", "versus", "original_labels", "answer_renamed")
     given = {f for f in fields if getattr(entry, f) is not None}
     wrong = sorted(given - allowed[test_type])
     if wrong:

@@ -174,7 +174,8 @@ def _apply(entry: Any, how: str, base: Plan | NoPlan, test: TestRecord, test_typ
     if test_type == "INV":
         tolerance = entry.tolerance if entry.tolerance is not None else (prior.tolerance if prior else None)
         tolerance = INV_DEFAULT_TOLERANCE if tolerance is None else tolerance
-        return _sliced(Plan("INV", how, relation="same", tolerance=tolerance), entry, prior)
+        relation = "renamed" if entry.answer_renamed else "same"
+        return _sliced(Plan("INV", how, relation=relation, tolerance=tolerance), entry, prior)
     direction = entry.direction or (prior.relation if prior else None)
     if direction is None:
         return NoPlan("unmapped", f"{how} gives no 'direction' and the expectation was not recognised")
@@ -199,7 +200,8 @@ def decide(
     """The expectation of ``test`` (see the module docstring for the precedence)."""
     found = mapping.lookup(test.name) if mapping is not None else None
     if found is not None and found[2].skip:
-        return NoPlan("skipped", f"skipped by mapping '{found[0]}'")
+        why = f": {found[2].reason}" if found[2].reason else ""
+        return NoPlan("skipped", f"skipped by mapping '{found[0]}'{why}")
     test_type = (found[2].type if found is not None else None) or test.kind
     if test_type is None:
         return NoPlan("unmapped", "the test is neither MFT, INV nor DIR by its class; give 'type' in --mapping")
