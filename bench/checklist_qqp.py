@@ -174,57 +174,60 @@ def _predict_directly(model: str, data: list) -> tuple[list, list]:
     return preds, confs
 
 
-def verify_released(path: Path, results, specs) -> int:
-    """CheckList's fail rate per released test (its own semantics, its predictions taken
-    from ``results.parquet``) against checkray's; returns the tests that differ."""
+def released_tests(cl, path: Path) -> tuple[str, list[tuple[str, str, _Released]]]:
+    """(suite name, [(name, type, test)]) of the released file, each test with the
+    expectation the QQP notebook gives it (``released_expectations``)."""
+    from checkray.engine.benchmark.checklist.reader import read_checklist
+
+    named = released_expectations(cl.Expect)
+    (suite,) = read_checklist(str(path))
+    tests = []
+    for record in suite.tests:
+        default = cl.Expect.eq() if record.kind == "MFT" else cl.Expect.inv(0.1)
+        tests.append((record.name, record.kind, _Released(record, named.get(record.name, default))))
+    return suite.name, tests
+
+
+def verify(suite_name: str, tests: list, results, specs) -> int:
+    """CheckList's fail rate per test (its own semantics on the predictions in
+    ``results.parquet``) against checkray's; returns how many differ. A test checkray did
+    not import is printed with CheckList's verdict on the model's answers here."""
     import pyarrow.compute as pc
 
-    from checkray.engine.benchmark.checklist.reader import read_checklist
     from checkray.engine.benchmark.summary import summarize
     from checkray.engine.schema import case_id
-    from tests.fakes.checklist_release import checklist_passed, checklist_stats, release_checklist
+    from tests.fakes.checklist_release import checklist_passed, checklist_stats
 
     summary, mismatches = summarize(results).to_pylist(), 0
-    with release_checklist() as cl:
-        named = released_expectations(cl.Expect)
-        for spec in specs:
-            rows = results.filter(pc.equal(results.column("model"), spec.name))
-            row_of = {cid: k for k, cid in enumerate(rows.column("case_id").to_pylist())}
-            predicted, probs = rows.column("predicted").to_pylist(), rows.column("probabilities").to_pylist()
-            ours = {x["topic"]: x for x in summary if x["model"] == spec.name}
-            print(f"\n{spec.name} (MRPC validation accuracy {spec.accuracy:.3f}): CheckList fail rate vs checkray")
-            for suite in read_checklist(str(path)):
-                for record in suite.tests:
-                    default = cl.Expect.eq() if record.kind == "MFT" else cl.Expect.inv(0.1)
-                    test = _Released(record, named.get(record.name, default))
-                    mine = ours.get(record.name)
-                    if mine is None:  # not imported: the model answers here, for CheckList alone
-                        preds, confs = _predict_directly(spec.name, record.data)
-                        stats = checklist_stats(checklist_passed(test, preds, confs))
-                        rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
-                        judged = stats["testcases"] - stats["filtered"]
-                        print(
-                            f"  skip {record.kind} {record.name[:70]:70s} {rate:>6s} "
-                            f"({stats['fails']}/{judged})  checkray: not imported (import.json says why)"
-                        )
-                        continue
-                    preds, confs = [], []
-                    for i, case in enumerate(record.data):
-                        examples = case if isinstance(case, list) else [case]
-                        ks = [row_of[case_id(suite.name, record.name, i, j)] for j in range(len(examples))]
-                        p = [LABELS.index(predicted[k]) for k in ks]
-                        c = [np.array(probs[k], dtype=float) for k in ks]
-                        preds.append(np.array(p) if isinstance(case, list) else p[0])
-                        confs.append(np.array(c) if isinstance(case, list) else c[0])
-                    stats = checklist_stats(checklist_passed(test, preds, confs))
-                    judged = stats["testcases"] - stats["filtered"]
-                    same = (mine["testcases"], mine["testcase_failures"]) == (judged, stats["fails"])
-                    mismatches += not same
-                    rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
-                    print(
-                        f"  {'ok ' if same else 'DIFF'} {record.kind} {record.name[:70]:70s} {rate:>6s} "
-                        f"({stats['fails']}/{judged})  checkray {mine['testcase_failures']}/{mine['testcases']}"
-                    )
+    for spec in specs:
+        rows = results.filter(pc.equal(results.column("model"), spec.name))
+        row_of = {cid: k for k, cid in enumerate(rows.column("case_id").to_pylist())}
+        predicted, probs = rows.column("predicted").to_pylist(), rows.column("probabilities").to_pylist()
+        ours = {x["topic"]: x for x in summary if x["model"] == spec.name}
+        print(f"\n{spec.name} (MRPC validation accuracy {spec.accuracy:.3f}): CheckList fail rate vs checkray")
+        for name, kind, test in tests:
+            mine = ours.get(name)
+            if mine is None:  # not imported: the model answers here, for CheckList alone
+                preds, confs = _predict_directly(spec.name, test.data)
+            else:
+                preds, confs = [], []
+                for i, case in enumerate(test.data):
+                    examples = case if isinstance(case, list) else [case]
+                    ks = [row_of[case_id(suite_name, name, i, j)] for j in range(len(examples))]
+                    p = [LABELS.index(predicted[k]) for k in ks]
+                    c = [np.array(probs[k], dtype=float) for k in ks]
+                    preds.append(np.array(p) if isinstance(case, list) else p[0])
+                    confs.append(np.array(c) if isinstance(case, list) else c[0])
+            stats = checklist_stats(checklist_passed(test, preds, confs))
+            judged = stats["testcases"] - stats["filtered"]
+            rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
+            line = f"{kind} {name[:70]:70s} {rate:>6s} ({stats['fails']}/{judged})"
+            if mine is None:
+                print(f"  skip {line}  checkray: not imported (import.json says why)")
+                continue
+            same = (mine["testcases"], mine["testcase_failures"]) == (judged, stats["fails"])
+            mismatches += not same
+            print(f"  {'ok ' if same else 'DIFF'} {line}  checkray {mine['testcase_failures']}/{mine['testcases']}")
     return mismatches
 
 
@@ -282,16 +285,13 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
     from checklist_release import in_process
 
     from checkray.engine.benchmark.registry import ModelSpec
-    from checkray.engine.benchmark.summary import summarize
-    from checkray.engine.schema import case_id
     from checkray.engine.trust import allow_code
     from checkray.jobs.cli import main as cli
-    from tests.fakes.checklist_release import checklist_passed, checklist_stats, dump_release, release_checklist
+    from tests.fakes.checklist_release import dump_release, release_checklist
 
     allow_code()  # the models are this bench's own callables
     out = Path(args.out)
@@ -336,39 +336,14 @@ def main() -> None:
     failed = in_process(specs, imported, out / "run")
     print(f"== run: {len(specs)} models x {imported.num_rows} cases in {time.perf_counter() - t:.1f}s; failed {failed}")
     results = pq.read_table(out / "run" / "results.parquet")
-    if args.released is not None:
-        mismatches = verify_released(args.released, results, specs)
-        print(f"\n== verdicts: {mismatches} test(s) differ from CheckList's")
-        sys.exit(1 if mismatches else 0)
-    summary = summarize(results).to_pylist()
-    mismatches = 0
     with release_checklist() as cl:
-        suite_obj = build_suite(cl, Path(args.mrpc))
-        for spec in specs:
-            rows = results.filter(pc.equal(results.column("model"), spec.name))
-            row_of = {cid: k for k, cid in enumerate(rows.column("case_id").to_pylist())}
-            predicted, probs = rows.column("predicted").to_pylist(), rows.column("probabilities").to_pylist()
-            ours = {x["topic"]: x for x in summary if x["model"] == spec.name}
-            print(f"\n{spec.name} (MRPC validation accuracy {spec.accuracy:.3f}): CheckList fail rate vs checkray")
-            for name, test in suite_obj.tests.items():
-                preds, confs = [], []
-                for i, case in enumerate(test.data):
-                    examples = case if isinstance(case, list) else [case]
-                    ks = [row_of[case_id("qqp_suite", name, i, j)] for j in range(len(examples))]
-                    p = [LABELS.index(predicted[k]) for k in ks]
-                    c = [np.array(probs[k], dtype=float) for k in ks]
-                    preds.append(np.array(p) if isinstance(case, list) else p[0])
-                    confs.append(np.array(c) if isinstance(case, list) else c[0])
-                stats = checklist_stats(checklist_passed(test, preds, confs))
-                judged = stats["testcases"] - stats["filtered"]
-                mine = ours.get(name, {})
-                same = (mine.get("testcases"), mine.get("testcase_failures")) == (judged, stats["fails"])
-                mismatches += not same
-                rate = "-" if stats["fail_rate"] is None else f"{100 * stats['fail_rate']:.1f}%"
-                print(
-                    f"  {'ok ' if same else 'DIFF'} {type(test).__name__} {name:45s} {rate:>6s} "
-                    f"({stats['fails']}/{judged})  checkray {mine.get('testcase_failures')}/{mine.get('testcases')}"
-                )
+        if args.released is not None:
+            suite_name, tests = released_tests(cl, args.released)
+        else:
+            suite_obj = build_suite(cl, Path(args.mrpc))
+            suite_name = "qqp_suite"
+            tests = [(name, type(test).__name__, test) for name, test in suite_obj.tests.items()]
+        mismatches = verify(suite_name, tests, results, specs)
     print(f"\n== verdicts: {mismatches} test(s) differ from CheckList's")
     sys.exit(1 if mismatches else 0)
 

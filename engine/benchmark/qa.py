@@ -21,6 +21,7 @@ articles, single spaces) instead.
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from collections.abc import Sequence
@@ -46,8 +47,6 @@ def checklist_clean(text: str) -> str:
 
 def renaming(meta_json: str | None) -> tuple[str, str] | None:
     """The ``[old, new]`` CheckList stored with a renamed perturbation, if the row has one."""
-    import json
-
     item = json.loads(meta_json).get("checklist_meta") if meta_json else None
     if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
         return item[0], item[1]

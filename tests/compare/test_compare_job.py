@@ -20,7 +20,6 @@ from checkray.engine.benchmark.inputs import read_suite
 from checkray.engine.benchmark.provenance import case_digests, suite_digests
 from checkray.engine.errors import InputError
 from tests.compare.helpers import registry, regress_suite
-from tests.fakes.trust import trusting_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +55,9 @@ def bench(ray_session, tmp_path_factory):
     gate = root / "gate_fail.yaml"
     gate.write_text(FAILING_GATE)
     out = root / "bench"
-    with trusting_code():  # the registry's models are this module's callables
+    # the registry's models are this module's callables; the trusts_code marker is per test
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CHECKRAY_TRUST_CODE", "1")
         res = _cli(
             "benchmark",
             "--models",
