@@ -131,10 +131,11 @@ def check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
         raise AssertionError(f"{page}: a script opened a dialog: {exc.alert_text!r}") from exc
 
 
-def _check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
-    source = page.read_text(encoding="utf-8")
-    expected_plots = len(re.findall(r'class="plotly-graph-div"', source))
-    driver.get_log("browser")  # drop what an earlier page logged
+def open_drawn(driver, page: Path) -> int:
+    """Open ``page`` and wait until it has loaded and plotly has drawn every figure in it;
+    returns how many figures the page holds. A script that reads a figure's data must
+    come after this: the bundle is deferred and a figure draws only near the screen."""
+    expected_plots = len(re.findall(r'class="plotly-graph-div"', page.read_text(encoding="utf-8")))
     driver.get(page.resolve().as_uri())
     _no_alert(driver, page)
     assert _wait(driver, "document.readyState === 'complete'"), f"{page}: never finished loading"
@@ -142,8 +143,15 @@ def _check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
     for index in range(expected_plots):
         plot = f"document.querySelectorAll('.plotly-graph-div')[{index}]"
         driver.execute_script(f"{plot} && {plot}.scrollIntoView()")
-        assert _wait(driver, f"!{plot} || {plot}._fullLayout"), f"{page}: plotly did not draw figure {index + 1}"
+        drawn = f"!{plot} || ({plot}._fullLayout && {plot}._fullData)"
+        assert _wait(driver, drawn), f"{page}: plotly did not draw figure {index + 1}"
     driver.execute_script("window.scrollTo(0, 0)")
+    return expected_plots
+
+
+def _check_page(driver, page: Path, shot_name: str) -> dict[str, Any]:
+    driver.get_log("browser")  # drop what an earlier page logged
+    expected_plots = open_drawn(driver, page)
     title = driver.title
     body = driver.execute_script("return document.body ? document.body.innerText.length : 0")
     assert title and body > 0, f"{page}: blank page (title {title!r}, {body} characters)"

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pytest
 
 from checkray.engine.report import plotly_asset
-from tests.browser import artifact_dir, check_page, chromium_driver
+from tests.browser import artifact_dir, check_page, chromium_driver, open_drawn
 from tests.compare.test_report import compare_page
 from tests.core.test_report_escaping import REPORT_PAGES, P
 from tests.core.test_report_glance import empty_rows_and_columns
@@ -111,7 +111,7 @@ def test_demo_index_and_every_report_in_a_browser(ray_session, tmp_path, browser
 
     # The leaderboard opens with the heatmap: 2 models x the suite's capabilities, each
     # cell that failed linking to failing examples that are on the page.
-    browser.get((out / "benchmark" / "leaderboard.html").resolve().as_uri())
+    assert open_drawn(browser, out / "benchmark" / "leaderboard.html") >= 1
     heat = browser.execute_script(HEATMAP_JS)
     assert heat["first"] == "Failure rate by model and capability"
     assert heat["rows"] == 2 and heat["cells"] == 2 * heat["columns"] and heat["columns"] >= 3
