@@ -7,9 +7,11 @@ and titles ("the bad news bears"). Here every candidate runs through named check
 order; the first it fails rejects it, with the reason, and a rejected candidate is kept as a
 ``Variant`` whose ``check``/``reason`` say so (the job publishes them in ``rejected.parquet``):
 
-``sense``            the candidate comes from one of the word's most frequent WordNet senses
-                     (``SENSES``), is a single word, and inflects to the original's form
-                     (lemminflect; comparatives, past tenses, plurals ...)
+``sense``            the candidate is one a person chose for the word
+                     (``engine/data/costello_substitutes.yaml``: the frequent sentiment
+                     words, some marked never substituted) or, for a word not listed, comes
+                     from one of its most frequent WordNet senses (``SENSES``); it is a
+                     single word and inflects to the original's form (lemminflect)
 ``fixed_expression`` the word is not part of a WordNet multiword lemma with its neighbours
                      (``too_bad``, ``brain_dead``, ``at_worst``, ``allow_for``) nor of a
                      strong collocation of the corpus (``the big screen``, ``precious little``)
@@ -49,6 +51,7 @@ from checkray.engine.costello.mutations import (
     match_case,
     replace_word,
 )
+from checkray.engine.costello.substitutes import curated
 from checkray.engine.lang.polarity import polarity_class, word_polarity
 
 SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
@@ -199,11 +202,21 @@ def _keep(v: Variant, passed: list[str]) -> Variant:
 
 
 def ranked_candidates(lemma: str, upos: str, kind: Kind, ref: ReferenceModel) -> list[tuple[str, int]]:
-    """(candidate, sense rank) of the word's most frequent senses: sense order, then corpus frequency."""
+    """(candidate, sense rank): a curated word's own candidates, in the table's order, all of
+    the sense reviews mean (rank 1); else those of the word's most frequent WordNet senses,
+    in sense order, then corpus frequency. A word curated as ``never``: none."""
     from checkray.engine.lang.wordnet import sense_candidates
 
+    entry = curated(lemma, upos)
+    if entry is not None:
+        return [(c, 1) for c in entry.candidates(kind)]
     cands = sense_candidates(lemma, upos, kind, SENSES)
     return sorted(cands, key=lambda c: (c[1], -ref.count(c[0])))[:CANDIDATES]
+
+
+def _never(lemma: str, upos: str) -> bool:
+    entry = curated(lemma, upos)
+    return entry is not None and entry.never is not None
 
 
 def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> tuple[float, bool]:
@@ -321,6 +334,8 @@ def checked_substitutions(
         lemma = (tok.lemma or tok.text).lower()
         if guard and polarity_class(tok.text.lower(), lemma) == "neutral":
             continue  # not a sentiment word: no candidate is generated (as the plain operator)
+        if _never(lemma, upos):
+            continue  # its sense cannot be read from the sentence around it: not a substitution site
         position = position_verdict(tokens, i, ref, ents)
         good: list[tuple[float, int, Variant]] = []
         for n, (cand, rank) in enumerate(ranked_candidates(lemma, upos, kind, ref)):
@@ -497,7 +512,7 @@ def checked_shared_substitutions(
         if key not in b_index or key in seen or not tok.text.isalpha() or tok.tag not in PAIR_TAGS:
             continue
         seen.add(key)
-        if any(b[j].tag != tok.tag for j in b_index[key]):
+        if any(b[j].tag != tok.tag for j in b_index[key]) or _never(key[0], PAIR_TAGS[tok.tag]):
             continue
         a_at = [k for k, t in enumerate(a) if ((t.lemma or t.text).lower(), t.pos) == key and t.tag == tok.tag]
         sites = [(a, k) for k in a_at] + [(b, k) for k in b_index[key]]

@@ -5,6 +5,8 @@ a tiny hand-written one (``context.build``), so every verdict is traceable."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from checkray.engine.costello.checked import (
@@ -47,20 +49,69 @@ def test_reference_model_counts_ngrams_and_capitalisation():
 
 
 def test_wrong_sense_refused_in_one_context_accepted_in_another(nlp):
-    # smart: sense 2 (chic, fashionable) fits a dress, sense 3 (bright, clever) a script.
-    ref = ref_of("she wore a chic dress .", "a bright script .", "a smart dress .", "a smart script .")
-    dress, ents = run(nlp, "she wore a smart dress .")
-    kept = [v for v in checked_substitutions(dress, "synonym", ref, ents=ents, guard=False) if not v.check]
-    assert [v.replacement for v in kept] == ["chic"]
-    script, ents = run(nlp, "a smart script .")
+    # sharp (not curated, so WordNet's senses): sense 1 (crisp) fits a photo, sense 3
+    # (keen) a script.
+    ref = ref_of("she took a crisp photo .", "a keen script .", "a sharp photo .", "a sharp script .")
+    photo, ents = run(nlp, "she took a sharp photo .")
+    kept = [v for v in checked_substitutions(photo, "synonym", ref, ents=ents, guard=False) if not v.check]
+    assert [v.replacement for v in kept] == ["crisp"]
+    script, ents = run(nlp, "a sharp script .")
     out = checked_substitutions(script, "synonym", ref, ents=ents, guard=False)
-    assert [v.replacement for v in out if not v.check] == ["bright"]
-    (chic,) = [v for v in out if v.replacement == "chic"]
+    assert [v.text for v in out if not v.check] == ["a keen script ."]
+    (crisp,) = [v for v in out if v.replacement == "crisp"]
     assert (
-        chic.check == "context_fit"
-        and "chic script" in chic.reason
-        and chic.checks == "sense,fixed_expression,named_entity,common_word"
+        crisp.check == "context_fit"
+        and "crisp script" in crisp.reason
+        and crisp.checks == "sense,fixed_expression,named_entity,common_word"
     )
+
+
+def test_curated_words_take_a_persons_candidates_or_none(nlp):
+    """WordNet offers "full" for "good" ("a good hour"); the curated table does not, and a
+    word whose sense a review cannot show locally ("big") is no substitution site."""
+    ref = ref_of("good acting .", "full acting .", "fine acting .", "bad acting .", "big acting .", "large acting .")
+    tokens, ents = run(nlp, "good acting .")
+    out = checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False)
+    assert [v.replacement for v in out if not v.check] == ["fine"]
+    assert "full" not in {v.replacement for v in out}
+    antonyms = checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False)
+    assert [v.replacement for v in antonyms if not v.check] == ["bad"]
+    tokens, ents = run(nlp, "big acting .")
+    assert checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) == []
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("ADJ:\n  good: {synonyms: [fine]}\n  good: {synonyms: [nice]}\n", "good listed twice"),
+        ("ADJ:\n  big: {synonyms: [large], never: size}\n", "candidates and `never` both"),
+        ("ADJECTIVE:\n  good: {synonyms: [fine]}\n", "unknown part of speech 'ADJECTIVE'"),
+        ("ADJ:\n  good: {synonyms: [good]}\n", "lists itself"),
+        ("ADJ:\n  good: {synonyms: [fine], antonym: [bad]}\n", "unknown keys ['antonym']"),
+    ],
+)
+def test_a_malformed_substitutes_table_is_one_line(text, error):
+    from checkray.engine.costello.substitutes import parse_substitutes
+    from checkray.engine.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(error)):
+        parse_substitutes(text, "t.yaml")
+
+
+def test_the_shipped_substitutes_table_parses_and_keeps_polarity():
+    """Every shipped candidate that a lexicon scores has its word's class (synonym) or the
+    opposite (antonym): the run-time polarity check would refuse it everywhere otherwise."""
+    from checkray.engine.costello.substitutes import curated_substitutes
+    from checkray.engine.lang.polarity import polarity_class
+
+    table = curated_substitutes()
+    assert len(table) >= 150 and table[("good", "ADJ")].synonyms[0] == "fine"
+    wrong = []
+    for (lemma, _), entry in table.items():
+        cls = polarity_class(lemma, lemma)
+        wrong += [(lemma, w) for w in entry.synonyms if polarity_class(w, w) not in (cls, "neutral")]
+        wrong += [(lemma, w) for w in entry.antonyms if polarity_class(w, w) == cls]
+    assert wrong == []
 
 
 def test_rare_and_unattested_candidates_are_rejected_with_reasons(nlp):
