@@ -475,8 +475,10 @@ def _inconsistent(
     lower_names: dict[str, str],
 ) -> str | None:
     """Why the swap leaves a mention of a swapped person unswapped, or None: a first name
-    (PERSON entity or a capitalised-in-corpus word) that no list maps, beside swapped
-    pronouns or person nouns."""
+    (PERSON entity or a capitalised-in-corpus word) that no list maps, or a noun the
+    reference corpus mostly writes capitalised (a surname in lower-cased text:
+    "soderbergh", "hoffman"), beside swapped pronouns or person nouns. A swap must not
+    change a real person's gender, and which person a pronoun means cannot be told."""
     for j, tok in enumerate(tokens):
         if j in replace or not tok.text.isalpha():
             continue
@@ -487,6 +489,8 @@ def _inconsistent(
         person_ent = ents is not None and ents[j] == "PERSON" and (j == 0 or ents[j - 1] != "PERSON")
         if person_ent or (low in lower_names and (tok.pos == "PROPN" or ref.title_like(low))):
             return f"'{tok.text}' names a person whose name is not swapped"
+        if tok.pos in ("PROPN", "NOUN") and low not in _stop_words() and ref.title_like(low):
+            return f"'{tok.text}' is a name (written capitalised in the reference corpus) the swap leaves as it is"
     return None
 
 
