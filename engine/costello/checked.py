@@ -285,6 +285,9 @@ def word_checks(
     new_left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
     left, _ = _neighbours(tokens, i)
     why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
+    if why is None and any(j != i and t.text.lower() == form.lower() for j, t in enumerate(tokens)):
+        # "smart wordplay and clever plot" -> "clever wordplay and clever plot"
+        why = f"'{form}' is already in the sentence: the substitution would repeat it"
     if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
         # A less frequent sense needs positive evidence: the candidate seen beside a
         # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).

@@ -205,3 +205,12 @@ def test_gender_swap_refused_beside_a_surname_in_lower_cased_text(nlp):
     tokens, ents = run(nlp, "the director's best film since his debut .")
     (v,) = checked_gender_swap(tokens, ref, ents=ents)
     assert v.check is None and "her debut" in v.text
+
+
+def test_a_substitute_already_in_the_sentence_is_refused(nlp):
+    ref = ref_of("its smart wordplay and clever plot .", "its clever wordplay .", "its witty wordplay .")
+    tokens, ents = run(nlp, "its smart wordplay and clever plot .")
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "smart"]
+    (clever,) = [v for v in out if v.replacement == "clever"]
+    assert clever.check == "context_fit" and "already in the sentence" in clever.reason
+    assert [v.replacement for v in out if not v.check] == ["witty"]
