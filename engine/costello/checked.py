@@ -23,7 +23,8 @@ order; the first it fails rejects it, with the reason, and a rejected candidate 
 ``polarity``         synonym keeps the word's polarity class, antonym flips it (CR1-CR3)
 ``context_fit``      the bigrams the candidate forms with its neighbours are attested where
                      the original's are, and a trigram around it when one around the
-                     original is (``ReferenceModel.fits``)
+                     original is (``ReferenceModel.fits``), and it is not already in the
+                     sentence
 ``profanity``        the variant adds no profane or offensive word the seed lacks
                      (better-profanity's list + WordNet senses glossed offensive/slur/obscene)
 
