@@ -471,6 +471,14 @@ def checked_gender_swap(
     return [_keep(variant, passed)]
 
 
+@lru_cache(maxsize=8192)
+def _english_word(word: str, lemma: str | None = None) -> bool:
+    from checkray.engine.lang.wordnet import wordnet
+
+    wn = wordnet()
+    return bool(wn.synsets(word)) or bool(lemma and wn.synsets(lemma.lower()))
+
+
 def _inconsistent(
     tokens: Sequence[Token],
     replace: dict[int, str],
@@ -481,7 +489,8 @@ def _inconsistent(
     """Why the swap leaves a mention of a swapped person unswapped, or None: a first name
     (PERSON entity or a capitalised-in-corpus word) that no list maps, or a noun the
     reference corpus mostly writes capitalised (a surname in lower-cased text:
-    "soderbergh", "hoffman"), beside swapped pronouns or person nouns. A swap must not
+    "soderbergh", "hoffman") or that WordNet does not know ("gantz", "ozpetek"), beside
+    swapped pronouns or person nouns. A swap must not
     change a real person's gender, and which person a pronoun means cannot be told."""
     for j, tok in enumerate(tokens):
         if j in replace or not tok.text.isalpha():
@@ -495,6 +504,13 @@ def _inconsistent(
             return f"'{tok.text}' names a person whose name is not swapped"
         if tok.pos in ("PROPN", "NOUN") and low not in _stop_words() and ref.title_like(low):
             return f"'{tok.text}' is a name (written capitalised in the reference corpus) the swap leaves as it is"
+        if 0 < j < len(tokens) - 1 and tokens[j - 1].text == "[" and tokens[j + 1].text == "]":
+            # a critic's quote with the subject filled in: "[soderbergh] tends to ..."
+            return f"'[{tok.text}]' stands in for a person the quote names"
+        if tok.pos in ("PROPN", "NOUN") and len(low) > 2 and not _english_word(low, tok.lemma):
+            # "the dispassionate gantz brothers", "director ferzan ozpetek ... he": a word no
+            # dictionary lists beside a gendered word is most likely a person's name
+            return f"'{tok.text}' is no English word (not in WordNet): likely a name the swap leaves as it is"
     return None
 
 

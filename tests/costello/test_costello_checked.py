@@ -214,3 +214,18 @@ def test_a_substitute_already_in_the_sentence_is_refused(nlp):
     (clever,) = [v for v in out if v.replacement == "clever"]
     assert clever.check == "context_fit" and "already in the sentence" in clever.reason
     assert [v.replacement for v in out if not v.check] == ["witty"]
+
+
+def test_gender_swap_refused_beside_a_word_no_dictionary_lists(nlp):
+    """ "the dispassionate gantz brothers" are real people: "gantz" is in no dictionary,
+    so it is taken for a name, and the brothers are not swapped to sisters."""
+    ref = ref_of("the brothers .", "the sisters .", "a film .")
+    tokens, ents = run(nlp, "revealed by the dispassionate gantz brothers as ordinary .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check == "consistent" and "'gantz' is no English word" in v.reason
+    tokens, ents = run(nlp, "[ leigh ] draws wrenching performances from her actresses .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check == "consistent" and "'[leigh]' stands in for a person" in v.reason
+    tokens, ents = run(nlp, "revealed by the dispassionate brothers as ordinary .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check is None and "sisters" in v.text
