@@ -490,8 +490,8 @@ def _inconsistent(
     (PERSON entity or a capitalised-in-corpus word) that no list maps, or a noun the
     reference corpus mostly writes capitalised (a surname in lower-cased text:
     "soderbergh", "hoffman") or that WordNet does not know ("gantz", "ozpetek"), beside
-    swapped pronouns or person nouns. A swap must not
-    change a real person's gender, and which person a pronoun means cannot be told."""
+    swapped pronouns or person nouns. A swap must not change a real person's gender, and
+    which person a pronoun means cannot be told."""
     for j, tok in enumerate(tokens):
         if j in replace or not tok.text.isalpha():
             continue
