@@ -232,11 +232,20 @@ def generator_of(job: str, row: Mapping[str, Any]) -> str | None:
         meta = json.loads(raw) if isinstance(raw, str) and raw else {}
         return "s2lct_expansion" if meta.get("kind") == "expansion" else "s2lct_seed"
     if job == "costello":
+        if _given_triple(row):
+            return None  # a triple scored as given (the authors' released file, --triples), not generated
         name = f"costello_{str(row.get('capability') or '').lower()}"
         return name if name in GENERATORS else None
     method = row.get("method")  # a merged suite (checkray run): each row by its own method
     source = _JOB_OF_METHOD.get(method) if isinstance(method, str) else None
     return generator_of(source, row) if source and source != job else None
+
+
+def _given_triple(row: Mapping[str, Any]) -> bool:
+    """A COSTELLO row of a triple the run scored as given (``costello.triples`` or
+    ``--triples``: the provenance's generator is ``given``) rather than generated."""
+    provenance = row.get("provenance")
+    return isinstance(provenance, Mapping) and provenance.get("generator") == "given"
 
 
 # The test-case schema's ``method`` value -> the job that generates such cases.
