@@ -81,6 +81,7 @@ PAIR_CHECKS = tuple(c for c in CHECKS if c != "polarity")
 # Entity types of spaCy's NER that mark titles and names.
 _NAME_ENTS = {"PERSON", "WORK_OF_ART", "ORG", "GPE", "NORP", "FAC", "EVENT", "PRODUCT", "LOC", "LAW"}
 _QUOTES = {'"', "``", "''", "“", "”"}
+_SENTENCE_ENDS = {".", "!", "?", "...", ":"}
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -487,8 +488,9 @@ def _inconsistent(
     lower_names: dict[str, str],
 ) -> str | None:
     """Why the swap leaves a mention of a swapped person unswapped, or None: a first name
-    (PERSON entity or a capitalised-in-corpus word) that no list maps, or a noun the
-    reference corpus mostly writes capitalised (a surname in lower-cased text:
+    (PERSON entity or a capitalised-in-corpus word) that no list maps, a word capitalised
+    mid-sentence (cased text: a name or a title), or a noun the reference corpus mostly
+    writes capitalised (a surname in lower-cased text:
     "soderbergh", "hoffman") or that WordNet does not know ("gantz", "ozpetek"), beside
     swapped pronouns or person nouns. A swap must not change a real person's gender, and
     which person a pronoun means cannot be told."""
@@ -504,6 +506,9 @@ def _inconsistent(
             return f"'{tok.text}' names a person whose name is not swapped"
         if tok.pos in ("PROPN", "NOUN") and low not in _stop_words() and ref.title_like(low):
             return f"'{tok.text}' is a name (written capitalised in the reference corpus) the swap leaves as it is"
+        if j > 0 and tok.text[:1].isupper() and low != "i" and tokens[j - 1].text not in _SENTENCE_ENDS:
+            # cased text: "..., Silberling also trivializes" (spaCy: a verb), "in Talk to Her"
+            return f"'{tok.text}' is capitalised mid-sentence: a name or a title the swap leaves as it is"
         if 0 < j < len(tokens) - 1 and tokens[j - 1].text == "[" and tokens[j + 1].text == "]":
             # a critic's quote with the subject filled in: "[soderbergh] tends to ..."
             return f"'[{tok.text}]' stands in for a person the quote names"

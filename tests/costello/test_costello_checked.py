@@ -229,3 +229,15 @@ def test_gender_swap_refused_beside_a_word_no_dictionary_lists(nlp):
     tokens, ents = run(nlp, "revealed by the dispassionate brothers as ordinary .")
     (v,) = checked_gender_swap(tokens, ref, ents=ents)
     assert v.check is None and "sisters" in v.text
+
+
+def test_gender_swap_refused_beside_a_capitalised_word_in_cased_text(nlp):
+    """Cased text (SST-2): spaCy reads "Silberling" as a verb, but a word capitalised
+    mid-sentence is a name or a title ("in Talk to Her")."""
+    ref = ref_of("his film .", "her film .")
+    tokens, ents = run(nlp, "In his determination to lighten it , Silberling also trivializes the movie .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check == "consistent" and "'Silberling' is capitalised mid-sentence" in v.reason
+    tokens, ents = run(nlp, "In his determination to lighten it , the director also trivializes the movie .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check is None and v.text.startswith("In her determination")
