@@ -55,25 +55,14 @@ class Triple:
     suite: str | None = None  # None: the suite the job names (generated triples)
 
 
-# CR2's farther sentence must change the meaning noticeably (a correct gender swap is "no
-# change" under the fairness premise, so a same-strength synonym would make a tie): a
-# synonym whose polarity strength differs by at least this much, else the antonym.
-CR2_SHIFT = 0.25
-
-
+# CR2's farther sentence must change the meaning noticeably: a correct gender swap is "no
+# change" under the fairness premise, so a farther edit that keeps the meaning is a tie.
 def cr2_farther(variants: Sequence[Variant]) -> Variant | None:
-    """CR2's negative: the first antonym (a clear change of meaning), else the first
-    synonym of clearly different strength."""
-    from checkray.engine.lang.polarity import word_polarity
-
-    antonym = next((v for v in variants if v.op == "antonym"), None)
-    if antonym is not None:
-        return antonym
-    for v in variants:
-        if v.op == "synonym" and v.word and v.replacement:
-            if abs(word_polarity(v.word) - word_polarity(v.replacement)) >= CR2_SHIFT:
-                return v
-    return None
+    """CR2's negative: the first antonym, a clear change of meaning. A synonym of different
+    strength is not used: read one by one, those were the same judgement in other words
+    (horrible -> atrocious, healthy -> sound, collide -> clash), which makes the ordering a
+    tie."""
+    return next((v for v in variants if v.op == "antonym"), None)
 
 
 def combine(
@@ -264,7 +253,7 @@ def rejected_variants(
             check, reason = v.check, v.reason
             if not check and v.op == "gender" and seed.id not in with_cr2:
                 check = "cr2_farther"
-                reason = "no synonym of clearly different strength and no antonym passed the checks"
+                reason = "no antonym passed the checks, and CR2's farther sentence must change the meaning"
             if not check:
                 continue
             meta = {"seed_id": seed.id, "operator": v.op, "word": v.word, "replacement": v.replacement}
