@@ -506,6 +506,9 @@ def _inconsistent(
             return f"'{tok.text}' names a person whose name is not swapped"
         if tok.pos in ("PROPN", "NOUN") and low not in _stop_words() and ref.title_like(low):
             return f"'{tok.text}' is a name (written capitalised in the reference corpus) the swap leaves as it is"
+        if j == 0 and tok.pos == "PROPN" and tok.text[:1].isupper():
+            # a name that opens the sentence: "Bright seems amused ... he", "Bow 's best moments"
+            return f"'{tok.text}' opens the sentence as a proper noun: a name the swap leaves as it is"
         if j > 0 and tok.text[:1].isupper() and low != "i" and tokens[j - 1].text not in _SENTENCE_ENDS:
             # cased text: "..., Silberling also trivializes" (spaCy: a verb), "in Talk to Her"
             return f"'{tok.text}' is capitalised mid-sentence: a name or a title the swap leaves as it is"

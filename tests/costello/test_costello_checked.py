@@ -153,8 +153,12 @@ def test_gender_swap_refuses_a_partial_person_swap():
     ents = ["PERSON", "", "", "", "", ""]
     (v,) = checked_gender_swap(tokens, ref, ents=ents)
     assert v.check == "consistent" and "Spielberg" in v.reason
-    (v,) = checked_gender_swap(tokens, ref, ents=[""] * 6)  # no name: the pronoun alone is swapped
-    assert v.check is None and v.text.startswith("Spielberg said he loved")
+    # without the entity, the proper noun that opens the sentence still marks a name
+    (v,) = checked_gender_swap(tokens, ref, ents=[""] * 6)
+    assert v.check == "consistent" and "'Spielberg' opens the sentence" in v.reason
+    critics = [Token("Critics", " ", "NOUN", "NNS", "critic")] + tokens[1:]
+    (v,) = checked_gender_swap(critics, ref, ents=[""] * 6)  # no name: the pronoun alone is swapped
+    assert v.check is None and v.text.startswith("Critics said he loved")
 
 
 def test_profanity_the_seed_lacked_is_refused():
@@ -238,6 +242,9 @@ def test_gender_swap_refused_beside_a_capitalised_word_in_cased_text(nlp):
     tokens, ents = run(nlp, "In his determination to lighten it , Silberling also trivializes the movie .")
     (v,) = checked_gender_swap(tokens, ref, ents=ents)
     assert v.check == "consistent" and "'Silberling' is capitalised mid-sentence" in v.reason
+    tokens, ents = run(nlp, "Bright seems amused with this material , and he adds a few of his own touches .")
+    (v,) = checked_gender_swap(tokens, ref, ents=ents)
+    assert v.check == "consistent" and "'Bright' opens the sentence as a proper noun" in v.reason
     tokens, ents = run(nlp, "In his determination to lighten it , the director also trivializes the movie .")
     (v,) = checked_gender_swap(tokens, ref, ents=ents)
     assert v.check is None and v.text.startswith("In her determination")
