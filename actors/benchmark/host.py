@@ -124,4 +124,8 @@ class ModelHost:
             except Exception as exc:  # this model's failure, not the host's
                 out[name] = one_line(exc)
                 self.models.pop(name, None)
+                # Batches already queued still name it: they get this error again, not a
+                # "not loaded" that would hide the cause from whichever answer is read first.
+                labels, _, load_seconds = self.state[name]
+                self.state[name] = (labels, out[name], load_seconds)
         return out

@@ -33,6 +33,20 @@ def models_table(out: Path) -> dict[str, dict]:
 
 
 @pytest.mark.trusts_code
+def test_a_model_that_failed_gives_its_error_to_every_batch_already_queued():
+    """Batches are pipelined: those queued before a model's failure was read still name it.
+    Each must carry the cause, whichever answer the scheduler happens to read first (a
+    "not loaded" there once hid a NaN error when a host died and its models were rerun)."""
+    from checkray.actors.benchmark.host import ModelHost
+
+    host = ModelHost([model("garbage", "garbage_sentiment"), model("keyword", "keyword_sentiment")])
+    first = host.predict(["garbage", "keyword"], ["good", "bad"], None)
+    second = host.predict(["garbage", "keyword"], ["fine", "awful"], None)
+    assert "NaN" in first["garbage"] and second["garbage"] == first["garbage"]
+    assert second["keyword"].shape == (2, 2)
+
+
+@pytest.mark.trusts_code
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 def test_dying_hanging_and_garbage_models_fail_alone_and_are_retried(ray_session, tmp_path):
