@@ -25,6 +25,7 @@ template's ``{s}`` is the seed, other ``{name}`` fields are drawn from the wrapp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -308,6 +309,35 @@ def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] 
     if not any(is_polar(toks[j], corpus_polarity) for j in range(len(toks)) if j not in side):
         return "no polar word in the predicate the wrapper denies"
     return None
+
+
+def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | None = None) -> str | None:
+    """Why a seed a wrapper denies is not of one polarity (None: it is): a word whose
+    polarity is the opposite of ``label`` in a lexicon or, clearly, in the labeled corpus.
+    Denying a mixed description ("Would I call it a smart, arch and rather cold-blooded
+    comedy? No, I wouldn't.") says nothing a reader could call positive or negative."""
+    opposite = {"positive": "negative", "negative": "positive"}.get(label)
+    if opposite is None:
+        return None
+    for word in re.findall(r"[a-z][a-z'-]*[a-z]", text.lower()):
+        if _word_sign(word, corpus_polarity) == opposite:
+            return f"'{word}' is {opposite} in a {label} seed the wrapper denies (mixed: the denial says nothing clear)"
+    return None
+
+
+def _word_sign(word: str, corpus_polarity: Mapping[str, float] | None) -> str:
+    """A word's polarity: the sign of its lexicon values (VADER, AFINN, TextBlob) taken
+    together, else its clear polarity in the labeled corpus, else that of its hyphenated
+    parts ("cold-blooded")."""
+    values = list(polar_sources(word).values())
+    if not values:
+        corpus = (corpus_polarity or {}).get(word, 0.0)
+        values = [corpus] if abs(corpus) >= 0.5 else []
+    if not values and "-" in word:
+        signs = {_word_sign(part, corpus_polarity) for part in word.split("-") if part}
+        return next(iter(signs - {"neutral"})) if len(signs - {"neutral"}) == 1 else "neutral"
+    total = sum(values)
+    return "positive" if total > 0 else "negative" if total < 0 else "neutral"
 
 
 # A noun with one of these determiners names something the speaker takes as given

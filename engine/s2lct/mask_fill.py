@@ -102,13 +102,14 @@ def count_ngrams(
 
 
 def count_trigrams(sentences: Iterable[Sequence[Mapping[str, Any]]], keep: set[str]) -> Counter:
-    """Counts of lowercased word trigrams whose middle or last word is in ``keep`` (the
-    candidates): what the fills' context check reads ("a [main] character", "the [film] .")."""
+    """Counts of lowercased word trigrams with a word of ``keep`` (the candidates): what the
+    fills' context check reads on both sides ("a [main] character", "[main] character is",
+    "the [film] .")."""
     tri: Counter = Counter()
     for tokens in sentences:
         words = [t["t"].lower() for t in tokens if t["t"].strip()]
         for a, b, c in zip(words, words[1:], words[2:]):
-            if b in keep or c in keep:
+            if a in keep or b in keep or c in keep:
                 tri[f"{a} {b} {c}"] += 1
     return tri
 
@@ -134,8 +135,9 @@ def context_reason(
 ) -> str | None:
     """Why ``word`` does not fit where the ``mask_index``-th mask stands (None: it fits):
     never first (the wrapper, or the sentence start, precedes it) nor inside a hyphenated
-    word; both bigrams with its neighbours attested; and a trigram attested: (prev, word,
-    next) or, before punctuation or the end, (prev2, prev, word)."""
+    word; both bigrams with its neighbours attested; a trigram attested: (prev, word,
+    next) or, before punctuation or the end, (prev2, prev, word); and, when two words
+    follow, (word, next, next2)."""
     positions = [i for i, it in enumerate(items) if "mask" in it]
     p = positions[mask_index]
     if p == 0:
@@ -156,6 +158,13 @@ def context_reason(
     gram = context_gram(items, p, word)
     if not trigrams.get(gram):
         return f"'{gram}' unseen in the reference text"
+    # The word and the phrase it opens must fit together too: "a [quiet] film director",
+    # "all the [superficial] way through" are attested on the left only.
+    after2 = items[p + 2].get("t") if p + 2 < len(items) and "mask" not in items[p + 2] else None
+    if after2 is not None and any(ch.isalnum() for ch in after2):
+        right = f"{word.lower()} {nxt.lower()} {after2.lower()}"
+        if not trigrams.get(right):
+            return f"'{right}' unseen in the reference text"
     return None
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
-from checkray.engine.s2lct.fluent import denial_reason, fill_template, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import denial_reason, fill_template, mixed_reason, polarity_reason, seed_form
 from checkray.engine.s2lct.spec import CapabilitySpec, FluentWrapper, SearchRule, Transform, WordClass
 from checkray.engine.schema import case_id
 
@@ -315,9 +315,22 @@ def seed_checks(
     def polarity(row: dict) -> str | None:
         if row["label"] is None:
             return None
-        return polarity_reason(
+        why = polarity_reason(
             row["tokens"], row["text"], row["label"], neutral_label=neutral_label, corpus_polarity=corpus_polarity
         )
+        if why or row["label"] == neutral_label:
+            return why
+        if not row.get("core"):  # the found sentence is the seed
+            return mixed_reason(row["text"], row["label"], corpus_polarity)
+        # What the wrapper embeds may be a part of the sentence ("somewhat clumsy", from a
+        # review that goes on to praise): the case's label follows from that part, so it
+        # must carry the sentence's polarity itself.
+        # A mixed seed ("a smart, arch and rather cold-blooded comedy") leaves every
+        # wrapper's label unclear: a denial, a change of mind, an author against critics.
+        why = polarity_reason(None, row["core"], row["label"]) or mixed_reason(
+            row["core"], row["label"], corpus_polarity
+        )
+        return f"the embedded {row['form']} '{row['core']}': {why}" if why else None
 
     def denied_whole(row: dict) -> str | None:
         # a noun phrase ("Would I call it {s}?") is denied whole
@@ -328,7 +341,7 @@ def seed_checks(
         row_check(
             "seed-polarity",
             polarity,
-            "polar seeds: the sentence scores agree with the label; neutral: no polar word in any lexicon",
+            "polar seeds: the sentence scores agree with the label, in the whole sentence and in the part a wrapper embeds, and no word has the opposite polarity; neutral: no polar word in any lexicon",
         ),
     ]
     if wrapper is not None and wrapper.exclude_negated:  # the wrapper denies its seed

@@ -161,6 +161,17 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
         context_reason(items("a", "the", mask_at=1), 0, "main", lm, trigrams) == "not right before a noun or adjective"
     )
     assert context_reason(items("character", mask_at=0), 0, "main", lm, trigrams) == "first word of the sentence"
+    # With a word after the noun, the fill must open an attested phrase too: "a [main]
+    # character arc" is refused until "main character arc" is seen, "a [main] character ." is not.
+    lm.bi[("character", "arc")] = 1
+    assert "'main character arc' unseen" in context_reason(
+        items("a", "character", "arc", mask_at=1), 0, "main", lm, trigrams
+    )
+    assert (
+        context_reason(items("a", "character", "arc", mask_at=1), 0, "main", lm, trigrams | {"main character arc": 1})
+        is None
+    )
+    assert context_reason(items("a", "character", ".", mask_at=1), 0, "main", lm, trigrams) is None
     assert word_rejection(["not"]) == "negation"
     assert word_rejection(["never"]) == "negation"
     for word in ("twice", "still", "so", "second", "someone", "again"):
@@ -259,3 +270,32 @@ def test_a_denied_clause_carries_its_sentiment_in_its_predicate(nlp):
     ]:
         why = denial_reason(toks(nlp, text))
         assert why and f"'{word}' is presupposed" in why, (text, why)
+
+
+def test_a_seed_of_mixed_polarity_is_refused_and_its_embedded_part_must_carry_the_label(nlp, caps):
+    """Read wrong by a reviewer: "Would I call it a smart, arch and rather cold-blooded
+    comedy? No, I wouldn't." (mixed: the denial says nothing clear) and "Would I call it
+    somewhat clumsy? No, I wouldn't." (the review praised; the part embedded is negative)."""
+    from checkray.engine.case_checks import apply_checks
+    from checkray.engine.s2lct.fluent import mixed_reason
+    from checkray.engine.s2lct.search import seed_checks
+
+    assert "'cold-blooded' is negative" in mixed_reason("a smart , arch and rather cold-blooded comedy", "positive")
+    assert "'tepid' is negative" in mixed_reason("effective but tepid biopic", "positive", {"tepid": -0.8})
+    assert mixed_reason("a wonderful , funny and touching film", "positive") is None
+    assert mixed_reason("a dull and stereotypical tale", "neutral") is None  # neutral seeds have their own check
+
+    checks = seed_checks("neutral", caps["LC10"].fluent[0])
+    texts = [
+        "it's a wonderful , funny and touching film .",
+        "charming and witty , it's also somewhat clumsy .",
+        "it's a smart , arch and rather cold-blooded comedy .",
+    ]
+    rows = [{"id": t, "text": t, "label": "positive", "tokens": toks(nlp, t)} for t in texts]
+    out = apply_checks(rows, checks)
+    assert [r["core"] for r in out.kept] == ["a wonderful , funny and touching film"]
+    reasons = {r["id"]: (r["check"], r["reason"]) for r in out.rejected}
+    assert reasons[texts[1]][0] == "seed-polarity" and reasons[texts[1]][1].startswith(
+        "the embedded np 'somewhat clumsy'"
+    )
+    assert reasons[texts[2]][0] == "seed-polarity" and "'cold-blooded' is negative" in reasons[texts[2]][1]
