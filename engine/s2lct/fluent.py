@@ -248,7 +248,11 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
                 # "it's also extremely effective" -> "extremely effective" ("call it also ..." is not English)
                 while after and after[0]["pos"] == "ADV" and after[0]["t"].lower() in LEADING_ADVERBS:
                     after = after[1:]
-                if after and attrs and all(t["t"].lower() not in NEGATION_WORDS for t in after):
+                # A finite verb outside a relative clause is a second clause, which "call it
+                # ..." cannot take ("a travesty of the genre and even as spoof takes itself
+                # too seriously").
+                clause = any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in after)
+                if after and attrs and not clause and all(t["t"].lower() not in NEGATION_WORDS for t in after):
                     views["np"] = _text(after)
         return views, None
     if r["tag"] in ("NN", "NNS"):
@@ -379,12 +383,16 @@ def _subtree(tokens: Sequence[Token], i: int) -> list[int]:
 
 def past_tense(tokens: list[Token], root: int, kids: list[int]) -> list[Token] | None:
     """The clause with its main finite verb (or its first auxiliary) in the past tense,
-    for the verbs ``PAST`` knows; None when there is none to rewrite."""
+    for the verbs ``PAST`` knows; None when there is none to rewrite, or when another verb
+    outside a relative clause would stay in the present ("I thought that it was so
+    referential that the final product is a ghost")."""
     candidates = [j for j in kids if tokens[j]["dep"] in ("aux", "auxpass") and j < root] + [root]
     for j in candidates:
         tok = tokens[j]
         new = PAST.get(tok["t"].lower())
         if new and tok["tag"] in FINITE_TAGS:
+            if any(t["tag"] in ("VBZ", "VBP") and t["dep"] != "relcl" for k, t in enumerate(tokens) if k != j):
+                return None
             out = [dict(t) for t in tokens]
             # "it's" -> "it was": the clitic gets its own space back.
             if tok["t"].startswith("'") and j > 0:

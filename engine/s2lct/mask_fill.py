@@ -136,8 +136,8 @@ def context_reason(
     """Why ``word`` does not fit where the ``mask_index``-th mask stands (None: it fits):
     never first (the wrapper, or the sentence start, precedes it) nor inside a hyphenated
     word; both bigrams with its neighbours attested; a trigram attested: (prev, word,
-    next) or, before punctuation or the end, (prev2, prev, word); and, when two words
-    follow, (word, next, next2)."""
+    next) or, before punctuation or the end, (prev2, prev, word); and, before a compound
+    noun, (word, next, next2)."""
     positions = [i for i, it in enumerate(items) if "mask" in it]
     p = positions[mask_index]
     if p == 0:
@@ -158,11 +158,12 @@ def context_reason(
     gram = context_gram(items, p, word)
     if not trigrams.get(gram):
         return f"'{gram}' unseen in the reference text"
-    # The word and the phrase it opens must fit together too: "a [quiet] film director",
-    # "all the [superficial] way through" are attested on the left only.
-    after2 = items[p + 2].get("t") if p + 2 < len(items) and "mask" not in items[p + 2] else None
-    if after2 is not None and any(ch.isalnum() for ch in after2):
-        right = f"{word.lower()} {nxt.lower()} {after2.lower()}"
+    # Before a compound noun the word modifies the compound as a whole, which must be
+    # attested with it: "a [quiet] film director" is attested on the left only. Before a
+    # verb or preposition ("the [american] film suffers") the noun phrase has ended.
+    after2 = items[p + 2] if p + 2 < len(items) and "mask" not in items[p + 2] else None
+    if after2 is not None and after2.get("tag") in ("NN", "NNS"):
+        right = f"{word.lower()} {nxt.lower()} {after2['t'].lower()}"
         if not trigrams.get(right):
             return f"'{right}' unseen in the reference text"
     return None

@@ -53,6 +53,16 @@ def test_seed_forms_clause_noun_phrase_and_refusals(nlp):
     # "it's <predicate>": the predicate is what the film is (an "np" view besides the clause).
     views, why = seed_form(toks(nlp, "It's a smart, compelling drama."))
     assert why is None and views["np"] == "a smart, compelling drama"
+    # A second clause: no "np" view ("call it" cannot take it), no "past" view when a verb
+    # would stay in the present; a relative clause is part of the noun phrase.
+    views, _ = seed_form(
+        toks(nlp, "it's a travesty of the musical genre and even as spoof takes itself too seriously .")
+    )
+    assert set(views) == {"clause"}
+    views, _ = seed_form(toks(nlp, "this picture is so referential that the final product is a ghost ."))
+    assert set(views) == {"clause"}
+    views, _ = seed_form(toks(nlp, "it's a film that takes itself too seriously ."))
+    assert views["np"] == "a film that takes itself too seriously" and views["past"].startswith("it was a film")
     for text, reason in [
         ("The acting is great. The plot is not.", "several sentences"),
         ("Is this the worst film of the year?", "punctuation"),
@@ -161,16 +171,15 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
         context_reason(items("a", "the", mask_at=1), 0, "main", lm, trigrams) == "not right before a noun or adjective"
     )
     assert context_reason(items("character", mask_at=0), 0, "main", lm, trigrams) == "first word of the sentence"
-    # With a word after the noun, the fill must open an attested phrase too: "a [main]
-    # character arc" is refused until "main character arc" is seen, "a [main] character ." is not.
-    lm.bi[("character", "arc")] = 1
-    assert "'main character arc' unseen" in context_reason(
-        items("a", "character", "arc", mask_at=1), 0, "main", lm, trigrams
-    )
-    assert (
-        context_reason(items("a", "character", "arc", mask_at=1), 0, "main", lm, trigrams | {"main character arc": 1})
-        is None
-    )
+    # Before a compound noun the fill must be attested with the compound: "a [main]
+    # character arc" is refused until "main character arc" is seen; "a [main] character
+    # is" and "a [main] character ." are not (the noun phrase has ended).
+    lm.bi[("character", "arc")] = lm.bi[("character", "is")] = 1
+    compound = items("a", "character", "arc", mask_at=1)
+    compound[3]["tag"] = "NN"
+    assert "'main character arc' unseen" in context_reason(compound, 0, "main", lm, trigrams)
+    assert context_reason(compound, 0, "main", lm, trigrams | {"main character arc": 1}) is None
+    assert context_reason(items("a", "character", "is", mask_at=1), 0, "main", lm, trigrams) is None
     assert context_reason(items("a", "character", ".", mask_at=1), 0, "main", lm, trigrams) is None
     assert word_rejection(["not"]) == "negation"
     assert word_rejection(["never"]) == "negation"
