@@ -194,6 +194,7 @@ class ExpansionActor:
         parser: str = "auto",
         threads: int = 1,
         keep_columns: tuple[str, ...] = (),
+        corpus_polarity: dict[str, float] | None = None,
     ):
         import spacy
 
@@ -213,6 +214,7 @@ class ExpansionActor:
         self.reference = grammar.productions
         self.sampling = sampling
         self.keep_columns = keep_columns
+        self.corpus_polarity = corpus_polarity or {}
 
     def trials(self, items: list[dict], tags: list[str], *, whole: bool) -> list[Trial]:
         """The ranked fills of one masked sentence; ``whole``: tag the whole filled sentence
@@ -234,7 +236,7 @@ class ExpansionActor:
         kept = []
         items = masked.found["items"]
         for trial in self.trials(items, masked.found["tags"], whole=masked.rule is not None):
-            reason, detail = word_rejection(trial.words), ""
+            reason, detail = word_rejection(trial.words, self.corpus_polarity), ""
             if reason is None:
                 detail = nationality_reason(items, trial.words) or ""
                 reason = "identity" if detail else None
@@ -304,9 +306,10 @@ def _first_k(masked: list[Masked], k: int, keep: int) -> list[Masked]:
     return out
 
 
-def word_rejection(words: list[str]) -> str | None:
+def word_rejection(words: list[str], corpus_polarity: dict[str, float] | None = None) -> str | None:
     """Criterion 2 on the surface forms, before any tagging (the lemma is checked later):
-    polar in any lexicon (VADER, AFINN, TextBlob), a negator, or a word that changes the
+    polar in any lexicon (VADER, AFINN, TextBlob) or, clearly (|value| >= 0.5), in the
+    labeled corpora (``corpus_polarity``: "formulaic"), a negator, or a word that changes the
     claim without being polar (``NEVER_INSERT``: degree words, hedges, discourse markers),
     a profane or offensive word, or a word naming who a person is (``engine/lang/identity.py``)."""
     from checkray.engine.lang.identity import identity_word
@@ -314,6 +317,8 @@ def word_rejection(words: list[str]) -> str | None:
 
     for word in words:
         if polarity_class(word) != "neutral" or polar_sources(word):
+            return "polarity"
+        if abs((corpus_polarity or {}).get(word.lower(), 0.0)) >= 0.5:
             return "polarity"
         if offensive(word):
             return "profanity"

@@ -55,11 +55,21 @@ DEMONYMS = frozenset(
 )  # fmt: skip
 
 
+# People WordNet files elsewhere: "person" is its top category (noun.Tops), a cast or a
+# crew a group (noun.group). "the [japanese] cast" gives its actors a nationality too.
+PEOPLE_NOUNS = frozenset(
+    {"person", "persons", "people", "cast", "casts", "crew", "ensemble", "troupe", "family", "couple", "audience"}
+)
+
+
 @lru_cache(maxsize=4096)
 def is_person_noun(word: str) -> bool:
-    """A noun whose first WordNet senses name a person (man, director, brother, women)."""
+    """A noun whose first WordNet senses name a person (man, director, brother, women), or
+    one of ``PEOPLE_NOUNS``."""
     from checkray.engine.lang.wordnet import wordnet
 
+    if word.lower() in PEOPLE_NOUNS:
+        return True
     return any(s.lexname() == "noun.person" for s in wordnet().synsets(word.lower(), pos="n")[:2])
 
 

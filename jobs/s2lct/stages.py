@@ -264,6 +264,8 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
             parser_pipeline=s.pipeline,
             parser=s.parser,
             keep_columns=("case_id",),
+            # Words the labeled corpora use in one label ("formulaic") are polar though no lexicon says so.
+            corpus_polarity=labeled_polarity(s, ctx.input("parse", "search")) if s.wrappers == "fluent" else None,
         )
         # The expansion inserts into the seed sentence (``core``), never into the wrapper.
         seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity"]).rename_columns(
@@ -271,7 +273,7 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
         )
         return {"data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16)}
 
-    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])
+    return Stage("expand", run, inputs=("seeds", "grammar", "parse"), config=[s, seed])
 
 
 def suite_stage(s: S2lctConfig, seed: int) -> Stage:

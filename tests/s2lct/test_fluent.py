@@ -187,6 +187,11 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
         assert word_rejection([word]) == "function-word", word
     assert word_rejection(["hardly"]) is not None  # polar in a lexicon, and a degree word
     assert word_rejection(["tremendous"]) == "polarity"
+    # No lexicon lists "formulaic"; the labeled corpora use it in pans (read wrong: "Do I
+    # think that the [formulaic] plot grinds on ...? No" keeps the new blame standing).
+    assert word_rejection(["formulaic"]) is None
+    assert word_rejection(["formulaic"], {"formulaic": -0.58}) == "polarity"
+    assert word_rejection(["visual"], {"visual": 0.0}) is None
     assert word_rejection(["documentary"]) is None
     # a fill never adds who a person is (read off-capability: "a fat man", "white words")
     for word in ("white", "male", "Jewish", "elderly"):
@@ -199,6 +204,8 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
     assert "nationality" in nationality_reason(masked, ["japanese"])
     assert nationality_reason([{"t": "a"}, {"mask": "JJ"}, {"t": "film"}], ["japanese"]) is None
     assert nationality_reason(masked, ["quiet"]) is None
+    for people in ("cast", "person", "crew"):  # WordNet files these as a group or a top category
+        assert nationality_reason([{"t": "the"}, {"mask": "JJ"}, {"t": people}], ["japanese"]), people
 
 
 def test_rejected_fills_keep_their_reason_and_wrapped_text():
