@@ -259,6 +259,11 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
         # A finite verb outside a relative clause means a mis-parsed clause ("the potential remains unrealized").
         if any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in toks):
             return {}, "noun phrase with a finite verb"
+        # So does a plural noun right before a determiner: "top-notch action powers this
+        # romantic drama" is a clause whose verb was tagged as a noun.
+        for a, b in zip(toks, toks[1:]):
+            if a["tag"] == "NNS" and b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both"):
+                return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
         if len(_words(toks)) > 14:
             return {}, "long noun phrase"
         first = toks[0]["t"].lower()
@@ -299,6 +304,11 @@ def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] 
     subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
     if not subjects:
         return None  # a noun phrase: denied whole
+    for j in kids:
+        # "Do I think that it is amusing, and that's all it needs to be? No": whether the
+        # "no" takes the second clause too is anyone's guess.
+        if toks[j]["dep"] == "conj" and any(toks[k]["dep"] in SUBJECT_DEPS for k in _children(toks, j)):
+            return f"two coordinated clauses ('... {toks[j]['t']} ...'): the denial's scope is unclear"
     side = set(_subtree(toks, subjects[0]))
     for j in kids:
         if j < subjects[0] and toks[j]["dep"] not in ("aux", "auxpass", "neg", "punct"):

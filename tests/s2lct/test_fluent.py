@@ -72,6 +72,7 @@ def test_seed_forms_clause_noun_phrase_and_refusals(nlp):
         ("Go see it and enjoy.", "no subject"),
         ("a film about female friendship that men can embrace and women will talk about for hours .", "two subjects"),
         ("Say this for the soundtrack, it drowns out the dialogue.", "starts with the bare verb 'Say'"),
+        ("top-notch action powers this romantic drama .", "noun phrase with 'powers this'"),
     ]:
         views, why = seed_form(toks(nlp, text))
         assert not views and why.startswith(reason), (text, why)
@@ -272,7 +273,15 @@ def test_a_denied_clause_carries_its_sentiment_in_its_predicate(nlp):
         denial_reason(toks(nlp, "the film takes place in a town."))
         == "no polar word in the predicate the wrapper denies"
     )
+    # Two coordinated clauses: the "no" may or may not take the second one.
     for text in [
+        "it is amusing , and that's all it needs to be .",
+        "the emotion is impressively true for being so hot-blooded , and both leads are up to the task .",
+    ]:
+        why = denial_reason(toks(nlp, text))
+        assert why and why.startswith("two coordinated clauses"), (text, why)
+    for text in [
+        "the case is a convincing one , and should give anyone with a conscience reason to pause .",
         "the acting is superb.",
         "the cast delivers wonderful performances.",
         "the story drags.",
