@@ -27,6 +27,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -174,7 +176,11 @@ def run_yields(root: Path) -> dict[str, str]:
             n_seeds = len(
                 {r["text"] for g in ("costello_cr1", "costello_cr2", "costello_cr3") for r in units.get(g, [])}
             )
-            seeds = (cfg.get("costello") or {}).get("seeds") or n_seeds
+            # the seed sentences the run drew (the config's ``seeds`` is a cap the corpus may not fill)
+            drawn = run / "stages" / "seeds" / "seeds.parquet"
+            seeds = (
+                pq.read_metadata(drawn).num_rows if drawn.exists() else (cfg.get("costello") or {}).get("seeds")
+            ) or n_seeds
             for g in ("costello_cr1", "costello_cr2", "costello_cr3", "costello_cr4"):
                 ratio(g, len(units.get(g, [])), seeds, "seed sentence")
     return out
