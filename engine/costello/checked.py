@@ -480,6 +480,25 @@ def _english_word(word: str, lemma: str | None = None) -> bool:
     return bool(wn.synsets(word)) or bool(lemma and wn.synsets(lemma.lower()))
 
 
+_GENDER_DEFINITION_WORDS = frozenset(
+    {"female", "male", "woman", "man", "wife", "husband", "girl", "boy", "mother", "father"}
+)
+
+
+@lru_cache(maxsize=8192)
+def _gendered_noun(word: str, lemma: str) -> bool:
+    """A noun whose first WordNet sense is defined by a sex in its first four words: "a
+    female lion" (lioness), "a woman religious" (nun), "a man whose wife is dead" (widower)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    for form in dict.fromkeys((word, lemma)):
+        synsets = wordnet().synsets(form, pos="n")
+        if synsets:
+            head = synsets[0].definition().lower().replace(";", " ").split()[:4]
+            return bool(_GENDER_DEFINITION_WORDS.intersection(head))
+    return False
+
+
 def _inconsistent(
     tokens: Sequence[Token],
     replace: dict[int, str],
@@ -515,6 +534,9 @@ def _inconsistent(
         if 0 < j < len(tokens) - 1 and tokens[j - 1].text == "[" and tokens[j + 1].text == "]":
             # a critic's quote with the subject filled in: "[soderbergh] tends to ..."
             return f"'[{tok.text}]' stands in for a person the quote names"
+        if tok.pos == "NOUN" and _gendered_noun(low, (tok.lemma or low).lower()):
+            # "the lioness ... her cubs" -> "his cubs": a gendered word no pair list swaps
+            return f"'{tok.text}' is gendered and the swap has no counterpart for it"
         if tok.pos in ("PROPN", "NOUN") and len(low) > 2 and not _english_word(low, tok.lemma):
             # "the dispassionate gantz brothers", "director ferzan ozpetek ... he": a word no
             # dictionary lists beside a gendered word is most likely a person's name

@@ -226,6 +226,7 @@ SWAP_REFUSED = [
         (),
         "'Bright' opens the sentence as a proper noun",
     ),
+    ("the lioness fights for her cubs and his trainer .", (), "'lioness' is gendered"),
 ]
 SWAP_KEPT = [
     ("the director's best film since his debut .", "her debut"),
