@@ -33,7 +33,7 @@ from checkray.engine.errors import InputError
 from checkray.engine.lang.polarity import polar_sources, polarity_class
 from checkray.engine.s2lct.config import FillerConfig, filler_backend
 from checkray.engine.s2lct.fillers import FILLERS
-from checkray.engine.s2lct.fluent import polarity_reason
+from checkray.engine.s2lct.fluent import clear_corpus_polarity, polarity_reason
 from checkray.engine.s2lct.grammar import MaskSampling
 from checkray.engine.s2lct.mask_fill import (
     NEVER_INSERT,
@@ -318,7 +318,7 @@ def word_rejection(words: list[str], corpus_polarity: dict[str, float] | None = 
     for word in words:
         if polarity_class(word) != "neutral" or polar_sources(word):
             return "polarity"
-        if abs((corpus_polarity or {}).get(word.lower(), 0.0)) >= 0.5:
+        if clear_corpus_polarity(word, corpus_polarity):
             return "polarity"
         if offensive(word):
             return "profanity"

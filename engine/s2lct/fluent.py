@@ -277,6 +277,15 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
 CONTENT_POS = {"ADJ", "ADV", "NOUN", "VERB"}
 
 
+CLEAR_CORPUS_POLARITY = 0.5  # |value| from which a labeled corpus's word counts as polar
+
+
+def clear_corpus_polarity(word: str, corpus_polarity: Mapping[str, float] | None) -> float:
+    """The word's polarity in the labeled corpora when clear (|value| >= 0.5), else 0."""
+    value = (corpus_polarity or {}).get(word.lower(), 0.0)
+    return value if abs(value) >= CLEAR_CORPUS_POLARITY else 0.0
+
+
 def is_polar(tok: Token, corpus_polarity: Mapping[str, float] | None = None) -> bool:
     """A content word with a polarity in a lexicon (VADER, AFINN, TextBlob) or, clearly
     (|value| >= 0.5), in the labeled corpus."""
@@ -284,7 +293,7 @@ def is_polar(tok: Token, corpus_polarity: Mapping[str, float] | None = None) -> 
         return False
     if polar_sources(tok["t"], tok.get("lemma")):
         return True
-    return abs((corpus_polarity or {}).get(tok["t"].lower(), 0.0)) >= 0.5
+    return clear_corpus_polarity(tok["t"], corpus_polarity) != 0.0
 
 
 def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] | None = None) -> str | None:
@@ -345,9 +354,8 @@ def _word_sign(word: str, corpus_polarity: Mapping[str, float] | None) -> str:
     parts ("cold-blooded")."""
     values = list(polar_sources(word).values())
     if not values:
-        corpus = (corpus_polarity or {}).get(word, 0.0)
-        values = [corpus] if abs(corpus) >= 0.5 else []
-    if not values and "-" in word:
+        values = [clear_corpus_polarity(word, corpus_polarity)]
+    if not any(values) and "-" in word:
         signs = {_word_sign(part, corpus_polarity) for part in word.split("-") if part}
         return next(iter(signs - {"neutral"})) if len(signs - {"neutral"}) == 1 else "neutral"
     total = sum(values)

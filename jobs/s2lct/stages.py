@@ -220,6 +220,7 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
     def run(ctx: StageContext):
         proxy = bool(ctx.input("parse", "info").column("neutral_proxy")[0].as_py())
         searched = ctx.input("parse", "search")
+        polarity = labeled_polarity(s, searched) if s.wrappers == "fluent" else {}
         rows, rejected = checked_seed_rows(
             specs,
             searched,
@@ -229,11 +230,15 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
             neutral_proxy=proxy,
             neutral_label=s.neutral_label,
             wrappers=s.wrappers,
-            corpus_polarity=labeled_polarity(s, searched) if s.wrappers == "fluent" else None,
+            corpus_polarity=polarity or None,
         )
         if not rows:
             raise InputError("s2lct: no sentence of the corpus matches any capability's search rules")
-        return {"data": pa.Table.from_pylist(rows), "rejected": rejected_table(rejected)}
+        # The expansions read the same word polarities: computed once, published here.
+        polarity_table = pa.table(
+            {"word": pa.array(list(polarity), pa.string()), "value": pa.array(list(polarity.values()), pa.float64())}
+        )
+        return {"data": pa.Table.from_pylist(rows), "rejected": rejected_table(rejected), "polarity": polarity_table}
 
     return Stage("seeds", run, inputs=("parse",), config=[s, seed, list(specs)])
 
@@ -257,6 +262,9 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
             seed=seed,
             tries=s.mask_tries,
         )
+        # Words the labeled corpora use in one label ("formulaic") are polar though no lexicon
+        # says so (the seeds stage's table; empty with the paper's wrappers).
+        polarity = ctx.input("seeds", "polarity")
         kwargs = dict(
             filler=s.filler,
             grammar=grammar,
@@ -264,8 +272,7 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
             parser_pipeline=s.pipeline,
             parser=s.parser,
             keep_columns=("case_id",),
-            # Words the labeled corpora use in one label ("formulaic") are polar though no lexicon says so.
-            corpus_polarity=labeled_polarity(s, ctx.input("parse", "search")) if s.wrappers == "fluent" else None,
+            corpus_polarity=dict(zip(polarity.column("word").to_pylist(), polarity.column("value").to_pylist())),
         )
         # The expansion inserts into the seed sentence (``core``), never into the wrapper.
         seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity"]).rename_columns(
@@ -273,7 +280,7 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
         )
         return {"data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16)}
 
-    return Stage("expand", run, inputs=("seeds", "grammar", "parse"), config=[s, seed])
+    return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])
 
 
 def suite_stage(s: S2lctConfig, seed: int) -> Stage:
