@@ -43,6 +43,7 @@ from checkray.engine.s2lct.mask_fill import (
     context_words,
     cosine_scores,
     fill,
+    modifier_reason,
     negators,
     neighbours,
     pick_fills,
@@ -209,6 +210,7 @@ class ExpansionActor:
         self.keep = filler.keep
         # The filled word must be attested next to both neighbours in the reference text.
         self.ngram_check, self.ngram_min_count = filler.ngram_check, filler.ngram_min_count
+        self.modifier_check, self.compound_min_count = filler.modifier_check, filler.compound_min_count
         self.lm = BigramLM(grammar.unigrams, grammar.bigrams)
         self.trigrams = grammar.trigrams
         self.reference = grammar.productions
@@ -246,6 +248,9 @@ class ExpansionActor:
                     if detail:
                         reason = "ngram"
                         break
+            if reason is None and self.modifier_check:
+                detail = self.modifier_detail(items, masked.found["tags"], trial.words)
+                reason = "modifier" if detail else None
             if reason is None and self.min_score is not None and trial.score < self.min_score:
                 reason = "score"  # the paper keeps the suggestions its recommender is confident about
             if reason:
@@ -253,6 +258,14 @@ class ExpansionActor:
             else:
                 kept.append(trial)
         return kept
+
+    def modifier_detail(self, items: list[dict], tags: list[str], words: list[str]) -> str:
+        """Why one of ``words`` would do more than restrict its noun ("" when none would)."""
+        for j, (word, tag) in enumerate(zip(words, tags)):
+            why = modifier_reason(items, j, word, tag, self.lm, self.compound_min_count)
+            if why:
+                return why
+        return ""
 
     def validate(self, screened: list[tuple[Masked, Trial]]) -> None:
         """Tag every screened fill in one spaCy pass; keep those that pass the paper's checks."""

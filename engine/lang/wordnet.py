@@ -237,6 +237,43 @@ def is_multiword(words: list[str]) -> bool:
     return bool(wn.synsets(name)) or bool(wn.synsets(name.replace("_", "-")))
 
 
+# How WordNet glosses a relational (classifying) adjective: "french" is "of or relating to
+# France ...", "cinematic" "of or pertaining to ... the cinema".
+_RELATIONAL_GLOSS = (
+    "of or relating to",
+    "of or pertaining to",
+    "relating to",
+    "pertaining to",
+    "of or concerning",
+    "concerning",
+    "of or belonging to",
+    "belonging to",
+    "characteristic of",
+    "of or characteristic of",
+    "involving",
+)
+
+
+@lru_cache(maxsize=65536)
+def is_classifying_adjective(word: str, senses: int = 2) -> bool:
+    """Whether one of the first ``senses`` adjective senses of ``word`` is relational: a
+    pertainym of a noun (``cinematic`` -> cinema) or glossed "of or relating to ...".
+    Such an adjective sorts its noun into a kind ("a french film") instead of judging it
+    ("a deep film", "the ultimate movie"); a word WordNet lacks as an adjective is not one."""
+    w = word.lower()
+    for synset in wordnet().synsets(w, pos="a")[:senses]:
+        if synset.definition().lower().startswith(_RELATIONAL_GLOSS):
+            return True
+        if any(lemma.pertainyms() for lemma in synset.lemmas() if lemma.name().lower() == w):
+            return True
+    return False
+
+
+def is_noun(word: str) -> bool:
+    """Whether ``word``, or its regular singular, is a WordNet noun ("storylines")."""
+    return wordnet().morphy(word.lower(), "n") is not None
+
+
 # Glosses that mark a sense as offensive (WordNet writes "(ethnic slur)", "offensive term").
 _OFFENSIVE_GLOSS = (
     "offensive term",

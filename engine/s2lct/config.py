@@ -33,6 +33,11 @@ class FillerConfig(Section):
     # reference text with both neighbours ("gives see a", "central main character" are not).
     ngram_check: bool = True
     ngram_min_count: int = Field(default=1, ge=1)
+    # The fill must only restrict what its noun refers to (engine/s2lct/mask_fill.modifier_reason):
+    # a classifying adjective, no lexicalised compound, the (fill, noun) pair attested
+    # compound_min_count times, no fixed expression split.
+    modifier_check: bool = True
+    compound_min_count: int = Field(default=2, ge=1)
 
     @field_validator("backend")
     @classmethod

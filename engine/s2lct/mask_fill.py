@@ -169,6 +169,48 @@ def context_reason(
     return None
 
 
+def modifier_reason(
+    items: Sequence[Mapping[str, Any]],
+    mask_index: int,
+    word: str,
+    tag: str,
+    lm: BigramLM,
+    compound_min_count: int = 2,
+) -> str | None:
+    """Why ``word`` (Penn ``tag``) cannot modify the noun after the ``mask_index``-th mask
+    (None: it can). The fill must restrict what the noun refers to and nothing else:
+
+    * an adjective must classify (WordNet: relational, "a [french] film"); an evaluative one
+      judges the film the seed judged ("a [deep] movie", "the [ultimate] movie") or breaks
+      an idiom ("food for [deep] thought", "a feast for the [red] eyes");
+    * a noun must not make a lexicalised compound with the head, which names another
+      thing ("the [plot] lines" -> plotlines, "the [home] movies");
+    * the pair (fill, head) must be attested ``compound_min_count`` times: a pair seen
+      once is as likely one reviewer's quirk as English ("the [feature] actors");
+    * the fill must not split a multiword expression of the seed ("food for thought").
+    """
+    from checkray.engine.lang.wordnet import is_classifying_adjective, is_multiword, is_noun
+
+    p = [i for i, it in enumerate(items) if "mask" in it][mask_index]
+    words = [it.get("t", "") for it in items]
+    after = items[p + 1] if p + 1 < len(items) and "mask" not in items[p + 1] else {}
+    head = after["t"] if after.get("tag") in ("NN", "NNS", "JJ") else None  # what the fill modifies
+    if tag.startswith("JJ") and not is_classifying_adjective(word):
+        return f"'{word}' is not a classifying adjective (WordNet): it would judge, not sort, the noun"
+    if head is None:
+        return None
+    if tag.startswith("NN") and (is_multiword([word, head]) or is_noun(word + head)):
+        return f"'{word} {head}' is a lexicalised compound: it names something else than '{head}'"
+    if lm.bi.get((word.lower(), head.lower()), 0) < compound_min_count:
+        return f"'{word.lower()} {head.lower()}' seen fewer than {compound_min_count} times in the reference text"
+    for left in range(max(0, p - 3), p):
+        for right in range(p + 2, min(len(items), left + 5) + 1):  # at most 4 words besides the fill
+            span = [w for i, w in enumerate(words[left:right], start=left) if i != p]
+            if all(w.isalpha() for w in span) and is_multiword(span):
+                return f"'{' '.join(span)}' is a fixed expression: a word inside it breaks it"
+    return None
+
+
 def neighbours(items: Sequence[Mapping[str, Any]], mask_index: int) -> tuple[str | None, str | None]:
     """The tokens right before and after the ``mask_index``-th mask (None at the edges or
     next to another mask)."""

@@ -18,12 +18,21 @@ from checkray.engine.schema import case_id, make_cases
 
 # The checks every kept expansion passed (actors/s2lct/mask_filler.py), and the check
 # each rejection reason belongs to.
-FILL_CHECKS = ("fill-word", "fill-ngram", "fill-score", "fill-tag", "fill-rule", "fill-sentence-polarity")
+FILL_CHECKS = (
+    "fill-word",
+    "fill-ngram",
+    "fill-modifier",
+    "fill-score",
+    "fill-tag",
+    "fill-rule",
+    "fill-sentence-polarity",
+)
 FILL_CHECK_OF = {
     "polarity": "fill-word",
     "negation": "fill-word",
     "function-word": "fill-word",
     "ngram": "fill-ngram",
+    "modifier": "fill-modifier",
     "score": "fill-score",
     "tag": "fill-tag",
     "tokenization": "fill-tag",

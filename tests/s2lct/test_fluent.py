@@ -11,7 +11,7 @@ import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
 from checkray.engine.s2lct.fluent import corpus_polar_words, denial_reason, polarity_reason, seed_form
-from checkray.engine.s2lct.mask_fill import BigramLM, context_reason
+from checkray.engine.s2lct.mask_fill import BigramLM, context_reason, modifier_reason
 from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
 from checkray.engine.s2lct.spec import load_capabilities
 
@@ -207,6 +207,29 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
     assert nationality_reason(masked, ["quiet"]) is None
     for people in ("cast", "person", "crew"):  # WordNet files these as a group or a top category
         assert nationality_reason([{"t": "the"}, {"mask": "JJ"}, {"t": people}], ["japanese"]), people
+
+
+def test_a_fill_may_only_restrict_its_noun():
+    """Read wrong in annotated expansions: "a [deep] movie", "the [ultimate] price of a
+    ticket" (judging adjectives), "the [plot] lines" (a lexicalised compound), "the
+    [feature] actors" (a pair seen once), "food for [deep] thought" (a split idiom)."""
+    counts = {("french", "film"): 5, ("deep", "movie"): 3, ("feature", "actors"): 1, ("plot", "lines"): 13}
+    counts |= {("story", "arc"): 4, ("deep", "thought"): 3, ("french", "thought"): 3}
+    lm = BigramLM({}, counts)
+
+    def items(*words, tags=None):
+        tags = tags or {}
+        return [{"mask": "JJ", "ws": " "} if w == "_" else {"t": w, "ws": " ", "tag": tags.get(w, "NN")} for w in words]
+
+    assert modifier_reason(items("a", "_", "film", "about", "love"), 0, "french", "JJ", lm) is None
+    assert "not a classifying adjective" in modifier_reason(items("a", "_", "movie"), 0, "deep", "JJ", lm)
+    assert "not a classifying adjective" in modifier_reason(items("the", "_", "price"), 0, "ultimate", "JJ", lm)
+    assert "lexicalised compound" in modifier_reason(items("the", "_", "lines"), 0, "plot", "NN", lm)
+    assert modifier_reason(items("the", "_", "arc"), 0, "story", "NN", lm) is None
+    assert "fewer than 2 times" in modifier_reason(items("the", "_", "actors"), 0, "feature", "NN", lm)
+    assert modifier_reason(items("the", "_", "actors"), 0, "feature", "NN", lm, compound_min_count=1) is None
+    split = items("offers", "food", "for", "_", "thought")
+    assert "fixed expression" in modifier_reason(split, 0, "french", "JJ", lm)
 
 
 def test_rejected_fills_keep_their_reason_and_wrapped_text():
