@@ -73,7 +73,8 @@ class OfflineFiller:
         # Words an expansion may never insert (polar, negators, degree words, hedges ...)
         # are not candidates at all, so the best-ranked candidates are all insertable.
         words = {
-            tag: [w for w, _ in entries if word_rejection([w]) is None] for tag, entries in grammar.vocabulary.items()
+            tag: [w for w, _ in entries if word_rejection([w]) is None and self.may_modify(w, tag, filler)]
+            for tag, entries in grammar.vocabulary.items()
         }
         self.words = {tag: ws for tag, ws in words.items() if ws}
         self.vectors = {tag: np.stack([self.vector(w) for w in ws]) for tag, ws in self.words.items()}
@@ -83,6 +84,14 @@ class OfflineFiller:
     @classmethod
     def preflight(cls, filler: FillerConfig) -> None:
         """Nothing beyond the spaCy pipeline, which the job resolves for every backend."""
+
+    @staticmethod
+    def may_modify(word: str, tag: str, filler: FillerConfig) -> bool:
+        """Whether the modifier check could keep ``word`` at all: an adjective must classify
+        (``mask_fill.modifier_reason``), so judging ones are not candidates either."""
+        from checkray.engine.lang.wordnet import is_classifying_adjective
+
+        return not (filler.modifier_check and tag.startswith("JJ")) or is_classifying_adjective(word)
 
     def vector(self, word: str) -> np.ndarray:
         lex = self.nlp.vocab[word]

@@ -230,6 +230,15 @@ def test_a_fill_may_only_restrict_its_noun():
     assert modifier_reason(items("the", "_", "actors"), 0, "feature", "NN", lm, compound_min_count=1) is None
     split = items("offers", "food", "for", "_", "thought")
     assert "fixed expression" in modifier_reason(split, 0, "french", "JJ", lm)
+    # The offline filler does not even offer a judging adjective as a candidate.
+    from checkray.actors.s2lct.mask_filler import OfflineFiller
+    from checkray.engine.s2lct.config import FillerConfig
+
+    assert OfflineFiller.may_modify("french", "JJ", FillerConfig()) and OfflineFiller.may_modify(
+        "deep", "NN", FillerConfig()
+    )
+    assert not OfflineFiller.may_modify("deep", "JJ", FillerConfig())
+    assert OfflineFiller.may_modify("deep", "JJ", FillerConfig(modifier_check=False))
 
 
 def test_rejected_fills_keep_their_reason_and_wrapped_text():
