@@ -334,6 +334,35 @@ def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] 
     return None
 
 
+TOP_DEGREE = 0.75  # mean lexicon value (each source in [-1, 1]) of a word at the top of its scale
+SUPERLATIVE_TAGS = {"JJS", "RBS"}
+
+
+def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
+    """Why denying the embedded ``core`` does not give the opposite verdict (None: it does):
+    it claims the top of a scale. "Would I call it a masterpiece? No" or "not the best
+    of his comedies" only takes back the top degree and leaves room for good (a scalar
+    implicature), as "not brilliant" does; "not good" is a pan. A top-degree word is a
+    superlative with a polar word (itself or the adjective it heads: "the most repellent")
+    or a polar word whose lexicon values average |v| >= ``TOP_DEGREE`` ("masterpiece",
+    "brilliant", "outstanding"; "great", "impressive" and "good" stay below)."""
+    words = set(re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()))
+    toks = [t for t in tokens if t["t"].lower() in words]
+    for i, t in enumerate(toks):
+        values = list(polar_sources(t["t"].lower()).values()) or list(
+            polar_sources(t.get("lemma", "").lower()).values()
+        )
+        if values and abs(sum(values) / len(values)) >= TOP_DEGREE:
+            return f"'{t['t']}' is the top of its scale: denying it leaves room for the same verdict, weaker"
+        if t.get("tag") in SUPERLATIVE_TAGS:
+            nxt = toks[i + 1] if i + 1 < len(toks) else None
+            heads_polar = nxt is not None and nxt.get("tag", "").startswith("JJ") and polar_sources(nxt["t"].lower())
+            # "most" and "least" are superlatives of the adjective they head ("most people": none)
+            if heads_polar or (values and t["t"].lower() not in ("most", "least")):
+                return f"superlative '{t['t']}': denying it leaves room for the same verdict, weaker"
+    return None
+
+
 def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | None = None) -> str | None:
     """Why a seed a wrapper denies is not of one polarity (None: it is): a word whose
     polarity is the opposite of ``label`` in a lexicon or, clearly, in the labeled corpus.

@@ -20,7 +20,14 @@ import pyarrow as pa
 
 from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
-from checkray.engine.s2lct.fluent import denial_reason, fill_template, mixed_reason, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import (
+    degree_reason,
+    denial_reason,
+    fill_template,
+    mixed_reason,
+    polarity_reason,
+    seed_form,
+)
 from checkray.engine.s2lct.spec import CapabilitySpec, FluentWrapper, SearchRule, Transform, WordClass
 from checkray.engine.schema import case_id
 
@@ -334,7 +341,8 @@ def seed_checks(
 
     def denied_whole(row: dict) -> str | None:
         # a noun phrase ("Would I call it {s}?") is denied whole
-        return denial_reason(row["tokens"], corpus_polarity) if row.get("form") in ("clause", "past") else None
+        why = denial_reason(row["tokens"], corpus_polarity) if row.get("form") in ("clause", "past") else None
+        return why or degree_reason(row["tokens"], row.get("core") or row["text"])
 
     checks = [
         row_check("seed-form", form, "one sentence; wrapped seeds: a clause or noun phrase the wrapper embeds"),
@@ -349,7 +357,7 @@ def seed_checks(
             row_check(
                 "seed-denied-whole",
                 denied_whole,
-                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject",
+                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject, and is not the top of its scale",
             )
         )
     return checks

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
-from checkray.engine.s2lct.fluent import corpus_polar_words, denial_reason, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import corpus_polar_words, degree_reason, denial_reason, polarity_reason, seed_form
 from checkray.engine.s2lct.mask_fill import BigramLM, context_reason, modifier_reason
 from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
 from checkray.engine.s2lct.spec import load_capabilities
@@ -98,7 +98,7 @@ def test_polar_words_are_refused_as_neutral(nlp):
 
 def test_fluent_wrappers_on_a_clause_and_on_a_fragment(nlp, caps):
     pairs = [
-        ("The acting is wonderful.", "positive"),
+        ("The acting is good.", "positive"),
         ("A beautiful and moving story.", "positive"),
         ("The plot is dull and boring.", "negative"),
         ("A terrible waste of time.", "negative"),
@@ -108,9 +108,9 @@ def test_fluent_wrappers_on_a_clause_and_on_a_fragment(nlp, caps):
     specs = [caps[k] for k in ("LC9", "LC10", "LC3", "LC6")]
     rows, rejected = checked_seed_rows(specs, table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
     texts = {(r["capability_id"], r["text"], r["label"]) for r in rows}
-    assert ("LC9", "Do I think that the acting is wonderful? Yes, I do.", "positive") in texts
+    assert ("LC9", "Do I think that the acting is good? Yes, I do.", "positive") in texts
     assert ("LC9", "Would I call it a beautiful and moving story? Yes, I would.", "positive") in texts
-    assert ("LC10", "Do I think that the acting is wonderful? No, I don't.", "negative") in texts
+    assert ("LC10", "Do I think that the acting is good? No, I don't.", "negative") in texts
     assert ("LC6", "I thought it would be a terrible waste of time, but it wasn't.", "positive") in texts or (
         "LC6",
         "I expected a terrible waste of time, but that's not what I got.",
@@ -132,7 +132,7 @@ def test_fluent_wrappers_on_a_clause_and_on_a_fragment(nlp, caps):
     assert mixed and all(r["check"] == "seed-form" and "contrast word" in r["reason"] for r in mixed)
     # The expansion inserts into the seed sentence (core), then the wrapper is put back.
     r = next(r for r in rows if r["text"].startswith("Do I think that the acting"))
-    assert r["core"] == "the acting is wonderful" and r["wrap"].replace("{s}", r["core"]) == r["text"]
+    assert r["core"] == "the acting is good" and r["wrap"].replace("{s}", r["core"]) == r["text"]
 
 
 def test_paper_wording_is_still_available(nlp, caps):
@@ -207,6 +207,23 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
     assert nationality_reason(masked, ["quiet"]) is None
     for people in ("cast", "person", "crew"):  # WordNet files these as a group or a top category
         assert nationality_reason([{"t": "the"}, {"mask": "JJ"}, {"t": people}], ["japanese"]), people
+
+
+def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
+    """Read wrong under denying wrappers: "Would I call it a masterpiece four years in the
+    making? No" (not a pan), "... brilliant as the conflicted daniel? No", "the leanest
+    and meanest of solondz's comedies? No"; "not good" and "not impressive" are pans."""
+    for text in (
+        "a masterpiece four years in the making",
+        "ryan gosling is , in a word , brilliant as the conflicted daniel",
+        "one of the outstanding thrillers of recent years",
+        "the leanest and meanest of solondz's misanthropic comedies",
+        "the most repellent movie of 2002",
+        "the worst film of the year",
+    ):
+        assert degree_reason(toks(nlp, text), text), text
+    for text in ("the acting is good", "it is impressive", "it is a great film", "most people will like it"):
+        assert degree_reason(toks(nlp, text), text) is None, text
 
 
 def test_a_fill_may_only_restrict_its_noun():
@@ -344,13 +361,13 @@ def test_a_seed_of_mixed_polarity_is_refused_and_its_embedded_part_must_carry_th
 
     checks = seed_checks("neutral", caps["LC10"].fluent[0])
     texts = [
-        "it's a wonderful , funny and touching film .",
+        "it's a good , funny and touching film .",
         "charming and witty , it's also somewhat clumsy .",
         "it's a smart , arch and rather cold-blooded comedy .",
     ]
     rows = [{"id": t, "text": t, "label": "positive", "tokens": toks(nlp, t)} for t in texts]
     out = apply_checks(rows, checks)
-    assert [r["core"] for r in out.kept] == ["a wonderful , funny and touching film"]
+    assert [r["core"] for r in out.kept] == ["a good , funny and touching film"]
     reasons = {r["id"]: (r["check"], r["reason"]) for r in out.rejected}
     assert reasons[texts[1]][0] == "seed-polarity" and reasons[texts[1]][1].startswith(
         "the embedded np 'somewhat clumsy'"
