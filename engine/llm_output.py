@@ -80,7 +80,30 @@ def clean_output(text: str) -> str:
 
 def artefact_reason(text: str) -> str | None:
     m = _ARTEFACT.search(text or "")
-    return f"prompt/reasoning label {m.group(0)!r} left in the text" if m else None
+    return f"prompt/reasoning label {m.group(0)!r} left in the text" if m else unfinished_reason(text)
+
+
+# Words no English sentence ends on: articles, prepositions, conjunctions, possessives.
+_NEVER_LAST = frozenset(
+    "a an the of to in on at for with by from into onto than and or nor but because although whose "
+    "their its our my your".split()
+)
+_ARTICLES = frozenset({"a", "an", "the"})
+_FINAL = re.compile(r"[.!?…\"'”’)\]]$")
+
+
+def unfinished_reason(text: str) -> str | None:
+    """Why ``text`` reads as cut off (None: it does not): no final punctuation and a last
+    word no sentence ends on, or an article right before it ("He has been working on a
+    new"): the generation stopped at its token limit, mid-phrase."""
+    text = (text or "").strip()
+    words = re.findall(r"[A-Za-z']+", text)
+    if not words or _FINAL.search(text):
+        return None
+    last, before = words[-1].lower(), (words[-2].lower() if len(words) > 1 else "")
+    if last in _NEVER_LAST or before in _ARTICLES:
+        return f"cut off mid-phrase ('... {' '.join(words[-2:])}')"
+    return None
 
 
 # ------------------------------------------------------------------------ overlap
@@ -288,7 +311,9 @@ Row = Mapping[str, Any]
 
 def artefact_check() -> Check:
     return row_check(
-        "artefact", lambda r: artefact_reason(r["text"]) or artefact_reason(r.get("text_pair") or ""), "label left in"
+        "artefact",
+        lambda r: artefact_reason(r["text"]) or artefact_reason(r.get("text_pair") or ""),
+        "label left in, or cut off mid-phrase",
     )
 
 

@@ -49,3 +49,12 @@ def test_a_negated_negative_word_never_makes_a_sentence_negative():
         assert reason is not None and "cannot make it negative" in reason, text
     for text in ("The plot is not exciting.", "The movie is not bad, it is terrible.", "The plot wasn't great."):
         assert polarity_reason(text, "negative") is None, text
+
+
+def test_a_generation_cut_off_mid_phrase_is_an_artefact():
+    """Read in the demo's MFT cases (final annotation of b42cd49): "Lame comedy, a comedy
+    that is not funny. He has been working on a new" (the answer hit its token limit)."""
+    assert "cut off" in artefact_reason("Lame comedy, a comedy that is not funny. He has been working on a new")
+    assert "cut off" in artefact_reason("The story is good and")
+    for text in ("Lame comedy", "The plot is dull.", "I loved her", '"Great fun"', "It was a joy (mostly)"):
+        assert artefact_reason(text) is None, text
