@@ -336,6 +336,13 @@ def denial_reason(tokens: Sequence[Token], corpus_polarity: Mapping[str, float] 
 
 TOP_DEGREE = 0.75  # mean lexicon value (each source in [-1, 1]) of a word at the top of its scale
 SUPERLATIVE_TAGS = {"JJS", "RBS"}
+# Maximizers (Quirk et al.'s degree adverbs that put their word at the end of the scale,
+# unlike boosters such as "very" or "really": "not very good" is a pan, "not extremely
+# unpleasant" is not praise).
+MAXIMIZERS = frozenset(
+    "absolutely completely entirely extremely fully perfectly thoroughly totally utterly incredibly "
+    "infinitely unbelievably exceptionally".split()
+)
 
 
 def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
@@ -345,7 +352,8 @@ def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
     implicature), as "not brilliant" does; "not good" is a pan. A top-degree word is a
     superlative with a polar word (itself or the adjective it heads: "the most repellent")
     or a polar word whose lexicon values average |v| >= ``TOP_DEGREE`` ("masterpiece",
-    "brilliant", "outstanding"; "great", "impressive" and "good" stay below)."""
+    "brilliant", "outstanding"; "great", "impressive" and "good" stay below), or a polar
+    word after a maximizer ("extremely unpleasant", "utterly painful")."""
     words = set(re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()))
     toks = [t for t in tokens if t["t"].lower() in words]
     for i, t in enumerate(toks):
@@ -354,6 +362,9 @@ def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
         )
         if values and abs(sum(values) / len(values)) >= TOP_DEGREE:
             return f"'{t['t']}' is the top of its scale: denying it leaves room for the same verdict, weaker"
+        prev = toks[i - 1]["t"].lower() if i else ""
+        if values and prev in MAXIMIZERS:
+            return f"'{prev} {t['t']}' is the top of its scale: denying it leaves room for the same verdict, weaker"
         if t.get("tag") in SUPERLATIVE_TAGS:
             nxt = toks[i + 1] if i + 1 < len(toks) else None
             heads_polar = nxt is not None and nxt.get("tag", "").startswith("JJ") and polar_sources(nxt["t"].lower())

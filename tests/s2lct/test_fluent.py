@@ -220,9 +220,16 @@ def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
         "the leanest and meanest of solondz's misanthropic comedies",
         "the most repellent movie of 2002",
         "the worst film of the year",
+        "an extremely unpleasant film",
     ):
         assert degree_reason(toks(nlp, text), text), text
-    for text in ("the acting is good", "it is impressive", "it is a great film", "most people will like it"):
+    for text in (
+        "the acting is good",
+        "it is impressive",
+        "it is a great film",
+        "most people will like it",
+        "a very dull film",
+    ):
         assert degree_reason(toks(nlp, text), text) is None, text
 
 
