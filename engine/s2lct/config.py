@@ -80,7 +80,11 @@ class S2lctConfig(JobSection):
 
     capabilities: list[str] = Field(default_factory=list)  # spec files/folders; empty: configs/s2lct
     search_sample: Optional[int] = Field(default=None, ge=1)  # corpus sentences searched (None: all)
-    neutral_proxy: bool = True  # corpus without neutral labels: no polar word = neutral
+    # A corpus without neutral labels (SST-2, Rotten Tomatoes) labels every sentence polar:
+    # with the proxy on, a sentence no lexicon finds polar stands for neutral anyway, and
+    # read by people those were not neutral ("a sudsy cautionary tale", "boisterous and
+    # daft documentary"). Off: LC1/LC5 get no seeds from such a corpus, and the report says so.
+    neutral_proxy: bool = False
     neutral_label: str = "neutral"
     max_seeds: int = Field(default=50, ge=1)  # per capability (the paper: 50)
     # fluent: the capabilities' fluent wrappers around checked seeds (docs/s2lct.md);

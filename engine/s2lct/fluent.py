@@ -195,6 +195,33 @@ def form_reason(tokens: Sequence[Token], *, max_words: int = 20) -> str | None:
     return None
 
 
+def _with_aux(toks: Sequence[Token], root: int, kids: list[int]) -> list[int]:
+    """The root's children and those of its auxiliaries (a misparse hangs a subject there)."""
+    out = list(kids)
+    for j in kids:
+        if toks[j]["dep"] in ("aux", "auxpass"):
+            out += _children(toks, j)
+    return out
+
+
+def is_comparative(tok: Token) -> bool:
+    """A comparative adjective or adverb: tagged so, or an -er form WordNet's regular rules
+    reduce to another adjective (spaCy tags "stupider" as a noun)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    if tok.get("tag") in ("JJR", "RBR"):
+        return True
+    word = tok["t"].lower()
+    base = wordnet().morphy(word, "a") if word.endswith("er") else None
+    return base is not None and base != word
+
+
+def names_people(noun: str) -> bool:
+    from checkray.engine.lang.identity import is_person_noun
+
+    return is_person_noun(noun)
+
+
 def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str, str], str | None]:
     """The views of a found sentence a wrapper can embed: ``clause`` (embedded clause
     text), ``past`` (the clause with its first finite verb in the past tense, when one
@@ -210,6 +237,12 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
     r = toks[root]
     kids = _children(toks, root)
     views: dict[str, str] = {}
+    heads = [root] + [j for j in kids if toks[j]["dep"] in ("attr", "acomp")]
+    compared = next((toks[j]["t"] for j in heads if is_comparative(toks[j])), None)
+    if compared and not any(t["t"].lower() == "than" for t in toks):
+        # "Would I call it stupider?": stupider than what? The standard was in the review's
+        # sentence before.
+        return {}, f"comparative '{compared}' without its standard ('than ...')"
     if r["pos"] in ("VERB", "AUX"):
         subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
         finite = r["tag"] in FINITE_TAGS or any(
@@ -221,6 +254,14 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
             # "a film about friendship that men can embrace and women will talk about":
             # a noun phrase misparsed as a clause, which "Do I think that ...?" cannot embed
             return {}, "two subjects of one verb (a noun phrase misparsed as a clause)"
+        relative = [j for j in _with_aux(toks, root, kids) if toks[j]["tag"] in ("WDT", "WP")]
+        if any(toks[j]["dep"] in SUBJECT_DEPS for j in relative):
+            # "a remarkable film that appears destined to become a landmark": the relative
+            # pronoun is the subject, so the sentence is a noun phrase with a relative clause
+            return (
+                {},
+                f"relative pronoun '{toks[relative[0]]['t']}' as the subject (a noun phrase misparsed as a clause)",
+            )
         if toks[0]["tag"] == "VB":
             return {}, f"starts with the bare verb '{toks[0]['t']}' (an imperative)"
         if not finite:
@@ -252,7 +293,14 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
                 # ..." cannot take ("a travesty of the genre and even as spoof takes itself
                 # too seriously").
                 clause = any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in after)
-                if after and attrs and not clause and all(t["t"].lower() not in NEGATION_WORDS for t in after):
+                people = any(toks[j]["pos"] == "NOUN" and names_people(toks[j]["t"]) for j in attrs)
+                if (
+                    after
+                    and attrs
+                    and not clause
+                    and not people
+                    and all(t["t"].lower() not in NEGATION_WORDS for t in after)
+                ):
                     views["np"] = _text(after)
         return views, None
     if r["tag"] in ("NN", "NNS"):
@@ -266,6 +314,9 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
                 return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
         if len(_words(toks)) > 14:
             return {}, "long noun phrase"
+        if names_people(r["t"]):
+            # "Would I call it a dream cast of solid female talent?": "it" is the film
+            return {}, f"noun phrase naming people ('{r['t']}'), which 'it' (the film) is not"
         first = toks[0]["t"].lower()
         if first in {"a", "an", "the", "this", "another"} or (r["tag"] == "NNS" and toks[0]["pos"] == "ADJ"):
             views["np"] = _text(_lower_first(toks))
@@ -341,7 +392,7 @@ SUPERLATIVE_TAGS = {"JJS", "RBS"}
 # unpleasant" is not praise).
 MAXIMIZERS = frozenset(
     "absolutely completely entirely extremely fully perfectly thoroughly totally utterly incredibly "
-    "infinitely unbelievably exceptionally".split()
+    "infinitely unbelievably exceptionally amazingly remarkably extraordinarily supremely".split()
 )
 
 

@@ -209,6 +209,26 @@ def test_fill_checks_refuse_unattested_context_and_function_words():
         assert nationality_reason([{"t": "the"}, {"mask": "JJ"}, {"t": people}], ["japanese"]), people
 
 
+def test_seeds_that_only_read_right_inside_their_review_are_refused(nlp):
+    """Read wrong at size (SST-2): "Do I think that a fast-moving and remarkable film that
+    appears destined to become a landmark ...?" (a noun phrase), "Would I call it
+    stupider?" (than what?), "Would I call it a dream cast of solid female talent ...?"
+    (the film is not a cast)."""
+    cases = {
+        "A fast-moving and remarkable film that appears destined to become a landmark in Japanese animation .": "relative pronoun 'that'",
+        "stupider .": "comparative 'stupider' without its standard",
+        "it is stupider .": "comparative 'stupider' without its standard",
+        "A dream cast of solid female talent who build a seamless ensemble .": "naming people ('cast')",
+    }
+    for text, why in cases.items():
+        views, reason = seed_form(toks(nlp, text))
+        assert not views and why in reason, (text, reason)
+    views, reason = seed_form(toks(nlp, "it is better than the first one ."))
+    assert reason is None and views["np"] == "better than the first one"
+    views, reason = seed_form(toks(nlp, "the film is a gift to anyone who loves dance ."))
+    assert reason is None and views["np"] == "a gift to anyone who loves dance"
+
+
 def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
     """Read wrong under denying wrappers: "Would I call it a masterpiece four years in the
     making? No" (not a pan), "... brilliant as the conflicted daniel? No", "the leanest
@@ -221,6 +241,7 @@ def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
         "the most repellent movie of 2002",
         "the worst film of the year",
         "an extremely unpleasant film",
+        "a cop story that understands the medium amazingly well",
     ):
         assert degree_reason(toks(nlp, text), text), text
     for text in (

@@ -59,6 +59,9 @@ def write_config(path, **s2lct):
         # The machinery on 40 sentences: the paper's wrappers (the fluent ones and their
         # checks are tested in test_fluent.py; 40 sentences hold few clear seeds).
         "wrappers": "paper",
+        # The neutral proxy's machinery (off by default: a binary corpus labels every
+        # sentence polar, so LC1/LC5 would get no seeds from these 40 sentences).
+        "neutral_proxy": True,
         "ngram_reference": [],
         "polarity_corpora": [],
         **s2lct,
