@@ -187,11 +187,17 @@ class LabelNote(Section):
 
 
 def label_notes(
-    specs: list[CapabilitySpec], corpus_labels: set[str], *, neutral_label: str = "neutral", neutral_proxy: bool = True
+    specs: list[CapabilitySpec],
+    corpus_labels: set[str],
+    *,
+    neutral_label: str = "neutral",
+    neutral_proxy: bool = True,
+    fluent: bool = False,
 ) -> list[LabelNote]:
     """One note per capability whose search rules need a label the corpus does not have:
-    which rules, whether the neutral proxy stands in, and how many of its transforms can
-    still build seeds (none: the capability gets no seeds)."""
+    which rules, whether the neutral proxy stands in, and how many of its transforms (with
+    ``fluent``: its fluent wrappers, which build the seeds then) can still build seeds
+    (none: the capability gets no seeds)."""
     have = ", ".join(sorted(corpus_labels, key=str)) or "none"
     notes = []
     for spec in specs:
@@ -200,7 +206,10 @@ def label_notes(
             continue
         proxied = [name for name, label in missing.items() if neutral_proxy and label == neutral_label]
         usable = {r.name for r in spec.search if r.name not in missing or r.name in proxied}
-        if spec.transforms:
+        if fluent and spec.fluent:
+            ok = sum(bool(set(w.sentence) & usable) for w in spec.fluent)
+            of, unit = len(spec.fluent), "fluent wrappers"
+        elif spec.transforms:
             ok = sum(all(set(p.sentence) & usable for p in t.parts if p.sentence) for t in spec.transforms)
             of, unit = len(spec.transforms), "transforms"
         else:
@@ -228,7 +237,12 @@ def label_notes(
 
 
 def check_corpus_labels(
-    specs: list[CapabilitySpec], corpus_labels: set[str], *, neutral_label: str = "neutral", neutral_proxy: bool = True
+    specs: list[CapabilitySpec],
+    corpus_labels: set[str],
+    *,
+    neutral_label: str = "neutral",
+    neutral_proxy: bool = True,
+    fluent: bool = False,
 ) -> list[LabelNote]:
     """``label_notes``, or a one-line ``InputError`` when the corpus labels share nothing
     with the labels the rules need (e.g. 0/1 against negative/positive: a label map is missing)."""
@@ -244,4 +258,4 @@ def check_corpus_labels(
             f"s2lct: the corpus labels ({have}) match none of the labels the capabilities' search rules need "
             f"({', '.join(sorted(needed))}); map them to names, e.g. corpus.labels / --labels {example}"
         )
-    return label_notes(specs, corpus_labels, neutral_label=neutral_label, neutral_proxy=neutral_proxy)
+    return label_notes(specs, corpus_labels, neutral_label=neutral_label, neutral_proxy=neutral_proxy, fluent=fluent)

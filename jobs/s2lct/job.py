@@ -158,7 +158,9 @@ def corpus_label_notes(cfg: CheckrayConfig, s: S2lctConfig, specs: list[Capabili
     labels = {v for v in corpus.column("label").to_pylist() if v is not None}
     if not labels:
         raise InputError(f"{cfg.corpus.path}: S2LCT needs a labeled corpus (the label column is empty)")
-    return check_corpus_labels(specs, labels, neutral_label=s.neutral_label, neutral_proxy=s.neutral_proxy)
+    return check_corpus_labels(
+        specs, labels, neutral_label=s.neutral_label, neutral_proxy=s.neutral_proxy, fluent=s.wrappers == "fluent"
+    )
 
 
 def s2lct_command(

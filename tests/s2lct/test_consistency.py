@@ -27,6 +27,13 @@ def test_binary_corpus_warns_once_per_neutral_capability(specs):
     off = {n.capability: n for n in check_corpus_labels(specs, {"negative", "positive"}, neutral_proxy=False)}
     assert off["LC1"].seedless and off["LC5"].seedless and off["LC7"].seedless
     assert "neutral proxy is off" in off["LC1"].message and "NO seeds" in off["LC7"].message
+    # The fluent wrappers (the default) build LC7 from positive sentences and a fixed
+    # neutral middle: it keeps its seeds without the proxy; LC1 and LC5 do not.
+    fluent = {
+        n.capability: n for n in check_corpus_labels(specs, {"negative", "positive"}, neutral_proxy=False, fluent=True)
+    }
+    assert fluent["LC1"].seedless and fluent["LC5"].seedless and not fluent["LC7"].seedless
+    assert fluent["LC7"].message.endswith("; it still gets seeds")
 
 
 def test_missing_polar_label_says_what_still_works(specs):
