@@ -10,6 +10,7 @@ Multi-word AFINN entries ("no fun") are skipped: lookups are per token.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 from typing import Literal
@@ -98,9 +99,39 @@ def textblob_lexicon() -> dict[str, float]:
     return out
 
 
+# British spellings the (American) lexicons lack: humour, marvellous, theatre, realise.
+_BRITISH = (
+    (re.compile(r"(?<=\w\w)our(s|ed|ing|ful|fully|less|able|ite|ites)?$"), r"or\1"),
+    (re.compile(r"ll(ous|ously|ed|ing|er|ers)$"), r"l\1"),
+    (re.compile(r"is(e|ed|es|ing|ation|ations)$"), r"iz\1"),
+    (re.compile(r"tre(s)?$"), r"ter\1"),
+)
+
+
+def american_spelling(word: str) -> str | None:
+    """``word`` respelled the American way ("marvellous" -> "marvelous"), or None when no
+    British pattern applies; callers use it only when the word itself is unknown."""
+    w = word.lower()
+    for pattern, repl in _BRITISH:
+        out = pattern.sub(repl, w, count=1)
+        if out != w:
+            return out
+    return None
+
+
 def polar_sources(word: str, lemma: str | None = None) -> dict[str, float]:
     """The non-zero polarities a word has in each source (VADER, AFINN, TextBlob), by
-    source name; {} for a word every source calls neutral."""
+    source name; {} for a word every source calls neutral. A British spelling no source
+    lists is read as its American one ("marvellous")."""
+    out = _polar_sources(word, lemma)
+    if not out and word:
+        american = american_spelling(word)
+        if american:
+            out = _polar_sources(american, None)
+    return out
+
+
+def _polar_sources(word: str, lemma: str | None) -> dict[str, float]:
     out = {}
     for name, table in (("vader", vader_lexicon()), ("afinn", afinn_lexicon()), ("textblob", textblob_lexicon())):
         for form in (word, lemma):

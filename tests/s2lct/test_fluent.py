@@ -242,6 +242,7 @@ def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
         "the worst film of the year",
         "an extremely unpleasant film",
         "a cop story that understands the medium amazingly well",
+        "a marvellous journey from childhood idealism to adolescent self-absorption",  # British spelling
     ):
         assert degree_reason(toks(nlp, text), text), text
     for text in (
@@ -401,3 +402,13 @@ def test_a_seed_of_mixed_polarity_is_refused_and_its_embedded_part_must_carry_th
         "the embedded np 'somewhat clumsy'"
     )
     assert reasons[texts[2]][0] == "seed-polarity" and "'cold-blooded' is negative" in reasons[texts[2]][1]
+
+
+def test_british_spellings_are_read_as_american_ones():
+    """The lexicons are American: "marvellous" and "humourless" were neutral to them."""
+    from checkray.engine.lang.polarity import american_spelling, polar_sources
+
+    assert polar_sources("marvellous") and polar_sources("marvellous") == polar_sources("marvelous")
+    assert polar_sources("humourless")["vader"] < 0 and polar_sources("favourite")
+    assert american_spelling("theatres") == "theaters" and american_spelling("four") is None
+    assert polar_sources("four") == {} and polar_sources("our") == {}
