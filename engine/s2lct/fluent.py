@@ -236,7 +236,6 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
         return {}, "no root"
     r = toks[root]
     kids = _children(toks, root)
-    views: dict[str, str] = {}
     heads = [root] + [j for j in kids if toks[j]["dep"] in ("attr", "acomp")]
     compared = next((toks[j]["t"] for j in heads if is_comparative(toks[j])), None)
     if compared and not any(t["t"].lower() == "than" for t in toks):
@@ -244,85 +243,100 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
         # sentence before.
         return {}, f"comparative '{compared}' without its standard ('than ...')"
     if r["pos"] in ("VERB", "AUX"):
-        subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
-        finite = r["tag"] in FINITE_TAGS or any(
-            toks[j]["dep"] in ("aux", "auxpass") and toks[j]["tag"] in FINITE_TAGS for j in kids
-        )
-        if not subjects:
-            return {}, "no subject (imperative or fragment)"
-        if sum(toks[j]["dep"] in ("nsubj", "nsubjpass") for j in kids) > 1:
-            # "a film about friendship that men can embrace and women will talk about":
-            # a noun phrase misparsed as a clause, which "Do I think that ...?" cannot embed
-            return {}, "two subjects of one verb (a noun phrase misparsed as a clause)"
-        relative = [j for j in _with_aux(toks, root, kids) if toks[j]["tag"] in ("WDT", "WP")]
-        if any(toks[j]["dep"] in SUBJECT_DEPS for j in relative):
-            # "a remarkable film that appears destined to become a landmark": the relative
-            # pronoun is the subject, so the sentence is a noun phrase with a relative clause
-            return (
-                {},
-                f"relative pronoun '{toks[relative[0]]['t']}' as the subject (a noun phrase misparsed as a clause)",
-            )
-        if toks[0]["tag"] == "VB":
-            return {}, f"starts with the bare verb '{toks[0]['t']}' (an imperative)"
-        if not finite:
-            return {}, "no finite verb"
-        if subjects[0] > root and not any(toks[j]["dep"] in ("aux", "auxpass") for j in kids if j < subjects[0]):
-            return {}, "inverted subject"
-        if toks[0]["t"].lower() in {"what", "how", "why", "who", "when", "where"} and subjects[0] != 0:
-            return {}, "starts with a wh-word"
-        clause = _lower_first(toks)
-        views["clause"] = _text(clause)
-        past = past_tense(clause, root, kids)
-        if past:
-            views["past"] = _text(past)
-        # "it's / this is / the film is <predicate>": the predicate is what the film is.
-        subj_span = _subtree(toks, subjects[0])
-        subj = " ".join(toks[j]["t"].lower() for j in subj_span)
-        if r["lemma"] == "be" and subj in FILM_SUBJECTS and subjects[0] < root:
-            after = toks[root + 1 :]
-            if (
-                after
-                and after[0]["t"].lower() not in NEGATION_WORDS
-                and all(t["dep"] not in ("aux", "auxpass") for t in after)
-            ):
-                attrs = [j for j in kids if toks[j]["dep"] in ("attr", "acomp") and j > root]
-                # "it's also extremely effective" -> "extremely effective" ("call it also ..." is not English)
-                while after and after[0]["pos"] == "ADV" and after[0]["t"].lower() in LEADING_ADVERBS:
-                    after = after[1:]
-                # A finite verb outside a relative clause is a second clause, which "call it
-                # ..." cannot take ("a travesty of the genre and even as spoof takes itself
-                # too seriously").
-                clause = any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in after)
-                people = any(toks[j]["pos"] == "NOUN" and names_people(toks[j]["t"]) for j in attrs)
-                if (
-                    after
-                    and attrs
-                    and not clause
-                    and not people
-                    and all(t["t"].lower() not in NEGATION_WORDS for t in after)
-                ):
-                    views["np"] = _text(after)
-        return views, None
+        return _clause_views(toks, root, kids)
     if r["tag"] in ("NN", "NNS"):
-        # A finite verb outside a relative clause means a mis-parsed clause ("the potential remains unrealized").
-        if any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in toks):
-            return {}, "noun phrase with a finite verb"
-        # So does a plural noun right before a determiner: "top-notch action powers this
-        # romantic drama" is a clause whose verb was tagged as a noun.
-        for a, b in zip(toks, toks[1:]):
-            if a["tag"] == "NNS" and b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both"):
-                return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
-        if len(_words(toks)) > 14:
-            return {}, "long noun phrase"
-        if names_people(r["t"]):
-            # "Would I call it a dream cast of solid female talent?": "it" is the film
-            return {}, f"noun phrase naming people ('{r['t']}'), which 'it' (the film) is not"
-        first = toks[0]["t"].lower()
-        if first in {"a", "an", "the", "this", "another"} or (r["tag"] == "NNS" and toks[0]["pos"] == "ADJ"):
-            views["np"] = _text(_lower_first(toks))
-            return views, None
-        return {}, f"noun phrase starting with '{toks[0]['t']}'"
+        return _noun_phrase_views(toks, r)
     return {}, f"fragment ({r['pos']} root)"
+
+
+def _clause_reason(toks: Sequence[Token], root: int, kids: list[int]) -> str | None:
+    """Why a sentence with a verb root is not a clause a wrapper can embed (None: it is)."""
+    r = toks[root]
+    subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
+    finite = r["tag"] in FINITE_TAGS or any(
+        toks[j]["dep"] in ("aux", "auxpass") and toks[j]["tag"] in FINITE_TAGS for j in kids
+    )
+    if not subjects:
+        return "no subject (imperative or fragment)"
+    if sum(toks[j]["dep"] in ("nsubj", "nsubjpass") for j in kids) > 1:
+        # "a film about friendship that men can embrace and women will talk about":
+        # a noun phrase misparsed as a clause, which "Do I think that ...?" cannot embed
+        return "two subjects of one verb (a noun phrase misparsed as a clause)"
+    relative = [j for j in _with_aux(toks, root, kids) if toks[j]["tag"] in ("WDT", "WP")]
+    if any(toks[j]["dep"] in SUBJECT_DEPS for j in relative):
+        # "a remarkable film that appears destined to become a landmark": the relative
+        # pronoun is the subject, so the sentence is a noun phrase with a relative clause
+        return f"relative pronoun '{toks[relative[0]]['t']}' as the subject (a noun phrase misparsed as a clause)"
+    if toks[0]["tag"] == "VB":
+        return f"starts with the bare verb '{toks[0]['t']}' (an imperative)"
+    if not finite:
+        return "no finite verb"
+    if subjects[0] > root and not any(toks[j]["dep"] in ("aux", "auxpass") for j in kids if j < subjects[0]):
+        return "inverted subject"
+    if toks[0]["t"].lower() in {"what", "how", "why", "who", "when", "where"} and subjects[0] != 0:
+        return "starts with a wh-word"
+    return None
+
+
+def _clause_views(toks: Sequence[Token], root: int, kids: list[int]) -> tuple[dict[str, str], str | None]:
+    """A clause's views: itself, its past tense, and the predicate of "it is ..." as a noun phrase."""
+    why = _clause_reason(toks, root, kids)
+    if why:
+        return {}, why
+    clause = _lower_first(toks)
+    views = {"clause": _text(clause)}
+    past = past_tense(clause, root, kids)
+    if past:
+        views["past"] = _text(past)
+    predicate = _film_predicate(toks, root, kids)
+    if predicate:
+        views["np"] = predicate
+    return views, None
+
+
+def _film_predicate(toks: Sequence[Token], root: int, kids: list[int]) -> str | None:
+    """ "it's / this is / the film is <predicate>": the predicate is what the film is, a
+    noun-phrase view ("call it <predicate>"); None when there is none a reader would sign."""
+    subjects = [j for j in kids if toks[j]["dep"] in SUBJECT_DEPS]
+    subj = " ".join(toks[j]["t"].lower() for j in _subtree(toks, subjects[0]))
+    if toks[root]["lemma"] != "be" or subj not in FILM_SUBJECTS or subjects[0] > root:
+        return None
+    after = toks[root + 1 :]
+    if not after or after[0]["t"].lower() in NEGATION_WORDS or any(t["dep"] in ("aux", "auxpass") for t in after):
+        return None
+    attrs = [j for j in kids if toks[j]["dep"] in ("attr", "acomp") and j > root]
+    # "it's also extremely effective" -> "extremely effective" ("call it also ..." is not English)
+    while after and after[0]["pos"] == "ADV" and after[0]["t"].lower() in LEADING_ADVERBS:
+        after = after[1:]
+    # A finite verb outside a relative clause is a second clause, which "call it ..." cannot
+    # take ("a travesty of the genre and even as spoof takes itself too seriously").
+    clause = any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in after)
+    # "it is a dream cast of ...": 'it' (the film) is not people
+    people = any(toks[j]["pos"] == "NOUN" and names_people(toks[j]["t"]) for j in attrs)
+    if not after or not attrs or clause or people or any(t["t"].lower() in NEGATION_WORDS for t in after):
+        return None
+    return _text(after)
+
+
+def _noun_phrase_views(toks: Sequence[Token], r: Token) -> tuple[dict[str, str], str | None]:
+    """A noun-phrase fragment's view, or why it is not one a wrapper can embed."""
+    # A finite verb outside a relative clause means a mis-parsed clause ("the potential remains unrealized").
+    if any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in toks):
+        return {}, "noun phrase with a finite verb"
+    # So does a plural noun right before a determiner: "top-notch action powers this
+    # romantic drama" is a clause whose verb was tagged as a noun.
+    for a, b in zip(toks, toks[1:]):
+        if a["tag"] == "NNS" and b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both"):
+            return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
+    if len(_words(toks)) > 14:
+        return {}, "long noun phrase"
+    if names_people(r["t"]):
+        # "Would I call it a dream cast of solid female talent?": "it" is the film
+        return {}, f"noun phrase naming people ('{r['t']}'), which 'it' (the film) is not"
+    first = toks[0]["t"].lower()
+    if first in {"a", "an", "the", "this", "another"} or (r["tag"] == "NNS" and toks[0]["pos"] == "ADJ"):
+        return {"np": _text(_lower_first(toks))}, None
+    return {}, f"noun phrase starting with '{toks[0]['t']}'"
 
 
 CONTENT_POS = {"ADJ", "ADV", "NOUN", "VERB"}
