@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from checkray.engine.lang.identity import is_person_noun
 from checkray.engine.lang.polarity import polar_sources, sentence_polarity
 
 Token = Mapping[str, Any]
@@ -216,12 +217,6 @@ def is_comparative(tok: Token) -> bool:
     return base is not None and base != word
 
 
-def names_people(noun: str) -> bool:
-    from checkray.engine.lang.identity import is_person_noun
-
-    return is_person_noun(noun)
-
-
 def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str, str], str | None]:
     """The views of a found sentence a wrapper can embed: ``clause`` (embedded clause
     text), ``past`` (the clause with its first finite verb in the past tense, when one
@@ -312,7 +307,7 @@ def _film_predicate(toks: Sequence[Token], root: int, kids: list[int]) -> str | 
     # take ("a travesty of the genre and even as spoof takes itself too seriously").
     clause = any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in after)
     # "it is a dream cast of ...": 'it' (the film) is not people
-    people = any(toks[j]["pos"] == "NOUN" and names_people(toks[j]["t"]) for j in attrs)
+    people = any(toks[j]["pos"] == "NOUN" and is_person_noun(toks[j]["t"]) for j in attrs)
     if not after or not attrs or clause or people or any(t["t"].lower() in NEGATION_WORDS for t in after):
         return None
     return _text(after)
@@ -330,7 +325,7 @@ def _noun_phrase_views(toks: Sequence[Token], r: Token) -> tuple[dict[str, str],
             return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
     if len(_words(toks)) > 14:
         return {}, "long noun phrase"
-    if names_people(r["t"]):
+    if is_person_noun(r["t"]):
         # "Would I call it a dream cast of solid female talent?": "it" is the film
         return {}, f"noun phrase naming people ('{r['t']}'), which 'it' (the film) is not"
     first = toks[0]["t"].lower()
