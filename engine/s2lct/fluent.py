@@ -434,6 +434,21 @@ def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
     return None
 
 
+# Exclusive focus words: "the sole bright spot", "the only good thing", "just a bad movie".
+EXCLUSIVES = frozenset("only sole lone solely merely just".split())
+
+
+def exclusive_reason(core: str) -> str | None:
+    """Why denying ``core`` has no clear verdict (None: it has): an exclusive focus word
+    singles out one part. "Do I think that William Shatner is the sole bright spot? No"
+    may deny that he is bright or that he is alone (the rest is as good), and the praise
+    of "the sole bright spot" already implies the rest is bad."""
+    for word in re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()):
+        if word in EXCLUSIVES:
+            return f"'{word}' singles out one part: denying it may deny the part or its being alone"
+    return None
+
+
 def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | None = None) -> str | None:
     """Why a seed a wrapper denies is not of one polarity (None: it is): a word whose
     polarity is the opposite of ``label`` in a lexicon or, clearly, in the labeled corpus.

@@ -22,6 +22,7 @@ from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.fluent import (
     degree_reason,
+    exclusive_reason,
     denial_reason,
     fill_template,
     mixed_reason,
@@ -342,7 +343,8 @@ def seed_checks(
     def denied_whole(row: dict) -> str | None:
         # a noun phrase ("Would I call it {s}?") is denied whole
         why = denial_reason(row["tokens"], corpus_polarity) if row.get("form") in ("clause", "past") else None
-        return why or degree_reason(row["tokens"], row.get("core") or row["text"])
+        core = row.get("core") or row["text"]
+        return why or degree_reason(row["tokens"], core) or exclusive_reason(core)
 
     checks = [
         row_check("seed-form", form, "one sentence; wrapped seeds: a clause or noun phrase the wrapper embeds"),
@@ -357,7 +359,7 @@ def seed_checks(
             row_check(
                 "seed-denied-whole",
                 denied_whole,
-                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject, and is not the top of its scale",
+                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject, and is not the top of its scale nor singled out by an exclusive word (only, sole, just)",
             )
         )
     return checks

@@ -10,7 +10,14 @@ import pyarrow as pa
 import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
-from checkray.engine.s2lct.fluent import corpus_polar_words, degree_reason, denial_reason, polarity_reason, seed_form
+from checkray.engine.s2lct.fluent import (
+    corpus_polar_words,
+    degree_reason,
+    denial_reason,
+    exclusive_reason,
+    polarity_reason,
+    seed_form,
+)
 from checkray.engine.s2lct.mask_fill import BigramLM, context_reason, modifier_reason
 from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
 from checkray.engine.s2lct.spec import load_capabilities
@@ -253,6 +260,19 @@ def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
         "a very dull film",
     ):
         assert degree_reason(toks(nlp, text), text) is None, text
+
+
+def test_denying_what_an_exclusive_word_singles_out_is_unclear():
+    """Read wrong at size: "Do I think that William Shatner, as a pompous professor, is
+    the sole bright spot? No, I don't." (the praise already blames the rest)."""
+    for text in (
+        "William Shatner , as a pompous professor , is the sole bright spot",
+        "the only good thing about it is the soundtrack",
+        "it is just a bad movie",
+    ):
+        assert exclusive_reason(text), text
+    for text in ("a bright spot in a dull year", "it is a sweet and sexy film"):
+        assert exclusive_reason(text) is None, text
 
 
 def test_a_fill_may_only_restrict_its_noun():
