@@ -42,11 +42,13 @@ from checkray.engine.s2lct.mask_fill import (
     context_reason,
     context_words,
     cosine_scores,
+    denied_fill_reason,
     fill,
     modifier_reason,
     negators,
     neighbours,
     pick_fills,
+    repeat_reason,
     validate_fill,
 )
 from checkray.engine.s2lct.reference import ReferenceGrammar
@@ -171,6 +173,7 @@ class Masked:
     found: dict
     rule: SearchRule | None  # re-checked on every fill (LC1, LC2)
     polarity: str | None = None  # the seed sentence's polarity, re-checked on every fill
+    denied_form: str | None = None  # the seed's form when its wrapper denies it whole (np, clause, past)
     fills: list[tuple[float, str, dict]] = field(default_factory=list)  # (score, words, fill record)
     rejected: Counter = field(default_factory=Counter)  # reason -> fills rejected
     refused: list[list[str]] = field(default_factory=list)  # [filled text, reason, detail] of each rejected fill
@@ -257,9 +260,15 @@ class ExpansionActor:
                     if detail:
                         reason = "ngram"
                         break
+            if reason is None:
+                detail = repeat_reason(items, trial.words) or ""
+                reason = "repeat" if detail else None
             if reason is None and self.modifier_check:
                 detail = self.modifier_detail(items, masked.found["tags"], trial.words)
                 reason = "modifier" if detail else None
+            if reason is None and masked.denied_form:
+                detail = denied_fill_reason(items, trial.words, masked.denied_form) or ""
+                reason = "denied" if detail else None
             if reason is None and self.min_score is not None and trial.score < self.min_score:
                 reason = "score"  # the paper keeps the suggestions its recommender is confident about
             if reason:
@@ -299,7 +308,7 @@ class ExpansionActor:
             count, sampled = self.sampling.masked_sentences(tree, toks, self.reference, row["case_id"])
             rule = SearchRule.model_validate(json.loads(row["rule"])) if row.get("rule") else None
             found.append(count)
-            per_row.append([Masked(m, rule, row.get("core_polarity")) for m in sampled])
+            per_row.append([Masked(m, rule, row.get("core_polarity"), row.get("denied_form")) for m in sampled])
         self.validate([(m, trial) for masked in per_row for m in masked for trial in self.screen(m)])
         if self.sampling.tries > 1:  # the first k masked sentences with a valid fill (all keep their refusals)
             per_row = [_first_k(masked, self.sampling.k, self.keep) for masked in per_row]

@@ -211,6 +211,71 @@ def modifier_reason(
     return None
 
 
+COPULAS = frozenset("is was are were 's be been being seems seemed feels felt remains remained".split())
+NOMINAL_TAGS = ("NN", "NNS")
+PREMODIFIER_TAGS = frozenset(("JJ", "JJR", "JJS", "NN", "NNS", "HYPH"))
+
+
+def denied_head(items: Sequence[Mapping[str, Any]], form: str) -> int | None:
+    """The item index of the noun a denying wrapper denies (None: no such noun): the head
+    of a noun-phrase seed ("Would I call it a british [film] ...? No") or of the predicate
+    nominal of a clause ("... that it is an entertaining [hybrid] of ..."). A preposition,
+    a verb or a relative word before any noun means the denied part has no nominal head."""
+    toks = [(i, it) for i, it in enumerate(items) if "mask" not in it]
+    start = 0
+    if form != "np":
+        cop = next((k for k, (_, it) in enumerate(toks) if it.get("t", "").lower() in COPULAS), None)
+        if cop is None:
+            return None
+        start = cop + 1
+    for i, it in toks[start:]:
+        tag = it.get("tag", "")
+        if tag in NOMINAL_TAGS:
+            return i
+        if tag in ("IN", "TO", "WDT", "WP", "CC") or tag.startswith("VB"):
+            return None
+    return None
+
+
+def fill_head(items: Sequence[Mapping[str, Any]], p: int) -> int | None:
+    """The noun a fill at item ``p`` modifies: the last noun of the premodifier run after it."""
+    head = None
+    for i in range(p + 1, len(items)):
+        tag = items[i].get("tag", "")
+        if "mask" in items[i] or tag not in PREMODIFIER_TAGS:
+            break
+        if tag in NOMINAL_TAGS:
+            head = i
+    return head
+
+
+def denied_fill_reason(items: Sequence[Mapping[str, Any]], words: Sequence[str], form: str) -> str | None:
+    """Why a fill changes what a denying wrapper denies (None: it does not): a word added
+    to the denied noun. "Would I call it a [british] film that affirms ...? No" may deny
+    that the film is British; "Do I think that the [american] film suffers from ...? No"
+    keeps the denial on what it says of the film."""
+    target = denied_head(items, form)
+    if target is None:
+        return None
+    masks = [i for i, it in enumerate(items) if "mask" in it]
+    for p, word in zip(masks, words):
+        if fill_head(items, p) == target:
+            return (
+                f"'{word}' would modify '{items[target]['t']}', the noun the wrapper denies: the denial could target it"
+            )
+    return None
+
+
+def repeat_reason(items: Sequence[Mapping[str, Any]], words: Sequence[str]) -> str | None:
+    """Why a fill repeats the sentence (None: it does not): a word already in it ("an
+    entertaining british hybrid of [british] comedy")."""
+    have = {it.get("t", "").lower() for it in items if "mask" not in it}
+    for word in words:
+        if word.lower() in have:
+            return f"'{word}' is already in the sentence"
+    return None
+
+
 def neighbours(items: Sequence[Mapping[str, Any]], mask_index: int) -> tuple[str | None, str | None]:
     """The tokens right before and after the ``mask_index``-th mask (None at the edges or
     next to another mask)."""

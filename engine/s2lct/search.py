@@ -22,8 +22,8 @@ from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.fluent import (
     degree_reason,
-    exclusive_reason,
     denial_reason,
+    exclusive_reason,
     fill_template,
     mixed_reason,
     polarity_reason,
@@ -429,6 +429,8 @@ def fluent_seeds(
                         "template_id": f"{spec.id}.fluent{i}.{row['form']}",
                         "accepts": wrapper.accepts,
                         "checks": row["checks"],
+                        # what the wrapper denies whole (an expansion may not add to it)
+                        "denied_form": row["form"] if wrapper.exclude_negated else None,
                     }
                 )
     unique = {(s["text"], s["label"]): s for s in seeds}
@@ -525,6 +527,7 @@ def checked_seed_rows(
                     "core": sd["core"],
                     "wrap": sd["wrap"],
                     "core_polarity": sd["core_polarity"],
+                    "denied_form": sd.get("denied_form"),
                     "checks": json.dumps(checks),
                 }
             )

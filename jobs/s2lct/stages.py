@@ -275,9 +275,8 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
             corpus_polarity=dict(zip(polarity.column("word").to_pylist(), polarity.column("value").to_pylist())),
         )
         # The expansion inserts into the seed sentence (``core``), never into the wrapper.
-        seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity"]).rename_columns(
-            ["case_id", "text", "rule", "core_polarity"]
-        )
+        seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity", "denied_form"])
+        seeds = seeds.rename_columns(["case_id", "text", "rule", "core_polarity", "denied_form"])
         return {"data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16)}
 
     return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])

@@ -432,3 +432,38 @@ def test_british_spellings_are_read_as_american_ones():
     assert polar_sources("humourless")["vader"] < 0 and polar_sources("favourite")
     assert american_spelling("theatres") == "theaters" and american_spelling("four") is None
     assert polar_sources("four") == {} and polar_sources("our") == {}
+
+
+def _tagged(text: str) -> list[dict]:
+    """Items of a masked sentence: ``word/TAG`` tokens, ``_`` the mask."""
+    out = []
+    for tok in text.split():
+        if tok == "_":
+            out.append({"mask": "JJ", "ws": " "})
+        else:
+            word, tag = tok.rsplit("/", 1)
+            out.append({"t": word, "tag": tag, "ws": " "})
+    return out
+
+
+def test_a_fill_may_not_add_to_what_a_wrapper_denies():
+    """Read wrong in the seed-24 draw: "Would I call it a [british] film that affirms ...?
+    No" (the denial may target 'british'); a fill in the subject of a denied clause stays."""
+    from checkray.engine.s2lct.mask_fill import denied_fill_reason
+
+    np_seed = _tagged("a/DT _ film/NN that/WDT affirms/VBZ love/NN")
+    assert denied_fill_reason(np_seed, ["british"], "np")
+    hybrid = _tagged("it/PRP is/VBZ an/DT entertaining/JJ _ hybrid/NN of/IN comedy/NN")
+    assert denied_fill_reason(hybrid, ["british"], "clause")
+    subject = _tagged("the/DT _ film/NN suffers/VBZ from/IN a/DT simplistic/JJ narrative/NN")
+    assert denied_fill_reason(subject, ["american"], "clause") is None
+    inside_pp = _tagged("fun/JJ and/CC wise/JJ for/IN a/DT _ film/NN about/IN a/DT teen/NN")
+    assert denied_fill_reason(inside_pp, ["british"], "np") is None
+
+
+def test_a_fill_may_not_repeat_a_word_of_the_sentence():
+    from checkray.engine.s2lct.mask_fill import repeat_reason
+
+    seed = _tagged("an/DT entertaining/JJ british/JJ hybrid/NN of/IN _ comedy/NN")
+    assert repeat_reason(seed, ["british"])
+    assert repeat_reason(seed, ["french"]) is None
