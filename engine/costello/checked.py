@@ -553,6 +553,8 @@ def checked_shared_substitutions(
     """For shared notional words (same lemma and tag in both sentences), the first candidate
     that passes the checks in BOTH sentences at every occurrence; rejected candidates kept
     with their reasons (no polarity guard: matching is not about sentiment)."""
+    from checkray.engine.lang.wordnet import usual_sense_pair
+
     b_index: dict[tuple[str, str], list[int]] = {}
     for j, tok in enumerate(b):
         if tok.pos in NOTIONAL_POS and tok.text.isalpha():
@@ -573,8 +575,11 @@ def checked_shared_substitutions(
         positions = [position_verdict(s, k, ref, None) for s, k in sites]
         position = next((p for p in positions if p), None)
         for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
-            verdict = None
-            for s, k in sites:
+            # No polarity guard picks the sense here, so the shared sense must be a usual
+            # one of both words ("began" -> "got", "son" -> "word" are not).
+            rare = usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
+            verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
+            for s, k in sites if verdict is None else ():
                 v, passed, check, why = word_checks(
                     s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text, rank=rank
                 )
@@ -582,8 +587,8 @@ def checked_shared_substitutions(
                     verdict = (passed, check, why)
                     break
             form = inflect(cand, tok.tag) or cand
-            ra = {k: match_case(form, a[k].text) for k in a_at}
-            rb = {k: match_case(form, b[k].text) for k in b_index[key]}
+            ra = {j: w for k in a_at for j, w in replace_word(a, k, form).items()}  # a/an fixed too
+            rb = {j: w for k in b_index[key] for j, w in replace_word(b, k, form).items()}
             variant = Variant(
                 f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i, word=tok.text, replacement=form
             )

@@ -228,6 +228,71 @@ def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[
     return sorted(out.items(), key=lambda kv: kv[1])
 
 
+# index.sense's tag counts: how often each (word, sense) was tagged in the Brown corpus
+# subset WordNet calls SemCor (the counts its sense order comes from).
+_SS_TYPE_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}
+MIN_TAGGED = 5  # a word tagged fewer times has no usable sense distribution
+MIN_SENSE_SHARE = 0.1  # a use of a word in under a tenth of its tagged occurrences is a rare sense
+
+
+@lru_cache(maxsize=1)
+def sense_counts() -> tuple[dict[tuple[str, str, int], int], dict[tuple[str, str], int]]:
+    """((word, pos, synset offset) -> tagged count, (word, pos) -> total tagged count);
+    satellite adjectives are counted as adjectives."""
+    counts: dict[tuple[str, str, int], int] = {}
+    totals: dict[tuple[str, str], int] = {}
+    with open(build_corpus_dir() / "index.sense", encoding="utf-8") as fh:
+        for line in fh:
+            key, offset, _, count = line.split()
+            word, rest = key.split("%", 1)
+            pos = _SS_TYPE_POS[rest[0]]
+            counts[(word, pos, int(offset))] = int(count)
+            totals[(word, pos)] = totals.get((word, pos), 0) + int(count)
+    return counts, totals
+
+
+def sense_share(word: str, synset) -> float | None:
+    """The share of ``word``'s tagged uses that are in ``synset`` (None: the word is tagged
+    under ``MIN_TAGGED`` times, so its senses say nothing)."""
+    counts, totals = sense_counts()
+    pos = "a" if synset.pos() in ("a", "s") else synset.pos()
+    total = totals.get((word.lower(), pos), 0)
+    if total < MIN_TAGGED:
+        return None
+    return counts.get((word.lower(), pos, synset.offset()), 0) / total
+
+
+def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: int = 4) -> str | None:
+    """Why ``candidate`` is not a usual synonym (antonym) of ``lemma`` (None: it is): in
+    each of the word's first ``senses`` senses that offers the candidate, the word or the
+    candidate is rarely used in that sense (under ``MIN_SENSE_SHARE`` of its tagged uses).
+    "began" -> "got" shares begin.v.01, but "get" means that in none of its 732 tagged
+    uses; "son" -> "word" shares the sense "the Son" that "son" has in 2 of 50."""
+    wn = wordnet()
+    offered = False
+    for pos in WN_POS.get(upos, ()):
+        for synset in wn.synsets(lemma, pos=pos)[:senses]:
+            own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma.lower()]
+            if kind == "synonym":
+                found = [(candidate, synset)] if candidate in {lem.name().lower() for lem in synset.lemmas()} else []
+            else:
+                pool = [a for lem in own for a in lem.antonyms()] or [
+                    a for lem in synset.lemmas() for a in lem.antonyms()
+                ]
+                found = [(a.name().lower(), a.synset()) for a in pool if a.name().lower() == candidate]
+            for cand, cand_synset in found:
+                offered = True
+                word_share = sense_share(lemma, synset)
+                cand_share = sense_share(cand, cand_synset)
+                if (word_share is None or word_share >= MIN_SENSE_SHARE) and (
+                    cand_share is None or cand_share >= MIN_SENSE_SHARE
+                ):
+                    return None
+    if not offered:
+        return None  # not a WordNet candidate of these senses (a curated one): nothing to weigh
+    return f"'{candidate}' is a {kind} of '{lemma}' only in a sense one of them rarely has (SemCor tag counts)"
+
+
 def is_multiword(words: list[str]) -> bool:
     """Whether the words, joined, are a WordNet multiword lemma (``big_screen``, ``too_bad``)."""
     if len(words) < 2:

@@ -248,3 +248,34 @@ def test_gender_swap_kept_without_a_name(nlp, text, swapped):
     tokens, ents = run(nlp, text)
     (v,) = checked_gender_swap(tokens, ref_of(*SWAP_REF, "a film by Soderbergh ."), ents=ents)
     assert v.check is None and swapped in v.text
+
+
+def test_pair_synonyms_need_a_sense_both_words_usually_have(nlp):
+    """CR4 read at size: "the Lovsan worm began ..." -> "got", "Yang is the son of ..." ->
+    "word". Each shares a WordNet sense with the word it replaces, a sense one of them
+    almost never has (SemCor's tag counts); "purchased" -> "bought" stays."""
+    from checkray.engine.costello.checked import checked_shared_substitutions
+    from checkray.engine.lang.wordnet import usual_sense_pair
+
+    assert usual_sense_pair("begin", "get", "VERB", "synonym")
+    assert usual_sense_pair("son", "word", "NOUN", "synonym")
+    assert usual_sense_pair("purchase", "buy", "VERB", "synonym") is None
+    assert usual_sense_pair("purchase", "sell", "VERB", "antonym") is None
+
+    ref = ref_of("the worm got going .", "the worm started spreading .", "the worm began spreading .")
+    a, _ = run(nlp, "the worm began spreading .")
+    b, _ = run(nlp, "the worm began spreading fast .")
+    out = checked_shared_substitutions(a, b, "synonym", ref)
+    got = [v for v in out if v.replacement == "got"]
+    assert got and got[0].check == "sense", out
+    assert [v.replacement for v in out if not v.check] == ["started"]
+
+
+def test_pair_substitution_fixes_the_article(nlp):
+    from checkray.engine.costello.checked import checked_shared_substitutions
+
+    ref = ref_of("a effective boycott .", "an effective boycott .", "a successful boycott .")
+    a, _ = run(nlp, "it was a successful boycott .")
+    b, _ = run(nlp, "a successful boycott , they said .")
+    kept = [v for v in checked_shared_substitutions(a, b, "synonym", ref) if not v.check]
+    assert kept and kept[0].text.startswith("it was an ") and kept[0].text_pair.startswith("an "), kept
