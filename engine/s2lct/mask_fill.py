@@ -224,7 +224,14 @@ def denied_head(items: Sequence[Mapping[str, Any]], form: str) -> int | None:
     toks = [(i, it) for i, it in enumerate(items) if "mask" not in it]
     start = 0
     if form != "np":
-        cop = next((k for k, (_, it) in enumerate(toks) if it.get("t", "").lower() in COPULAS), None)
+        cop = next(
+            (
+                k
+                for k, (_, it) in enumerate(toks)
+                if it.get("t", "").lower() in COPULAS and it.get("tag", "").startswith("VB")  # not a possessive 's
+            ),
+            None,
+        )
         if cop is None:
             return None
         start = cop + 1

@@ -459,6 +459,8 @@ def test_a_fill_may_not_add_to_what_a_wrapper_denies():
     assert denied_fill_reason(subject, ["american"], "clause") is None
     inside_pp = _tagged("fun/JJ and/CC wise/JJ for/IN a/DT _ film/NN about/IN a/DT teen/NN")
     assert denied_fill_reason(inside_pp, ["british"], "np") is None
+    possessive = _tagged("this/DT time/NN Kaufman/NNP 's/POS _ imagination/NN has/VBZ failed/VBN him/PRP")
+    assert denied_fill_reason(possessive, ["visual"], "clause") is None  # 's is no copula here
 
 
 def test_a_fill_may_not_repeat_a_word_of_the_sentence():
