@@ -244,6 +244,13 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
     return {}, f"fragment ({r['pos']} root)"
 
 
+def _in_hyphenated_word(toks: Sequence[Token], i: int) -> bool:
+    """Whether token i is joined by a hyphen to its neighbour ("must-see" is three tokens)."""
+    before = i > 0 and toks[i - 1]["t"] == "-" and not toks[i - 1].get("ws")
+    after = i + 1 < len(toks) and toks[i + 1]["t"] == "-" and not toks[i].get("ws")
+    return bool(before or after)
+
+
 def _clause_reason(toks: Sequence[Token], root: int, kids: list[int]) -> str | None:
     """Why a sentence with a verb root is not a clause a wrapper can embed (None: it is)."""
     r = toks[root]
@@ -257,6 +264,11 @@ def _clause_reason(toks: Sequence[Token], root: int, kids: list[int]) -> str | N
         # "a film about friendship that men can embrace and women will talk about":
         # a noun phrase misparsed as a clause, which "Do I think that ...?" cannot embed
         return "two subjects of one verb (a noun phrase misparsed as a clause)"
+    verbs = [root] + [j for j in kids if toks[j]["dep"] in ("aux", "auxpass")]
+    hyphenated = next((toks[j]["t"] for j in verbs if _in_hyphenated_word(toks, j)), None)
+    if hyphenated:
+        # "a backstage must-see for true fans of comedy": the "verb" is part of a noun
+        return f"verb '{hyphenated}' inside a hyphenated word (a noun phrase misparsed as a clause)"
     relative = [j for j in _with_aux(toks, root, kids) if toks[j]["tag"] in ("WDT", "WP")]
     if any(toks[j]["dep"] in SUBJECT_DEPS for j in relative):
         # "a remarkable film that appears destined to become a landmark": the relative
@@ -322,6 +334,9 @@ def _noun_phrase_views(toks: Sequence[Token], r: Token) -> tuple[dict[str, str],
     # romantic drama" is a clause whose verb was tagged as a noun.
     for a, b in zip(toks, toks[1:]):
         if a["tag"] == "NNS" and b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both"):
+            return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
+        # ... and a plural noun right before an -ly adverb: "the tone shifts abruptly from ..."
+        if a["tag"] == "NNS" and b["tag"] == "RB" and b["t"].lower().endswith("ly"):
             return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
     if len(_words(toks)) > 14:
         return {}, "long noun phrase"

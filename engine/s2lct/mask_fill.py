@@ -187,8 +187,10 @@ def modifier_reason(
       thing ("the [plot] lines" -> plotlines, "the [home] movies");
     * the pair (fill, head) must be attested ``compound_min_count`` times: a pair seen
       once is as likely one reviewer's quirk as English ("the [feature] actors");
-    * the fill must not split a multiword expression of the seed ("food for thought").
+    * the fill must not split a multiword expression of the seed ("food for thought");
+    * the noun must not name people: "the [voice] actors" are other people than the actors.
     """
+    from checkray.engine.lang.identity import is_person_noun
     from checkray.engine.lang.wordnet import is_classifying_adjective, is_multiword, is_noun
 
     p = [i for i, it in enumerate(items) if "mask" in it][mask_index]
@@ -199,6 +201,9 @@ def modifier_reason(
         return f"'{word}' is not a classifying adjective (WordNet): it would judge, not sort, the noun"
     if head is None:
         return None
+    if is_person_noun(head):
+        # "the [voice] actors", "the [cast] members of this group": another group of people
+        return f"'{word} {head}' names other people than '{head}'"
     if tag.startswith("NN") and (is_multiword([word, head]) or is_noun(word + head)):
         return f"'{word} {head}' is a lexicalised compound: it names something else than '{head}'"
     if lm.bi.get((word.lower(), head.lower()), 0) < compound_min_count:

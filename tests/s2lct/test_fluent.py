@@ -226,10 +226,15 @@ def test_seeds_that_only_read_right_inside_their_review_are_refused(nlp):
         "stupider .": "comparative 'stupider' without its standard",
         "it is stupider .": "comparative 'stupider' without its standard",
         "A dream cast of solid female talent who build a seamless ensemble .": "naming people ('cast')",
+        # read wrong in the seed-24/25 draws and at size: "Do I think that a backstage
+        # must-see ...?", "to me it was the tone shifts abruptly ..."
+        "a backstage must-see for true fans of comedy .": "inside a hyphenated word",
+        "the tone shifts abruptly from tense to celebratory to soppy .": "'shifts abruptly' (a verb tagged as a noun)",
     }
     for text, why in cases.items():
         views, reason = seed_form(toks(nlp, text))
         assert not views and why in reason, (text, reason)
+    assert seed_form(toks(nlp, "it 's a fast-moving thriller ."))[0]["np"] == "a fast-moving thriller"
     views, reason = seed_form(toks(nlp, "it is better than the first one ."))
     assert reason is None and views["np"] == "better than the first one"
     views, reason = seed_form(toks(nlp, "the film is a gift to anyone who loves dance ."))
@@ -278,8 +283,10 @@ def test_denying_what_an_exclusive_word_singles_out_is_unclear():
 def test_a_fill_may_only_restrict_its_noun():
     """Read wrong in annotated expansions: "a [deep] movie", "the [ultimate] price of a
     ticket" (judging adjectives), "the [plot] lines" (a lexicalised compound), "the
-    [feature] actors" (a pair seen once), "food for [deep] thought" (a split idiom)."""
-    counts = {("french", "film"): 5, ("deep", "movie"): 3, ("feature", "actors"): 1, ("plot", "lines"): 13}
+    [feature] actors" (a pair seen once; and people), "food for [deep] thought" (a split
+    idiom), "the [voice] actors" (other people)."""
+    counts = {("french", "film"): 5, ("deep", "movie"): 3, ("sports", "scenes"): 1, ("plot", "lines"): 13}
+    counts |= {("voice", "actors"): 9}
     counts |= {("story", "arc"): 4, ("deep", "thought"): 3, ("french", "thought"): 3}
     lm = BigramLM({}, counts)
 
@@ -292,8 +299,10 @@ def test_a_fill_may_only_restrict_its_noun():
     assert "not a classifying adjective" in modifier_reason(items("the", "_", "price"), 0, "ultimate", "JJ", lm)
     assert "lexicalised compound" in modifier_reason(items("the", "_", "lines"), 0, "plot", "NN", lm)
     assert modifier_reason(items("the", "_", "arc"), 0, "story", "NN", lm) is None
-    assert "fewer than 2 times" in modifier_reason(items("the", "_", "actors"), 0, "feature", "NN", lm)
-    assert modifier_reason(items("the", "_", "actors"), 0, "feature", "NN", lm, compound_min_count=1) is None
+    assert "fewer than 2 times" in modifier_reason(items("the", "_", "scenes"), 0, "sports", "NN", lm)
+    assert modifier_reason(items("the", "_", "scenes"), 0, "sports", "NN", lm, compound_min_count=1) is None
+    # "the [voice] actors are forced to grapple with ...": other people than the seed's actors
+    assert "names other people" in modifier_reason(items("the", "_", "actors"), 0, "voice", "NN", lm)
     split = items("offers", "food", "for", "_", "thought")
     assert "fixed expression" in modifier_reason(split, 0, "french", "JJ", lm)
     # The offline filler does not even offer a judging adjective as a candidate.
