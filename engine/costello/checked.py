@@ -579,13 +579,14 @@ def checked_shared_substitutions(
             # one of both words ("began" -> "got", "son" -> "word" are not).
             rare = usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
             verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
-            for s, k in sites if verdict is None else ():
-                v, passed, check, why = word_checks(
-                    s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text, rank=rank
-                )
-                if check:
-                    verdict = (passed, check, why)
-                    break
+            if verdict is None:
+                for s, k in sites:
+                    _, passed, check, why = word_checks(
+                        s, k, cand, kind, ref, guard=False, position=position, seed_text=seed_text, rank=rank
+                    )
+                    if check:
+                        verdict = (passed, check, why)
+                        break
             form = inflect(cand, tok.tag) or cand
             ra = {j: w for k in a_at for j, w in replace_word(a, k, form).items()}  # a/an fixed too
             rb = {j: w for k in b_index[key] for j, w in replace_word(b, k, form).items()}

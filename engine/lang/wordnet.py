@@ -198,10 +198,20 @@ def antonyms(lemma: str, upos: str) -> list[str]:
     return list(out)
 
 
+def sense_lemmas(synset, lemma: str, kind: str) -> list:
+    """The WordNet lemmas one sense of ``lemma`` offers: for synonyms the sense's own, for
+    antonyms those of the word's lemma in that sense, else of the sense's other lemmas
+    (hard = difficult -> easy)."""
+    if kind == "synonym":
+        return synset.lemmas()
+    own = [a for lem in synset.lemmas() if lem.name().lower() == lemma.lower() for a in lem.antonyms()]
+    return own or [a for lem in synset.lemmas() for a in lem.antonyms()]
+
+
 def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[tuple[str, int]]:
     """(single-word candidate, sense rank) from the word's ``senses`` most frequent WordNet
-    senses (WordNet's sense order, which follows the tagged SemCor counts; the count file
-    itself is not shipped here): synonyms share the sense's synset, antonyms come from the
+    senses (WordNet's sense order, which follows the tagged SemCor counts, ``sense_counts``):
+    synonyms share the sense's synset, antonyms come from the
     word's lemma in that sense, else from the other lemmas of that sense (hard = difficult
     -> easy), else, for a satellite adjective, from its head. Most
     frequent sense first, WordNet's lemma order within a sense."""
@@ -213,15 +223,9 @@ def sense_candidates(lemma: str, upos: str, kind: str, senses: int = 3) -> list[
             rank += 1
             if rank > senses:
                 break
-            own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma.lower()]
-            if kind == "synonym":
-                pool = synset.lemmas()
-            else:
-                pool = [a for lem in own for a in lem.antonyms()]
-                if not pool:  # hard (= difficult) -> easy: the antonym of a synonym in this sense
-                    pool = [a for lem in synset.lemmas() for a in lem.antonyms()]
-                if not pool and synset.pos() == "s":
-                    pool = [a for head in synset.similar_tos() for lem in head.lemmas() for a in lem.antonyms()]
+            pool = sense_lemmas(synset, lemma, kind)
+            if not pool and kind != "synonym" and synset.pos() == "s":
+                pool = [a for head in synset.similar_tos() for lem in head.lemmas() for a in lem.antonyms()]
             for word in _words(pool):
                 if word != lemma.lower():
                     out.setdefault(word, rank)
@@ -262,6 +266,7 @@ def sense_share(word: str, synset) -> float | None:
     return counts.get((word.lower(), pos, synset.offset()), 0) / total
 
 
+@lru_cache(maxsize=65536)  # asked for every candidate of every shared word of every pair
 def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: int = 4) -> str | None:
     """Why ``candidate`` is not a usual synonym (antonym) of ``lemma`` (None: it is): in
     each of the word's first ``senses`` senses that offers the candidate, the word or the
@@ -272,18 +277,12 @@ def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: i
     offered = False
     for pos in WN_POS.get(upos, ()):
         for synset in wn.synsets(lemma, pos=pos)[:senses]:
-            own = [lem for lem in synset.lemmas() if lem.name().lower() == lemma.lower()]
-            if kind == "synonym":
-                found = [(candidate, synset)] if candidate in {lem.name().lower() for lem in synset.lemmas()} else []
-            else:
-                pool = [a for lem in own for a in lem.antonyms()] or [
-                    a for lem in synset.lemmas() for a in lem.antonyms()
-                ]
-                found = [(a.name().lower(), a.synset()) for a in pool if a.name().lower() == candidate]
-            for cand, cand_synset in found:
+            for lem in sense_lemmas(synset, lemma, kind):
+                if lem.name().lower() != candidate:
+                    continue
                 offered = True
                 word_share = sense_share(lemma, synset)
-                cand_share = sense_share(cand, cand_synset)
+                cand_share = sense_share(candidate, lem.synset())
                 if (word_share is None or word_share >= MIN_SENSE_SHARE) and (
                     cand_share is None or cand_share >= MIN_SENSE_SHARE
                 ):

@@ -330,13 +330,13 @@ def _noun_phrase_views(toks: Sequence[Token], r: Token) -> tuple[dict[str, str],
     # A finite verb outside a relative clause means a mis-parsed clause ("the potential remains unrealized").
     if any(t["tag"] in FINITE_TAGS and t["dep"] != "relcl" for t in toks):
         return {}, "noun phrase with a finite verb"
-    # So does a plural noun right before a determiner: "top-notch action powers this
-    # romantic drama" is a clause whose verb was tagged as a noun.
+    # So does a plural noun right before a determiner or an -ly adverb: "top-notch action
+    # powers this romantic drama", "the tone shifts abruptly from ..." are clauses whose
+    # verb was tagged as a noun.
     for a, b in zip(toks, toks[1:]):
-        if a["tag"] == "NNS" and b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both"):
-            return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
-        # ... and a plural noun right before an -ly adverb: "the tone shifts abruptly from ..."
-        if a["tag"] == "NNS" and b["tag"] == "RB" and b["t"].lower().endswith("ly"):
+        determiner = b["tag"] in ("DT", "PRP$") and b["t"].lower() not in ("all", "both")
+        ly_adverb = b["tag"] == "RB" and b["t"].lower().endswith("ly")
+        if a["tag"] == "NNS" and (determiner or ly_adverb):
             return {}, f"noun phrase with '{a['t']} {b['t']}' (a verb tagged as a noun)"
     if len(_words(toks)) > 14:
         return {}, "long noun phrase"
