@@ -122,6 +122,23 @@ META_WORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _porter():
+    from nltk.stem.porter import PorterStemmer  # rules only: no NLTK data needed
+
+    return PorterStemmer()
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _porter().stem(word)
+
+
+@lru_cache(maxsize=1)
+def _meta_stems() -> frozenset[str]:
+    return frozenset(_stem(w) for w in META_WORDS)
+
+
 def tokens(text: str) -> list[str]:
     return normalize_text(text or "").split()
 
@@ -155,7 +172,10 @@ def prompt_leak_reason(text: str, instructions: str, sources: Iterable[str] = ()
     shared = sorted((_content_bigrams(words) & _content_bigrams(inst)) - allowed_bigrams)
     if shared:
         return "repeats the prompt: " + ", ".join(" ".join(b) for b in shared[:3])
-    meta = sorted((set(words) & set(inst) & META_WORDS) - allowed)
+    # by stem: "testing the accuracy of family photos" repeats a prompt that says "test"
+    allowed_stems = {_stem(w) for w in allowed}
+    inst_stems = {_stem(w) for w in inst} & _meta_stems()
+    meta = sorted({w for w in words if _stem(w) in inst_stems and _stem(w) not in allowed_stems})
     if meta:
         return "repeats the prompt's words: " + ", ".join(meta[:3])
     return None

@@ -13,12 +13,13 @@ The collect stage removes duplicates across versions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from checkray.engine.case_checks import Check
+from checkray.engine.case_checks import Check, row_check
 from checkray.engine.llm_output import (
     artefact_check,
     contradiction_check,
@@ -33,6 +34,32 @@ from checkray.engine.prompts import load_prompt
 NEAR_COPY_OVERLAP = 0.75  # default of mft.near_copy_overlap
 
 
+# A sentence ends at . ! ? (closing quotes or brackets may follow) before a capital or a
+# digit; not after an abbreviation or an initial ("Mr. Lee", "J. Smith"), nor inside an
+# ellipsis written with spaces (". . . quite amusing": the next word is lower case anyway).
+_SENTENCE_BREAK = re.compile(r"(\S*?)([.!?]+)[\"'”’)\]]*\s+[\"'“‘(]?(?=[A-Z0-9])")
+_ABBREVIATIONS = frozenset("mr mrs ms dr st jr sr vs etc no vol mt ft prof gen col lt sgt rev".split())
+
+
+def sentence_count(text: str) -> int:
+    """Sentences in ``text`` by its final punctuation (an LLM's MFTs are cased prose)."""
+    count = 1
+    for m in _SENTENCE_BREAK.finditer(text.strip()):
+        word = m.group(1).lower().strip("\"'“‘(")
+        if m.group(2) == "." and (word in _ABBREVIATIONS or re.fullmatch(r"[a-z]|(?:[a-z]\.)+[a-z]?", word)):
+            continue
+        count += 1
+    return count
+
+
+def one_sentence_reason(text: str) -> str | None:
+    """Li et al.'s prompt asks for "a customer review with one single sentence"; a second
+    sentence is where the small generators drift off the review (a definition, a story
+    about the director, "A case in point: ...")."""
+    n = sentence_count(text)
+    return f"{n} sentences: an MFT is a review in one sentence" if n > 1 else None
+
+
 def prompt_instructions(*names: str) -> str:
     return " ".join(instruction_text([s for _, s in load_prompt(n).sections]) for n in names)
 
@@ -44,9 +71,11 @@ def content_checks(
     expected: Callable[[Mapping[str, Any]], str],
     near_copy: float,
 ) -> list[Check]:
-    """artefact, prompt leak, near copy (of the representative), polarity, contradiction."""
+    """artefact, one sentence, prompt leak, near copy (of the representative), polarity,
+    contradiction."""
     return [
         artefact_check(),
+        row_check("one sentence", lambda r: one_sentence_reason(r["text"]), "more than one sentence"),
         prompt_leak_check(instructions, sources),
         near_copy_check(lambda r: [representative(r)], near_copy),
         polarity_check(expected),

@@ -9,7 +9,8 @@ from contextlib import nullcontext
 import pyarrow as pa
 
 from checkray.engine.case_checks import REJECTED_SCHEMA
-from checkray.engine.llm_output import word_overlap
+from checkray.engine.llm_output import prompt_leak_reason, word_overlap
+from checkray.engine.mft.checks import one_sentence_reason, prompt_instructions, sentence_count
 from checkray.engine.mft.config import MFTConfig
 from checkray.engine.mft.generation import (
     CASE_ROW_SCHEMA,
@@ -69,7 +70,9 @@ def test_flawed_answers_are_rejected_with_reasons_and_the_kept_cases_carry_their
     rejected: list[dict] = []
     cases = generate_version(DOCS, DOCS, m, _FlawedChat(), _embed, VersionTarget("test", 1, 7), GateLog(), rejected)
     reasons = {r["check"]: r["reason"] for r in rejected}
-    assert {"prompt leak", "near copy", "duplicate", "polarity", "contradiction", "llm label"} <= set(reasons)
+    assert {"one sentence", "prompt leak", "near copy", "duplicate", "polarity", "contradiction", "llm label"} <= set(
+        reasons
+    )
     assert "minimum" in reasons["prompt leak"] or "functional" in reasons["prompt leak"]
     texts = [c["text"] for c in cases]
     assert not any(d["text"] in texts for d in DOCS)  # no representative copied
@@ -79,7 +82,7 @@ def test_flawed_answers_are_rejected_with_reasons_and_the_kept_cases_carry_their
     assert not any("minimum" in t or "Explanation" in t or "truly terrible" in t for t in texts)
     assert len(texts) == len({t.lower() for t in texts})
     for c in cases:
-        assert c["checks"][:5] == ["artefact", "prompt leak", "near copy", "polarity", "contradiction"]
+        assert c["checks"][:6] == ["artefact", "one sentence", "prompt leak", "near copy", "polarity", "contradiction"]
         assert c["checks"][-1] == "llm label"
     tables = version_tables(cases, GateLog(), rejected)
     assert tables["rejected"].schema == REJECTED_SCHEMA and tables["rejected"].num_rows == len(rejected)
@@ -109,3 +112,30 @@ def test_duplicates_across_versions_are_removed_and_kept_with_their_reason():
     assert merged["data"].column("text").to_pylist() == ["A fine film.", "Great cast.", "A warm story."]
     (row,) = merged["rejected"].to_pylist()
     assert row["check"] == "duplicate across versions" and row["text"] == "a fine film"
+
+
+def test_an_mft_is_one_sentence():
+    # annotated demo answers: the second sentence is where they leave the review
+    assert one_sentence_reason(
+        "Good documentary can make interesting a subject you thought would leave you cold. "
+        "A case in point: doug pray's scratch."
+    )
+    assert one_sentence_reason(
+        "Lame comedy is a type of comedy that does not include any humor or any plot elements. "
+        "It's a very basic and simple comedy that lacks any entertainment or plot elements."
+    )
+    # one sentence: a spaced ellipsis, abbreviations, initials
+    assert one_sentence_reason("The film is . . . quite amusing as you peek at it through the fingers.") is None
+    assert one_sentence_reason("Mr. Lee and J. J. Abrams make the U.S. remake soar!") is None
+    assert sentence_count("It was fine... Then it got better. Really!") == 3
+
+
+def test_a_prompt_word_is_a_leak_in_any_inflection():
+    # an at-size answer of the 1.5B coder model, which passed when only "test" was matched
+    instructions = prompt_instructions("mft_generate")
+    family = 'almost everyone growing up believes their family must look like " the addams family "'
+    leak = "The tone is soft and gentle, testing the accuracy of family photos without any harsh criticism or sarcasm."
+    assert "testing" in (prompt_leak_reason(leak, instructions, [family]) or "")
+    # the same word in the representative is the review's own
+    assert prompt_leak_reason(leak, instructions, [family + " , a test of nerves"]) is None
+    assert prompt_leak_reason("The pace of the film is brisk and never rushed.", instructions, [family]) is None
