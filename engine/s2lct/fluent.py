@@ -478,6 +478,24 @@ def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | N
     return None
 
 
+def disputed_reason(text: str, corpus_polarity: Mapping[str, float] | None = None) -> str | None:
+    """Why a polar seed's label is open to dispute (None: it is not): a word whose polarity
+    sources disagree in sign, the lexicons among themselves ("haunting": VADER -0.28, AFINN
+    +0.2) or the lexicons against its clear polarity in the labeled corpus. Reviews use such
+    words both ways ("silly", "relentless", "sentimental"), so a reader cannot tell which
+    side the seed, and every case built on it, is on."""
+    for word in re.findall(r"[a-z][a-z'-]*[a-z]", text.lower()):
+        values = polar_sources(word)
+        signs = {v > 0 for v in values.values() if v}
+        corpus = clear_corpus_polarity(word, corpus_polarity)
+        if corpus and values and sum(values.values()) and (sum(values.values()) > 0) != (corpus > 0):
+            return f"'{word}' is {'positive' if corpus > 0 else 'negative'} in the labeled corpus but not in the lexicons: its polarity is disputed"
+        if len(signs) == 2:
+            shown = ", ".join(f"{k} {v:+.2f}" for k, v in values.items())
+            return f"'{word}' has polarities of both signs ({shown}): its polarity is disputed"
+    return None
+
+
 def _word_sign(word: str, corpus_polarity: Mapping[str, float] | None) -> str:
     """A word's polarity: the sign of its lexicon values (VADER, AFINN, TextBlob) taken
     together, else its clear polarity in the labeled corpus, else that of its hyphenated

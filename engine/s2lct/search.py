@@ -23,6 +23,7 @@ from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.fluent import (
     degree_reason,
     denial_reason,
+    disputed_reason,
     exclusive_reason,
     fill_template,
     mixed_reason,
@@ -297,6 +298,18 @@ def _candidate(spec: CapabilitySpec, rule: str, sent: dict) -> dict:
     }
 
 
+# A sentence that opens with one of these goes on from the one before it ("Or some damn
+# thing ."): on its own it has no verdict a reader can check.
+CONTINUING = frozenset({"and", "or", "nor", "but"})
+
+
+def continuation_reason(tokens: Sequence[Token]) -> str | None:
+    first = next((t for t in tokens if t["pos"] not in NON_WORDS), None)
+    if first is not None and first["t"].lower() in CONTINUING:
+        return f"opens with '{first['t']}': it goes on from a sentence before it"
+    return None
+
+
 def seed_checks(
     neutral_label: str, wrapper: FluentWrapper | None = None, corpus_polarity: Mapping[str, float] | None = None
 ) -> list[Check]:
@@ -306,7 +319,9 @@ def seed_checks(
 
     def form(row: dict) -> str | None:
         if wrapper is None:
-            return "several sentences" if sum(t["dep"] == "ROOT" for t in row["tokens"]) != 1 else None
+            if sum(t["dep"] == "ROOT" for t in row["tokens"]) != 1:
+                return "several sentences"
+            return continuation_reason(row["tokens"])
         views, why = seed_form(row["tokens"], max_words=wrapper.max_words)
         if why:
             return why
@@ -329,14 +344,18 @@ def seed_checks(
         if why or row["label"] == neutral_label:
             return why
         if not row.get("core"):  # the found sentence is the seed
-            return mixed_reason(row["text"], row["label"], corpus_polarity)
+            return mixed_reason(row["text"], row["label"], corpus_polarity) or disputed_reason(
+                row["text"], corpus_polarity
+            )
         # What the wrapper embeds may be a part of the sentence ("somewhat clumsy", from a
         # review that goes on to praise): the case's label follows from that part, so it
         # must carry the sentence's polarity itself.
         # A mixed seed ("a smart, arch and rather cold-blooded comedy") leaves every
         # wrapper's label unclear: a denial, a change of mind, an author against critics.
-        why = polarity_reason(None, row["core"], row["label"]) or mixed_reason(
-            row["core"], row["label"], corpus_polarity
+        why = (
+            polarity_reason(None, row["core"], row["label"])
+            or mixed_reason(row["core"], row["label"], corpus_polarity)
+            or disputed_reason(row["core"], corpus_polarity)
         )
         return f"the embedded {row['form']} '{row['core']}': {why}" if why else None
 

@@ -13,6 +13,7 @@ from checkray.actors.s2lct.parser import token_dicts
 from checkray.engine.s2lct.fluent import (
     corpus_polar_words,
     degree_reason,
+    disputed_reason,
     denial_reason,
     exclusive_reason,
     polarity_reason,
@@ -478,3 +479,25 @@ def test_a_fill_may_not_repeat_a_word_of_the_sentence():
     seed = _tagged("an/DT entertaining/JJ british/JJ hybrid/NN of/IN _ comedy/NN")
     assert repeat_reason(seed, ["british"])
     assert repeat_reason(seed, ["french"]) is None
+
+
+def test_a_seed_resting_on_a_word_used_both_ways_is_refused(nlp, caps):
+    # read at size: "Do I think that it 's haunting? No, I don't." expected positive or
+    # neutral, but "haunting" is praise in most reviews (VADER -0.28, AFINN +0.2)
+    assert "disputed" in disputed_reason("it 's haunting")
+    assert "disputed" in disputed_reason("a gloomy tale", {"gloomy": 0.8})  # corpus against the lexicons
+    assert disputed_reason("a terrible waste of time") is None
+    pairs = [("It's haunting.", "negative"), ("It's dreadful.", "negative")]
+    table = searched(nlp, {"LC11": caps["LC11"]}, pairs)
+    rows, rejected = checked_seed_rows([caps["LC11"]], table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
+    assert [r for r in rows if "dreadful" in r["text"]] and not [r for r in rows if "haunting" in r["text"]]
+    assert any("haunting" in r["reason"] and "disputed" in r["reason"] for r in rejected)
+
+
+def test_a_sentence_that_goes_on_from_another_is_no_seed(nlp, caps):
+    # read at size under LC2: "Or some damn thing ." has no verdict of its own
+    pairs = [("Or some damn thing .", "negative"), ("A damn fine movie .", "positive")]
+    table = searched(nlp, {"LC2": caps["LC2"]}, pairs)
+    rows, rejected = checked_seed_rows([caps["LC2"]], table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
+    assert "Or some damn thing ." not in {r["text"] for r in rows}
+    assert any(r["check"] == "seed-form" and "goes on from" in r["reason"] for r in rejected)
