@@ -13,8 +13,8 @@ from checkray.actors.s2lct.parser import token_dicts
 from checkray.engine.s2lct.fluent import (
     corpus_polar_words,
     degree_reason,
-    disputed_reason,
     denial_reason,
+    disputed_reason,
     exclusive_reason,
     polarity_reason,
     seed_form,
@@ -485,7 +485,8 @@ def test_a_seed_resting_on_a_word_used_both_ways_is_refused(nlp, caps):
     # read at size: "Do I think that it 's haunting? No, I don't." expected positive or
     # neutral, but "haunting" is praise in most reviews (VADER -0.28, AFINN +0.2)
     assert "disputed" in disputed_reason("it 's haunting")
-    assert "disputed" in disputed_reason("a gloomy tale", {"gloomy": 0.8})  # corpus against the lexicons
+    assert "disputed" in disputed_reason("a dark tale", {"dark": 0.8})  # the corpus against a weak lexicon value
+    assert disputed_reason("a tale of grief", {"grief": 0.8}) is None  # not against a clear one
     assert disputed_reason("a terrible waste of time") is None
     pairs = [("It's haunting.", "negative"), ("It's dreadful.", "negative")]
     table = searched(nlp, {"LC11": caps["LC11"]}, pairs)
