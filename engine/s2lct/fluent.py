@@ -449,6 +449,27 @@ def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
     return None
 
 
+COMPARATIVE_TAGS = {"JJR", "RBR"}
+# "as good as", "almost as much as" (not "as well as", which joins two things)
+_AS_AS = re.compile(r"\bas\s+(?!well\s+as\b)[a-z'-]+(?:\s+[a-z'-]+)?\s+as\b")
+
+
+def comparison_reason(tokens: Sequence[Token], core: str) -> str | None:
+    """Why denying ``core`` has no single side (None: it has): it makes a comparison.
+    "I wouldn't say that Moore's performance impresses almost as much as her work in Safe"
+    may only say it is less than her best; "not better than the first" leaves it good."""
+    low = core.lower()
+    m = _AS_AS.search(low)
+    if m:
+        return f"a comparison ('{m.group(0)}'): denying it may deny only the degree"
+    words = set(re.findall(r"[a-z][a-z'-]*[a-z]", low))
+    for t in tokens:
+        w = t["t"].lower()
+        if w in words and (w == "than" or t.get("tag") in COMPARATIVE_TAGS):
+            return f"a comparison ('{t['t']}'): denying it may deny only the degree"
+    return None
+
+
 # Exclusive focus words: "the sole bright spot", "the only good thing", "just a bad movie".
 EXCLUSIVES = frozenset("only sole lone solely merely just".split())
 

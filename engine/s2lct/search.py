@@ -21,6 +21,7 @@ import pyarrow as pa
 from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.fluent import (
+    comparison_reason,
     degree_reason,
     denial_reason,
     disputed_reason,
@@ -363,7 +364,12 @@ def seed_checks(
         # a noun phrase ("Would I call it {s}?") is denied whole
         why = denial_reason(row["tokens"], corpus_polarity) if row.get("form") in ("clause", "past") else None
         core = row.get("core") or row["text"]
-        return why or degree_reason(row["tokens"], core) or exclusive_reason(core)
+        return (
+            why
+            or degree_reason(row["tokens"], core)
+            or exclusive_reason(core)
+            or comparison_reason(row["tokens"], core)
+        )
 
     checks = [
         row_check("seed-form", form, "one sentence; wrapped seeds: a clause or noun phrase the wrapper embeds"),

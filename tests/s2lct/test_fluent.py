@@ -11,6 +11,7 @@ import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
 from checkray.engine.s2lct.fluent import (
+    comparison_reason,
     corpus_polar_words,
     degree_reason,
     denial_reason,
@@ -502,3 +503,19 @@ def test_a_sentence_that_goes_on_from_another_is_no_seed(nlp, caps):
     rows, rejected = checked_seed_rows([caps["LC2"]], table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
     assert "Or some damn thing ." not in {r["text"] for r in rows}
     assert any(r["check"] == "seed-form" and "goes on from" in r["reason"] for r in rejected)
+
+
+def test_a_denied_comparison_is_refused(nlp, caps):
+    # read at size under LC7: denying "impresses almost as much as her work in Safe" may
+    # only say the performance is less than her best
+    pairs = [
+        ("Moore 's performance impresses almost as much as her work with Haynes in 1995 's Safe .", "positive"),
+        ("The sequel is better than the original .", "positive"),
+        ("The acting is lovely .", "positive"),
+    ]
+    table = searched(nlp, {"LC10": caps["LC10"]}, pairs)
+    rows, rejected = checked_seed_rows([caps["LC10"]], table, suite="s", max_seeds=10, seed=0, neutral_proxy=True)
+    assert [r["text"] for r in rows] == ["Do I think that the acting is lovely? No, I don't."]
+    why = {r["text"]: r["reason"] for r in rejected if r["check"] == "seed-denied-whole"}
+    assert sum("comparison" in w for w in why.values()) == 2, why
+    assert comparison_reason([], "the acting as well as the script") is None
