@@ -472,6 +472,9 @@ def comparison_reason(tokens: Sequence[Token], core: str) -> str | None:
 
 # Exclusive focus words: "the sole bright spot", "the only good thing", "just a bad movie".
 EXCLUSIVES = frozenset("only sole lone solely merely just".split())
+# Universal claims: "Do I think that it's always fascinating ...? No" says "not always",
+# which leaves it fascinating most of the time.
+UNIVERSALS = frozenset("always every everything everyone everybody everywhere".split())
 
 
 def exclusive_reason(core: str) -> str | None:
@@ -482,6 +485,8 @@ def exclusive_reason(core: str) -> str | None:
     for word in re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()):
         if word in EXCLUSIVES:
             return f"'{word}' singles out one part: denying it may deny the part or its being alone"
+        if word in UNIVERSALS:
+            return f"'{word}' makes a universal claim: denying it says only 'not {word}'"
     return None
 
 

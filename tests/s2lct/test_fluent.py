@@ -280,6 +280,8 @@ def test_denying_what_an_exclusive_word_singles_out_is_unclear():
         assert exclusive_reason(text), text
     for text in ("a bright spot in a dull year", "it is a sweet and sexy film"):
         assert exclusive_reason(text) is None, text
+    # read wrong in the seed-27 draw: "not always fascinating" is fascinating most of the time
+    assert "universal" in exclusive_reason("it's always fascinating to watch marker the essayist at work")
 
 
 def test_a_fill_may_only_restrict_its_noun():
