@@ -266,10 +266,18 @@ def denied_fill_reason(items: Sequence[Mapping[str, Any]], words: Sequence[str],
     to the denied noun. "Would I call it a [british] film that affirms ...? No" may deny
     that the film is British; "Do I think that the [american] film suffers from ...? No"
     keeps the denial on what it says of the film."""
+    masks = [i for i, it in enumerate(items) if "mask" in it]
+    if form == "np":
+        # a noun phrase is denied whole, so any noun in it may be what the "no" is about:
+        # "Would I call it an unsuccessful attempt at a [british] movie of ideas? No"
+        for p, word in zip(masks, words):
+            noun = fill_head(items, p)
+            if noun is not None:
+                return f"'{word}' would modify '{items[noun]['t']}' in the noun phrase the wrapper denies whole"
+        return None
     target = denied_head(items, form)
     if target is None:
         return None
-    masks = [i for i, it in enumerate(items) if "mask" in it]
     for p, word in zip(masks, words):
         if fill_head(items, p) == target:
             return (
