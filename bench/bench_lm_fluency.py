@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -103,7 +102,6 @@ def main() -> None:
                 xs = [s[key] for (gg, _, _), s in zip(items, scored) if gg == g]
                 per.append(f"{g} {roc_auc_score(ys, xs):.2f}")
         print(f"{key:9s} AUC {overall:.3f}  ({', '.join(per)})")
-    sys.exit(0)
 
 
 if __name__ == "__main__":

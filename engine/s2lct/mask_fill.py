@@ -263,7 +263,8 @@ def fill_head(items: Sequence[Mapping[str, Any]], p: int) -> int | None:
 
 def denied_fill_reason(items: Sequence[Mapping[str, Any]], words: Sequence[str], form: str) -> str | None:
     """Why a fill changes what a denying wrapper denies (None: it does not): a word added
-    to the denied noun. "Would I call it a [british] film that affirms ...? No" may deny
+    to a noun of a noun-phrase seed (denied whole), or to the predicate nominal of a
+    clause. "Would I call it a [british] film that affirms ...? No" may deny
     that the film is British; "Do I think that the [american] film suffers from ...? No"
     keeps the denial on what it says of the film."""
     masks = [i for i, it in enumerate(items) if "mask" in it]
