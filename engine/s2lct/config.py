@@ -75,6 +75,16 @@ class ConsistencyConfig(Section):
     max_overlap: float = Field(default=0.05, ge=0, le=1)  # share of the seeds' sentences a judge may have trained on
 
 
+class LabelCheckConfig(Section):
+    """Seeds whose sentence a cross-fitted classifier does not give its corpus label
+    (``engine/s2lct/confidence.py``): the encoder of the sentence embeddings (None: no
+    such check) and the probability a polar seed's sentence needs."""
+
+    encoder: Optional[str] = "builtin:mpnet"
+    min_confidence: float = Field(default=0.8, ge=0, le=1)
+    folds: int = Field(default=5, ge=2)
+
+
 class S2lctConfig(JobSection):
     key: ClassVar[str] = "s2lct"
 
@@ -131,6 +141,7 @@ class S2lctConfig(JobSection):
     coverage: CoverageConfig = CoverageConfig()
     explain: ExplainConfig = ExplainConfig()
     consistency: ConsistencyConfig = ConsistencyConfig()
+    label_check: LabelCheckConfig = LabelCheckConfig()
 
 
 def filler_backend(f: FillerConfig) -> str:

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
+from checkray.engine.s2lct.confidence import LabelConfidence
 from checkray.engine.s2lct.fluent import (
     comparison_reason,
     degree_reason,
@@ -312,7 +313,10 @@ def continuation_reason(tokens: Sequence[Token]) -> str | None:
 
 
 def seed_checks(
-    neutral_label: str, wrapper: FluentWrapper | None = None, corpus_polarity: Mapping[str, float] | None = None
+    neutral_label: str,
+    wrapper: FluentWrapper | None = None,
+    corpus_polarity: Mapping[str, float] | None = None,
+    confidence: LabelConfidence | None = None,
 ) -> list[Check]:
     """The checks a found sentence passes before it becomes a seed (``wrappers: fluent``):
     its form (one sentence; with a wrapper, a clause or noun phrase the wrapper has a
@@ -379,6 +383,14 @@ def seed_checks(
             "polar seeds: the sentence scores agree with the label, in the whole sentence and in the part a wrapper embeds, and no word has the opposite polarity; neutral: no polar word in any lexicon",
         ),
     ]
+    if confidence is not None:
+        checks.append(
+            row_check(
+                "seed-label-confidence",
+                lambda row: None if row["label"] == neutral_label else confidence.reason(row["id"], row["label"]),
+                f"polar seeds: a classifier cross-fitted on the corpus gives the sentence its label with p >= {confidence.threshold:g}",
+            )
+        )
     if wrapper is not None and wrapper.exclude_negated:  # the wrapper denies its seed
         checks.append(
             row_check(
@@ -395,6 +407,7 @@ def screen_found(
     found: Mapping[str, list[dict]],
     neutral_label: str,
     corpus_polarity: Mapping[str, float] | None = None,
+    confidence: LabelConfidence | None = None,
 ) -> tuple[dict[str, list[dict]], list[dict], dict[str, list[str]]]:
     """The found sentences of a capability without fluent wrappers that pass the seed
     checks (rule -> sentences), the rejected ones with their reasons, and the checks
@@ -402,7 +415,7 @@ def screen_found(
     kept: dict[str, list[dict]] = {}
     rejected: list[dict] = []
     passed: dict[str, list[str]] = {}
-    checks = seed_checks(neutral_label, corpus_polarity=corpus_polarity)
+    checks = seed_checks(neutral_label, corpus_polarity=corpus_polarity, confidence=confidence)
     for rule, sents in found.items():
         out = apply_checks([_candidate(spec, rule, sd) for sd in sents], checks)
         rejected.extend(out.rejected)
@@ -419,6 +432,7 @@ def fluent_seeds(
     seed: int,
     neutral_label: str,
     corpus_polarity: Mapping[str, float] | None = None,
+    confidence: LabelConfidence | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Seeds of a capability's fluent wrappers, and the found sentences the seed checks
     rejected on the way (sentences are drawn at random and checked until each wrapper
@@ -429,7 +443,7 @@ def fluent_seeds(
     for i, wrapper in enumerate(spec.fluent):
         pool = [(name, sd) for name in wrapper.sentence for sd in found.get(name, [])]
         rng.shuffle(pool)
-        checks = seed_checks(neutral_label, wrapper, corpus_polarity)
+        checks = seed_checks(neutral_label, wrapper, corpus_polarity, confidence)
         made, pos = 0, 0
         while made < budget and pos < len(pool):
             need = budget - made
@@ -497,11 +511,13 @@ def checked_seed_rows(
     neutral_label: str = "neutral",
     wrappers: str = "fluent",
     corpus_polarity: Mapping[str, float] | None = None,
+    confidence: LabelConfidence | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """Seeds of every capability (not yet parsed) from the search rules' matches
     (``searched``: the parse stage's ``id``, ``matches`` and ``tokens`` columns), and the
     found sentences the seed checks rejected (``wrappers: fluent``; the paper's wording
-    checks nothing); suites are named ``<suite>-<capability id>``."""
+    checks nothing); suites are named ``<suite>-<capability id>``. ``confidence``: how
+    surely each searched sentence carries its corpus label (``s2lct.label_check``)."""
     rows = searched.select(["id", "matches", "tokens"]).to_pylist()
     out, rejected = [], []
     for spec in specs:
@@ -513,9 +529,9 @@ def checked_seed_rows(
         spec_suite = f"{suite}-{spec.id}"
         passed: dict[str, list[str]] = {}
         if wrappers == "fluent" and spec.fluent:
-            built, refused = fluent_seeds(spec, found, max_seeds, seed, neutral_label, corpus_polarity)
+            built, refused = fluent_seeds(spec, found, max_seeds, seed, neutral_label, corpus_polarity, confidence)
         elif wrappers == "fluent":
-            screened, refused, passed = screen_found(spec, found, neutral_label, corpus_polarity)
+            screened, refused, passed = screen_found(spec, found, neutral_label, corpus_polarity, confidence)
             built = build_seeds(spec, screened, max_seeds, seed)
         else:
             built, refused = build_seeds(spec, found, max_seeds, seed), []

@@ -33,8 +33,10 @@ from checkray.jobs.s2lct.consistency import consistency_stage
 from checkray.jobs.s2lct.evaluate import benchmark_stage, coverage_stage, explain_stage, table3_stage
 from checkray.jobs.s2lct.report import Consistency, Evaluation, s2lct_sections
 from checkray.jobs.s2lct.stages import (
+    confidence_stage,
     expand_stage,
     grammar_stage,
+    label_check_on,
     parse_stage,
     preflight,
     search_corpus_config,
@@ -89,6 +91,8 @@ class S2lctJob(Job[S2lctConfig]):
         s, seed = self.conf, self.seed
         yield parse_stage(self.cfg, s, self.capabilities, seed)
         yield grammar_stage(s)
+        if label_check_on(s):
+            yield confidence_stage(s, seed, self.cfg.section(CacheConfig))
         yield seeds_stage(self.capabilities, s, seed)
         yield expand_stage(s, seed)
         yield suite_stage(s, seed)

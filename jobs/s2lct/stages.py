@@ -25,6 +25,8 @@ from checkray.engine.config import CorpusConfig
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.errors import InputError
 from checkray.engine.runtime import cluster_resources, plan_actor_pool
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.s2lct.confidence import LabelConfidence, cross_fitted_confidence
 from checkray.engine.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 from checkray.engine.s2lct.fillers import FILLERS
 from checkray.engine.s2lct.fluent import corpus_polar_words
@@ -214,13 +216,50 @@ def labeled_polarity(s: S2lctConfig, searched: pa.Table) -> dict[str, float]:
     return corpus_polar_words(texts, labels)
 
 
+def label_check_on(s: S2lctConfig) -> bool:
+    """Whether the seeds are checked against a cross-fitted classifier (fluent wrappers only:
+    the paper's wording checks nothing)."""
+    return s.wrappers == "fluent" and s.label_check.encoder is not None
+
+
+def confidence_stage(s: S2lctConfig, seed: int, cache_cfg: CacheConfig | None = None) -> Stage:
+    """How surely each searched sentence carries its corpus label: its embedding (the
+    embedder actors, through the content cache) scored by a cross-fitted logistic
+    regression (``engine/s2lct/confidence.py``)."""
+    check = s.label_check
+
+    def run(ctx: StageContext):
+        from checkray.actors.embed_cache import cluster_plan, embed_texts, sentence_model
+        from checkray.actors.embedder import resolve_model
+
+        resolve_model(check.encoder)  # a missing model path fails here, not inside an actor
+        searched = ctx.input("parse", "search", columns=["id", "text", "label"])
+        cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
+        model = sentence_model(check.encoder, normalize=True)
+        vectors = embed_texts(searched.column("text").to_pylist(), model, cache=cache, plan=cluster_plan())
+        labels = searched.column("label").to_pylist()
+        p = cross_fitted_confidence(vectors, labels, folds=check.folds, seed=seed)
+        table = pa.table({"id": searched.column("id"), "label": searched.column("label"), "confidence": p})
+        return {"data": table}
+
+    return Stage("confidence", run, inputs=("parse",), config=[check, seed])
+
+
+def label_confidence(table: pa.Table, threshold: float) -> LabelConfidence:
+    ids, labels = table.column("id").to_pylist(), table.column("label").to_pylist()
+    scores = zip(labels, table.column("confidence").to_pylist())
+    return LabelConfidence(dict(zip(ids, scores)), threshold)
+
+
 def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage:
     s = generation_view(s)
+    checked = label_check_on(s)
 
     def run(ctx: StageContext):
         proxy = bool(ctx.input("parse", "info").column("neutral_proxy")[0].as_py())
         searched = ctx.input("parse", "search")
         polarity = labeled_polarity(s, searched) if s.wrappers == "fluent" else {}
+        confidence = label_confidence(ctx.input("confidence"), s.label_check.min_confidence) if checked else None
         rows, rejected = checked_seed_rows(
             specs,
             searched,
@@ -231,6 +270,7 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
             neutral_label=s.neutral_label,
             wrappers=s.wrappers,
             corpus_polarity=polarity or None,
+            confidence=confidence,
         )
         if not rows:
             raise InputError("s2lct: no sentence of the corpus matches any capability's search rules")
@@ -240,7 +280,7 @@ def seeds_stage(specs: list[CapabilitySpec], s: S2lctConfig, seed: int) -> Stage
         )
         return {"data": pa.Table.from_pylist(rows), "rejected": rejected_table(rejected), "polarity": polarity_table}
 
-    return Stage("seeds", run, inputs=("parse",), config=[s, seed, list(specs)])
+    return Stage("seeds", run, inputs=("parse", "confidence") if checked else ("parse",), config=[s, seed, list(specs)])
 
 
 def expand_stage(s: S2lctConfig, seed: int) -> Stage:

@@ -1,0 +1,71 @@
+"""Does a found sentence carry its corpus label? A classifier that never saw it says how sure.
+
+A sentence-polarity corpus (Rotten Tomatoes, SST-2) labels a sentence with the verdict of
+the review it came from, and many sentences do not carry that verdict on their own: "death
+might be a release", "she must have a very strong back", or praise and blame mixed ("a
+bravura exercise in emptiness"). Wrapped in "I wouldn't say that ..." such a sentence makes
+a case whose expected label no careful reader gives. The lexicons look at words; this looks
+at the sentence: a logistic regression on sentence embeddings of the searched corpus,
+cross-fitted (each sentence scored by the fold that did not train on it), gives the
+probability of the sentence's own label. ``s2lct.label_check`` sets the encoder and the
+probability a seed needs (docs/s2lct.md has what it buys on the annotated seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def cross_fitted_confidence(
+    vectors: np.ndarray, labels: Sequence[str | None], *, folds: int = 5, seed: int = 0, c: float = 1.0
+) -> np.ndarray:
+    """(n,) probability that a k-fold cross-fitted logistic regression gives each row its
+    own label; NaN for an unlabeled row, and for every row when fewer than two labels
+    have ``folds`` rows each (nothing to learn a sentence's polarity from)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    n = len(labels)
+    out = np.full(n, np.nan)
+    rows = np.array([i for i, label in enumerate(labels) if label is not None], dtype=int)
+    if not len(rows):
+        return out
+    y = np.array([str(labels[i]) for i in rows])
+    names, counts = np.unique(y, return_counts=True)
+    if len(names) < 2 or counts.min() < folds:
+        return out
+    x = np.asarray(vectors, dtype=np.float32)[rows]
+    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    for train, test in split.split(x, y):
+        model = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
+        proba = model.predict_proba(x[test])
+        column = {name: j for j, name in enumerate(model.classes_)}
+        out[rows[test]] = proba[np.arange(len(test)), [column[label] for label in y[test]]]
+    return out
+
+
+def low_confidence_reason(confidence: float | None, label: str, threshold: float) -> str | None:
+    """Why a seed's sentence does not carry its corpus label clearly enough (None: it does,
+    or there is no score for it)."""
+    if confidence is None or np.isnan(confidence) or confidence >= threshold:
+        return None
+    return (
+        f"a classifier cross-fitted on the corpus gives the sentence its label '{label}' with "
+        f"p = {confidence:.2f} < {threshold:g}: it may not carry its review's verdict on its own"
+    )
+
+
+class LabelConfidence:
+    """The cross-fitted scores of the searched sentences (id -> corpus label and its
+    probability) and the probability a polar seed needs; the seed checks ask ``reason``."""
+
+    def __init__(self, scores: dict[str, tuple[str, float]], threshold: float):
+        self.scores, self.threshold = scores, threshold
+
+    def reason(self, sentence_id: str, label: str) -> str | None:
+        corpus_label, p = self.scores.get(sentence_id, (None, None))
+        if corpus_label != label:  # not scored, or labeled by a rule rather than the corpus
+            return None
+        return low_confidence_reason(p, label, self.threshold)
