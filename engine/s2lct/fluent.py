@@ -490,6 +490,28 @@ def exclusive_reason(core: str) -> str | None:
     return None
 
 
+# A claim about the whole length of the film: "a story that zings all the way through" or
+# "funny from start to finish" denied may mean it zings part of the way.
+_WHOLE_SPAN = re.compile(
+    r"\b(?:all the way through|from (?:start|beginning) to (?:finish|end)|throughout|all along|the whole way)\b"
+)
+# A claim about expectations: "a surprisingly funny movie" denied may take back only the surprise.
+EXPECTATION_ADVERBS = frozenset("surprisingly unexpectedly unusually".split())
+
+
+def scope_reason(core: str) -> str | None:
+    """Why denying ``core`` may deny less than its verdict (None: it denies the verdict):
+    a claim about the whole length of the film, or about what was expected."""
+    low = core.lower()
+    m = _WHOLE_SPAN.search(low)
+    if m:
+        return f"'{m.group(0)}' claims the whole length: denying it may deny only the span"
+    for word in re.findall(r"[a-z][a-z'-]*[a-z]", low):
+        if word in EXPECTATION_ADVERBS:
+            return f"'{word}' is about what was expected: denying it may take back only that"
+    return None
+
+
 def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | None = None) -> str | None:
     """Why a seed a wrapper denies is not of one polarity (None: it is): a word whose
     polarity is the opposite of ``label`` in a lexicon or, clearly, in the labeled corpus.

@@ -30,6 +30,7 @@ from checkray.engine.s2lct.fluent import (
     fill_template,
     mixed_reason,
     polarity_reason,
+    scope_reason,
     seed_form,
 )
 from checkray.engine.s2lct.spec import CapabilitySpec, FluentWrapper, SearchRule, Transform, WordClass
@@ -372,6 +373,7 @@ def seed_checks(
             why
             or degree_reason(row["tokens"], core)
             or exclusive_reason(core)
+            or scope_reason(core)
             or comparison_reason(row["tokens"], core)
         )
 

@@ -102,7 +102,7 @@ def rejections_section(runner: StageRunner, suite: pa.Table, examples: int = 2) 
     return Section(
         "S²LCT · candidates rejected by the automatic checks",
         [table_html(rows)],
-        "Seeds (seed-form, seed-polarity) and fills (fill-*) that a check refused; every one is in "
+        "Seeds (seed-form, seed-polarity, seed-denied-whole, seed-label-confidence) and fills (fill-*) that a check refused; every one is in "
         "rejected.parquet with its reason; every suite row lists the checks it passed (column checks).",
     )
 
