@@ -237,11 +237,39 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
         # "Would I call it stupider?": stupider than what? The standard was in the review's
         # sentence before.
         return {}, f"comparative '{compared}' without its standard ('than ...')"
+    why = back_reference_reason(toks)
+    if why:
+        return {}, why
     if r["pos"] in ("VERB", "AUX"):
         return _clause_views(toks, root, kids)
     if r["tag"] in ("NN", "NNS"):
         return _noun_phrase_views(toks, r)
     return {}, f"fragment ({r['pos']} root)"
+
+
+# Words at the end of a clause that point to what the review said before it.
+_BACK_POINTING_ENDINGS = (("as", "well"), ("too",), ("either",))
+
+
+def back_reference_reason(tokens: Sequence[Token]) -> str | None:
+    """Why a sentence reads right only inside its review (None: it stands alone): it ends
+    on a word that adds to something said before ("the voices are fine as well", "it's
+    funny too"), or its "such" after a number or quantifier lost the "that ..." or "as ..."
+    it announces ("Hugh Grant and Sandra Bullock are two such likeable actors")."""
+    kept = [t for t in tokens if t["pos"] not in NON_WORDS]
+    words = [t["t"].lower() for t in kept]
+    for ending in _BACK_POINTING_ENDINGS:
+        if len(words) > len(ending) and tuple(words[-len(ending) :]) == ending:
+            return f"ends on '{' '.join(ending)}': it adds to something the review said before"
+    for i, word in enumerate(words[1:], start=1):
+        # "such a sweet film" exclaims and stands alone; "two such likeable actors" points on
+        if word == "such" and (kept[i - 1]["tag"] == "CD" or words[i - 1] in _QUANTIFIERS):
+            if not {"that", "as"} & set(words[i + 1 :]):
+                return f"'{words[i - 1]} such' without the 'that ...' or 'as ...' it announces"
+    return None
+
+
+_QUANTIFIERS = frozenset("no any all many some these those other few several".split())
 
 
 def _in_hyphenated_word(toks: Sequence[Token], i: int) -> bool:

@@ -22,6 +22,7 @@ from checkray.engine.case_checks import Check, apply_checks, row_check
 from checkray.engine.lang.polarity import polarity_class
 from checkray.engine.s2lct.confidence import LabelConfidence
 from checkray.engine.s2lct.fluent import (
+    back_reference_reason,
     comparison_reason,
     degree_reason,
     denial_reason,
@@ -327,7 +328,7 @@ def seed_checks(
         if wrapper is None:
             if sum(t["dep"] == "ROOT" for t in row["tokens"]) != 1:
                 return "several sentences"
-            return continuation_reason(row["tokens"])
+            return continuation_reason(row["tokens"]) or back_reference_reason(row["tokens"])
         views, why = seed_form(row["tokens"], max_words=wrapper.max_words)
         if why:
             return why

@@ -11,6 +11,7 @@ import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
 from checkray.engine.s2lct.fluent import (
+    back_reference_reason,
     comparison_reason,
     corpus_polar_words,
     degree_reason,
@@ -543,3 +544,22 @@ def test_a_denied_comparison_is_refused(nlp, caps):
     why = {r["text"]: r["reason"] for r in rejected if r["check"] == "seed-denied-whole"}
     assert sum("comparison" in w for w in why.values()) == 2, why
     assert comparison_reason([], "the acting as well as the script") is None
+
+
+def test_a_sentence_that_points_back_into_its_review_is_no_seed(nlp):
+    """Read as not fluent at size: "... I think the voices are fine as well." and "...
+    Hugh Grant and Sandra Bullock are two such likeable actors." (its "that ..." was cut)."""
+    for text in (
+        "the voices are fine as well .",
+        "Hugh Grant and Sandra Bullock are two such likeable actors .",
+        "the script is clumsy too .",
+    ):
+        assert back_reference_reason(toks(nlp, text)), text
+        assert seed_form(toks(nlp, text))[1], text
+    for text in (
+        "brown sugar is such a sweet and sexy film .",
+        "they are two such likeable actors that you forgive the plot .",
+        "the voices are fine .",
+        "too long by half .",
+    ):
+        assert back_reference_reason(toks(nlp, text)) is None, text
