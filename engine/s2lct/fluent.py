@@ -51,6 +51,7 @@ BAD_PUNCT = {
     "-rrb-",
     "...",
     "..",
+    "`",
     "``",
     "''",
     '"',
@@ -267,6 +268,15 @@ def back_reference_reason(tokens: Sequence[Token]) -> str | None:
             if not {"that", "as"} & set(words[i + 1 :]):
                 return f"'{words[i - 1]} such' without the 'that ...' or 'as ...' it announces"
     return None
+
+
+def open_quote_reason(tokens: Sequence[Token]) -> str | None:
+    """Why a sentence was cut inside a quotation (None: its quotes close): more opening
+    quote marks than closing ones ("As Hugh Grant says repeatedly throughout the movie ,
+    ` Lovely !" is the character's word, and the review goes on)."""
+    opened = sum(t["t"] in ("`", "``") for t in tokens)
+    closed = sum(t["t"] in ("'", "''") and t.get("tag") != "POS" for t in tokens)
+    return "a quotation left open: the sentence was cut inside it" if opened > closed else None
 
 
 _QUANTIFIERS = frozenset("no any all many some these those other few several".split())
@@ -515,6 +525,8 @@ def exclusive_reason(core: str) -> str | None:
             return f"'{word}' singles out one part: denying it may deny the part or its being alone"
         if word in UNIVERSALS:
             return f"'{word}' makes a universal claim: denying it says only 'not {word}'"
+        if word == "both":
+            return "'both' joins two claims: denying them may leave one of the two"
     return None
 
 

@@ -30,6 +30,7 @@ from checkray.engine.s2lct.fluent import (
     exclusive_reason,
     fill_template,
     mixed_reason,
+    open_quote_reason,
     polarity_reason,
     scope_reason,
     seed_form,
@@ -328,7 +329,11 @@ def seed_checks(
         if wrapper is None:
             if sum(t["dep"] == "ROOT" for t in row["tokens"]) != 1:
                 return "several sentences"
-            return continuation_reason(row["tokens"]) or back_reference_reason(row["tokens"])
+            return (
+                continuation_reason(row["tokens"])
+                or back_reference_reason(row["tokens"])
+                or open_quote_reason(row["tokens"])
+            )
         views, why = seed_form(row["tokens"], max_words=wrapper.max_words)
         if why:
             return why

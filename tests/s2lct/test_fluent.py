@@ -18,6 +18,7 @@ from checkray.engine.s2lct.fluent import (
     denial_reason,
     disputed_reason,
     exclusive_reason,
+    open_quote_reason,
     polarity_reason,
     scope_reason,
     seed_form,
@@ -284,6 +285,8 @@ def test_denying_what_an_exclusive_word_singles_out_is_unclear():
         assert exclusive_reason(text) is None, text
     # read wrong in the seed-27 draw: "not always fascinating" is fascinating most of the time
     assert "universal" in exclusive_reason("it's always fascinating to watch marker the essayist at work")
+    # read wrong at size: "not both a necessary political work and a fascinating documentary" may be one
+    assert "both" in exclusive_reason("it is both a necessary political work and a fascinating documentary")
 
 
 def test_denying_a_whole_span_or_an_expectation_may_deny_less_than_the_verdict():
@@ -563,3 +566,11 @@ def test_a_sentence_that_points_back_into_its_review_is_no_seed(nlp):
         "too long by half .",
     ):
         assert back_reference_reason(toks(nlp, text)) is None, text
+
+
+def test_a_sentence_cut_inside_a_quotation_is_no_seed(nlp):
+    """Read wrong at size (LC2, taken as found): "As Hugh Grant says repeatedly throughout
+    the movie , ` Lovely !" is the character's word, cut before the review goes on."""
+    assert open_quote_reason(toks(nlp, "As Hugh Grant says repeatedly throughout the movie , ` Lovely !"))
+    assert open_quote_reason(toks(nlp, "The best movie of its kind since ` Brazil . '")) is None
+    assert open_quote_reason(toks(nlp, "The film 's score is lovely .")) is None
