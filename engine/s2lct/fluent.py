@@ -250,6 +250,8 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
 
 # Words at the end of a clause that point to what the review said before it.
 _BACK_POINTING_ENDINGS = (("as", "well"), ("too",), ("either",))
+# "two such likeable actors": a "such" after these announces a "that ..." or "as ..."
+_QUANTIFIERS = frozenset("no any all many some these those other few several".split())
 
 
 def back_reference_reason(tokens: Sequence[Token]) -> str | None:
@@ -277,9 +279,6 @@ def open_quote_reason(tokens: Sequence[Token]) -> str | None:
     opened = sum(t["t"] in ("`", "``") for t in tokens)
     closed = sum(t["t"] in ("'", "''") and t.get("tag") != "POS" for t in tokens)
     return "a quotation left open: the sentence was cut inside it" if opened > closed else None
-
-
-_QUANTIFIERS = frozenset("no any all many some these those other few several".split())
 
 
 def _in_hyphenated_word(toks: Sequence[Token], i: int) -> bool:

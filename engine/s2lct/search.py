@@ -404,7 +404,7 @@ def seed_checks(
             row_check(
                 "seed-denied-whole",
                 denied_whole,
-                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject, and is not the top of its scale nor singled out by an exclusive word (only, sole, just)",
+                "under a denying wrapper: the clause's sentiment sits in its predicate, not in its subject, and is not the top of its scale, singled out by an exclusive word (only, sole, just), universal (always, every), both ... and, a comparison, a whole-span claim or an expectation (surprisingly)",
             )
         )
     return checks
