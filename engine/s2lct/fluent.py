@@ -250,6 +250,8 @@ def seed_form(tokens: Sequence[Token], *, max_words: int = 20) -> tuple[dict[str
 
 # Words at the end of a clause that point to what the review said before it.
 _BACK_POINTING_ENDINGS = (("as", "well"), ("too",), ("either",))
+# ... and words at its start that place it after something the review told before
+_BACK_POINTING_OPENINGS = (("after", "that"), ("before", "that"), ("since", "then"), ("by", "then"), ("then",))
 # "two such likeable actors": a "such" after these announces a "that ..." or "as ..."
 _QUANTIFIERS = frozenset("no any all many some these those other few several".split())
 
@@ -257,13 +259,17 @@ _QUANTIFIERS = frozenset("no any all many some these those other few several".sp
 def back_reference_reason(tokens: Sequence[Token]) -> str | None:
     """Why a sentence reads right only inside its review (None: it stands alone): it ends
     on a word that adds to something said before ("the voices are fine as well", "it's
-    funny too"), or its "such" after a number or quantifier lost the "that ..." or "as ..."
+    funny too"), opens with one that follows on from it ("after that , it just gets stupid
+    and maudlin"), or its "such" after a number or quantifier lost the "that ..." or "as ..."
     it announces ("Hugh Grant and Sandra Bullock are two such likeable actors")."""
     kept = [t for t in tokens if t["pos"] not in NON_WORDS]
     words = [t["t"].lower() for t in kept]
     for ending in _BACK_POINTING_ENDINGS:
         if len(words) > len(ending) and tuple(words[-len(ending) :]) == ending:
             return f"ends on '{' '.join(ending)}': it adds to something the review said before"
+    for opening in _BACK_POINTING_OPENINGS:
+        if len(words) > len(opening) and tuple(words[: len(opening)]) == opening:
+            return f"opens with '{' '.join(opening)}': it follows on from something the review told before"
     for i, word in enumerate(words[1:], start=1):
         # "such a sweet film" exclaims and stands alone; "two such likeable actors" points on
         if word == "such" and (kept[i - 1]["tag"] == "CD" or words[i - 1] in _QUANTIFIERS):
@@ -453,7 +459,8 @@ SUPERLATIVE_TAGS = {"JJS", "RBS"}
 # unpleasant" is not praise).
 MAXIMIZERS = frozenset(
     "absolutely completely entirely extremely fully perfectly thoroughly totally utterly incredibly "
-    "infinitely unbelievably exceptionally amazingly remarkably extraordinarily supremely".split()
+    "infinitely unbelievably exceptionally amazingly remarkably extraordinarily supremely "
+    "exceedingly immensely tremendously enormously".split()
 )
 
 

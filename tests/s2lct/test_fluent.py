@@ -258,6 +258,7 @@ def test_denying_the_top_of_a_scale_is_not_the_opposite_verdict(nlp):
         "the most repellent movie of 2002",
         "the worst film of the year",
         "an extremely unpleasant film",
+        "an exceedingly clever piece of cinema",  # read wrong at size, 0e82c66
         "a cop story that understands the medium amazingly well",
         "a marvellous journey from childhood idealism to adolescent self-absorption",  # British spelling
     ):
@@ -556,6 +557,7 @@ def test_a_sentence_that_points_back_into_its_review_is_no_seed(nlp):
         "the voices are fine as well .",
         "Hugh Grant and Sandra Bullock are two such likeable actors .",
         "the script is clumsy too .",
+        "after that , it just gets stupid and maudlin .",
     ):
         assert back_reference_reason(toks(nlp, text)), text
         assert seed_form(toks(nlp, text))[1], text
@@ -564,6 +566,7 @@ def test_a_sentence_that_points_back_into_its_review_is_no_seed(nlp):
         "they are two such likeable actors that you forgive the plot .",
         "the voices are fine .",
         "too long by half .",
+        "it gets stupid after that .",
     ):
         assert back_reference_reason(toks(nlp, text)) is None, text
 
