@@ -13,7 +13,8 @@ probability a seed needs (docs/s2lct.md has what it buys on the annotated seeds)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def cross_fitted_confidence(
     own label; NaN for an unlabeled row, and for every row when fewer than two labels
     have ``folds`` rows each (nothing to learn a sentence's polarity from)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     n = len(labels)
     out = np.full(n, np.nan)
@@ -38,11 +39,8 @@ def cross_fitted_confidence(
         return out
     x = np.asarray(vectors, dtype=np.float32)[rows]
     split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    for train, test in split.split(x, y):
-        model = LogisticRegression(C=c, max_iter=2000).fit(x[train], y[train])
-        proba = model.predict_proba(x[test])
-        column = {name: j for j, name in enumerate(model.classes_)}
-        out[rows[test]] = proba[np.arange(len(test)), [column[label] for label in y[test]]]
+    proba = cross_val_predict(LogisticRegression(C=c, max_iter=2000), x, y, cv=split, method="predict_proba")
+    out[rows] = proba[np.arange(len(rows)), np.searchsorted(names, y)]  # columns: sorted labels
     return out
 
 
@@ -57,12 +55,13 @@ def low_confidence_reason(confidence: float | None, label: str, threshold: float
     )
 
 
+@dataclass(frozen=True)
 class LabelConfidence:
     """The cross-fitted scores of the searched sentences (id -> corpus label and its
     probability) and the probability a polar seed needs; the seed checks ask ``reason``."""
 
-    def __init__(self, scores: dict[str, tuple[str, float]], threshold: float):
-        self.scores, self.threshold = scores, threshold
+    scores: Mapping[str, tuple[str, float]]
+    threshold: float
 
     def reason(self, sentence_id: str, label: str) -> str | None:
         corpus_label, p = self.scores.get(sentence_id, (None, None))

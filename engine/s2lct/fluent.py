@@ -126,6 +126,14 @@ PAST = {
 }
 
 
+_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
+
+
+def _text_words(text: str) -> list[str]:
+    """The words of lower-cased ``text`` (hyphenated and with apostrophes kept whole)."""
+    return _WORD.findall(text)
+
+
 def _words(tokens: Sequence[Token]) -> list[Token]:
     return [t for t in tokens if t["pos"] not in NON_WORDS]
 
@@ -262,7 +270,7 @@ def back_reference_reason(tokens: Sequence[Token]) -> str | None:
     funny too"), opens with one that follows on from it ("after that , it just gets stupid
     and maudlin"), or its "such" after a number or quantifier lost the "that ..." or "as ..."
     it announces ("Hugh Grant and Sandra Bullock are two such likeable actors")."""
-    kept = [t for t in tokens if t["pos"] not in NON_WORDS]
+    kept = _words(tokens)
     words = [t["t"].lower() for t in kept]
     for ending in _BACK_POINTING_ENDINGS:
         if len(words) > len(ending) and tuple(words[-len(ending) :]) == ending:
@@ -473,7 +481,7 @@ def degree_reason(tokens: Sequence[Token], core: str) -> str | None:
     or a polar word whose lexicon values average |v| >= ``TOP_DEGREE`` ("masterpiece",
     "brilliant", "outstanding"; "great", "impressive" and "good" stay below), or a polar
     word after a maximizer ("extremely unpleasant", "utterly painful")."""
-    words = set(re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()))
+    words = set(_text_words(core.lower()))
     toks = [t for t in tokens if t["t"].lower() in words]
     for i, t in enumerate(toks):
         values = list(polar_sources(t["t"].lower()).values()) or list(
@@ -506,7 +514,7 @@ def comparison_reason(tokens: Sequence[Token], core: str) -> str | None:
     m = _AS_AS.search(low)
     if m:
         return f"a comparison ('{m.group(0)}'): denying it may deny only the degree"
-    words = set(re.findall(r"[a-z][a-z'-]*[a-z]", low))
+    words = set(_text_words(low))
     for t in tokens:
         w = t["t"].lower()
         if w in words and (w == "than" or t.get("tag") in COMPARATIVE_TAGS):
@@ -526,7 +534,7 @@ def exclusive_reason(core: str) -> str | None:
     singles out one part. "Do I think that William Shatner is the sole bright spot? No"
     may deny that he is bright or that he is alone (the rest is as good), and the praise
     of "the sole bright spot" already implies the rest is bad."""
-    for word in re.findall(r"[a-z][a-z'-]*[a-z]", core.lower()):
+    for word in _text_words(core.lower()):
         if word in EXCLUSIVES:
             return f"'{word}' singles out one part: denying it may deny the part or its being alone"
         if word in UNIVERSALS:
@@ -552,7 +560,7 @@ def scope_reason(core: str) -> str | None:
     m = _WHOLE_SPAN.search(low)
     if m:
         return f"'{m.group(0)}' claims the whole length: denying it may deny only the span"
-    for word in re.findall(r"[a-z][a-z'-]*[a-z]", low):
+    for word in _text_words(low):
         if word in EXPECTATION_ADVERBS:
             return f"'{word}' is about what was expected: denying it may take back only that"
     return None
@@ -566,7 +574,7 @@ def mixed_reason(text: str, label: str, corpus_polarity: Mapping[str, float] | N
     opposite = {"positive": "negative", "negative": "positive"}.get(label)
     if opposite is None:
         return None
-    for word in re.findall(r"[a-z][a-z'-]*[a-z]", text.lower()):
+    for word in _text_words(text.lower()):
         if _word_sign(word, corpus_polarity) == opposite:
             return f"'{word}' is {opposite} in a {label} seed the wrapper denies (mixed: the denial says nothing clear)"
     return None
@@ -581,7 +589,7 @@ def disputed_reason(text: str, corpus_polarity: Mapping[str, float] | None = Non
     +0.2) or the lexicons against its clear polarity in the labeled corpus. Reviews use such
     words both ways ("silly", "relentless", "sentimental"), so a reader cannot tell which
     side the seed, and every case built on it, is on."""
-    for word in re.findall(r"[a-z][a-z'-]*[a-z]", text.lower()):
+    for word in _text_words(text.lower()):
         values = polar_sources(word)
         signs = {v > 0 for v in values.values() if v}
         mean = sum(values.values()) / len(values) if values else 0.0
