@@ -1,6 +1,7 @@
 """COSTELLO's mutation operators as CPU actors over Ray Data.
 
-``MutationActor`` holds a spaCy pipeline (POS tags and lemmas; parser and NER disabled),
+``MutationActor`` holds a spaCy pipeline (POS tags and lemmas; NER and, for matching
+pairs only, the parser when the checked operators run),
 the WordNet reader and the lexicons for its lifetime, and maps a batch of seeds
 (``id``, ``text``, ``text_pair``) to one row per variant. ``mutate_corpus`` shards the
 seeds over a pool of these actors (``checkray.actors.pool.map_with_actors``); a seed gives any
@@ -107,9 +108,11 @@ class MutationActor:
         from checkray.actors.spacy_nlp import load_spacy
         from checkray.engine.lang.wordnet import wordnet
 
-        # NER stays on for the checked operators: names and titles are not edited.
-        disable = ("parser",) if settings.context_checks else ("parser", "ner")
+        # NER stays on for the checked operators: names and titles are not edited; so does
+        # the parser, which only matching pairs use (a CR4 verb's complement, ``verb_frame``).
+        disable = () if settings.context_checks else ("parser", "ner")
         self.nlp = load_spacy(settings.pipeline, disable=disable)
+        self.unparsed = [p for p in ("parser",) if p in self.nlp.pipe_names]
         wordnet()  # build/load once per actor, not on the first sentence
         self.ref = None
         if settings.context_checks:
@@ -123,10 +126,11 @@ class MutationActor:
         ids = batch.column("id").to_pylist()
         texts = batch.column("text").to_pylist()
         pairs = batch.column("text_pair").to_pylist() if "text_pair" in batch.column_names else [None] * len(ids)
-        docs = list(self.nlp.pipe(texts))
-        pair_docs = {
-            i: d for i, d in zip([i for i, p in enumerate(pairs) if p], self.nlp.pipe([p for p in pairs if p]))
-        }
+        paired = [i for i, p in enumerate(pairs) if p]
+        docs = list(self.nlp.pipe(texts, disable=self.unparsed))
+        for i, d in zip(paired, self.nlp.pipe([texts[i] for i in paired])):
+            docs[i] = d
+        pair_docs = dict(zip(paired, self.nlp.pipe([pairs[i] for i in paired])))
         rows = []
         for i, (seed_id, text, doc) in enumerate(zip(ids, texts, docs)):
             for v in mutate_one(doc, pair_docs.get(i), text, self.inversions, self.settings, self.ref):

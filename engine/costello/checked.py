@@ -77,7 +77,7 @@ WORD_TAGS = {
 }
 PAIR_TAGS = {**WORD_TAGS, "NN": "NOUN", "NNS": "NOUN", "RB": "ADV"}
 CHECKS = ("sense", "fixed_expression", "named_entity", "common_word", "polarity", "context_fit", "profanity")
-PAIR_CHECKS = tuple(c for c in CHECKS if c != "polarity")
+PAIR_CHECKS = ("sense", "verb_frame") + tuple(c for c in CHECKS[1:] if c != "polarity")
 # Entity types of spaCy's NER that mark titles and names.
 _NAME_ENTS = {"PERSON", "WORK_OF_ART", "ORG", "GPE", "NORP", "FAC", "EVENT", "PRODUCT", "LOC", "LAW"}
 _QUOTES = {'"', "``", "''", "“", "”"}
@@ -546,6 +546,64 @@ def _inconsistent(
 
 # ------------------------------------------------------------------ matching pairs (CR4)
 
+# Complements whose shape depends on the verb: a synonym or antonym rarely takes the same
+# one ("began spreading" -> "ended spreading", "refused to share" -> "accepted to share",
+# "would remain functional" -> "change functional", "granting options to executives").
+FRAME_DEPS = {
+    "xcomp": "a verb complement",
+    "acomp": "an adjective complement",
+    "oprd": "a predicate",
+    "attr": "a predicate",
+    "dative": "an indirect object",
+}
+# A figure in the verb's object or prepositional phrase is a price or quantity reading
+# ("closed at $21.63", "decline 2.1 percent", "stay above the 75 cent mark").
+_FIGURE_WORDS = {"$", "%", "percent", "cent", "cents", "point", "points"}
+_FIGURE_DEPS = {"dobj", "npadvmod", "prep", "pobj"}
+
+
+def _children(tokens: Sequence[Token]) -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for j, t in enumerate(tokens):
+        if t.head >= 0 and t.head != j:
+            kids.setdefault(t.head, []).append(j)
+    return kids
+
+
+def _subtree(kids: dict[int, list[int]], i: int) -> list[int]:
+    out, todo = [], [i]
+    while todo:
+        j = todo.pop()
+        out.append(j)
+        todo.extend(kids.get(j, []))
+    return out
+
+
+def verb_frame(tokens: Sequence[Token], i: int) -> str | None:
+    """Why the word at token i cannot be swapped for another word in this sentence, or None:
+    a verb whose complement or figure belongs to it, a participle modifying a noun, an
+    adjective of a figure ("an average 220 pounds"). Needs the parser's labels; an unparsed
+    sentence passes."""
+    tok = tokens[i]
+    if tok.pos not in ("VERB", "ADJ") or not tok.dep:
+        return None
+    kids = _children(tokens)
+    if tok.pos == "ADJ":
+        head = tok.head if tok.dep == "amod" else -1
+        if head >= 0 and any(tokens[j].dep == "nummod" for j in kids.get(head, [])):
+            return f"'{tok.text}' modifies a figure ('{tokens[head].text}')"
+        return None
+    if tok.dep == "amod":  # "the remaining three": a participle read as an adjective
+        return f"'{tok.text}' is a participle modifying a noun"
+    for j in kids.get(i, []):
+        if tokens[j].dep in FRAME_DEPS:
+            return f"'{tok.text}' takes {FRAME_DEPS[tokens[j].dep]} ('{tokens[j].text}') its replacement may not take"
+        if tokens[j].dep in _FIGURE_DEPS:
+            words = {tokens[k].text.lower() for k in _subtree(kids, j)}
+            if words & _FIGURE_WORDS:
+                return f"'{tok.text}' takes a figure ('{tokens[j].text} ...'): a price or quantity sense"
+    return None
+
 
 def checked_shared_substitutions(
     a: Sequence[Token], b: Sequence[Token], kind: Kind, ref: ReferenceModel, per_pair: int = 1
@@ -574,11 +632,14 @@ def checked_shared_substitutions(
         sites = [(a, k) for k in a_at] + [(b, k) for k in b_index[key]]
         positions = [position_verdict(s, k, ref, None) for s, k in sites]
         position = next((p for p in positions if p), None)
+        frame = next((f for f in (verb_frame(s, k) for s, k in sites) if f), None)
         for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
             # No polarity guard picks the sense here, so the shared sense must be a usual
             # one of both words ("began" -> "got", "son" -> "word" are not).
             rare = usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
             verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
+            if verdict is None and frame:
+                verdict = (["sense"], "verb_frame", frame)
             if verdict is None:
                 for s, k in sites:
                     _, passed, check, why = word_checks(

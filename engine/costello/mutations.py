@@ -48,6 +48,8 @@ class Token:
     pos: str  # spaCy coarse POS (ADJ, VERB, PROPN ...)
     tag: str  # fine tag (JJ, VB, PRP$ ...)
     lemma: str
+    dep: str = ""  # dependency label ("" when the pipeline ran without its parser)
+    head: int = -1  # index of the syntactic head in the sentence (-1: not parsed)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Variant:
 
 
 def tokens_from_doc(doc) -> list[Token]:
+    if doc.has_annotation("DEP"):
+        return [Token(t.text, t.whitespace_, t.pos_, t.tag_, t.lemma_, t.dep_, t.head.i) for t in doc]
     return [Token(t.text, t.whitespace_, t.pos_, t.tag_, t.lemma_) for t in doc]
 
 

@@ -266,6 +266,17 @@ def sense_share(word: str, synset) -> float | None:
     return counts.get((word.lower(), pos, synset.offset()), 0) / total
 
 
+def pos_share(word: str, pos: str) -> float | None:
+    """The share of ``word``'s tagged uses, all parts of speech together, that are ``pos``
+    (None: tagged under ``MIN_TAGGED`` times). "employ" is a noun in few of its uses."""
+    _, totals = sense_counts()
+    w = word.lower()
+    every = sum(totals.get((w, p), 0) for p in ("n", "v", "a", "r"))
+    if every < MIN_TAGGED:
+        return None
+    return totals.get((w, pos), 0) / every
+
+
 @lru_cache(maxsize=65536)  # asked for every candidate of every shared word of every pair
 def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: int = 4) -> str | None:
     """Why ``candidate`` is not a usual synonym (antonym) of ``lemma`` (None: it is): in
@@ -273,6 +284,9 @@ def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: i
     candidate is rarely used in that sense (under ``MIN_SENSE_SHARE`` of its tagged uses).
     "began" -> "got" shares begin.v.01, but "get" means that in none of its 732 tagged
     uses; "son" -> "word" shares the sense "the Son" that "son" has in 2 of 50."""
+    rare_pos = _rare_part_of_speech(candidate, upos)
+    if rare_pos:
+        return rare_pos
     wn = wordnet()
     offered = False
     for pos in WN_POS.get(upos, ()):
@@ -290,6 +304,13 @@ def usual_sense_pair(lemma: str, candidate: str, upos: str, kind: str, senses: i
     if not offered:
         return None  # not a WordNet candidate of these senses (a curated one): nothing to weigh
     return f"'{candidate}' is a {kind} of '{lemma}' only in a sense one of them rarely has (SemCor tag counts)"
+
+
+def _rare_part_of_speech(candidate: str, upos: str) -> str | None:
+    share = pos_share(candidate, WN_POS[upos][0]) if upos in WN_POS else None
+    if share is not None and share < MIN_SENSE_SHARE:
+        return f"'{candidate}' is rarely a {upos.lower()} ({share:.0%} of its tagged uses; SemCor tag counts)"
+    return None
 
 
 def is_multiword(words: list[str]) -> bool:

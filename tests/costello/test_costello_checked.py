@@ -279,3 +279,94 @@ def test_pair_substitution_fixes_the_article(nlp):
     b, _ = run(nlp, "a successful boycott , they said .")
     kept = [v for v in checked_shared_substitutions(a, b, "synonym", ref) if not v.check]
     assert kept and kept[0].text.startswith("it was an ") and kept[0].text_pair.startswith("an "), kept
+
+
+@pytest.fixture(scope="module")
+def parsed_nlp():
+    from checkray.actors.spacy_nlp import load_spacy
+
+    return load_spacy("builtin:sm")
+
+
+@pytest.mark.parametrize(
+    "text, word, why",
+    [
+        ("the Lovsan worm began spreading around the world .", "began", "verb complement"),
+        ("officials refused to share information with the press .", "refused", "verb complement"),
+        ("the system would remain fully functional .", "remain", "adjective complement"),
+        ("the stock closed at $ 21.63 on Friday .", "closed", "figure"),
+        ("the market is expected to decline 2.1 percent .", "decline", "figure"),
+        ("police are looking for the remaining three .", "remaining", "participle"),
+        ("the man weighed an average 220 pounds .", "average", "figure"),
+    ],
+)
+def test_a_pair_word_whose_frame_belongs_to_it_is_not_swapped(parsed_nlp, text, word, why):
+    """CR4 read at size: "began spreading" -> "ended spreading", "refused to share" ->
+    "accepted to share", "closed at $21.63" -> "shut at": the replacement does not take
+    the complement or the figure the word takes."""
+    from checkray.engine.costello.checked import verb_frame
+
+    tokens = tokens_from_doc(parsed_nlp(text))
+    i = next(k for k, t in enumerate(tokens) if t.text == word)
+    reason = verb_frame(tokens, i)
+    assert reason and why in reason, reason
+
+
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("FBI agents detained a former partner of the firm .", "detained"),
+        ("the company purchased the plant in 2001 .", "purchased"),
+        ("he acknowledged that the report was wrong .", "acknowledged"),
+        ("the epidemic began in November .", "began"),
+        ("a former partner of the firm was arrested .", "former"),
+    ],
+)
+def test_a_pair_word_with_an_ordinary_frame_is_swapped(parsed_nlp, text, word):
+    from checkray.engine.costello.checked import verb_frame
+
+    tokens = tokens_from_doc(parsed_nlp(text))
+    i = next(k for k, t in enumerate(tokens) if t.text == word)
+    assert verb_frame(tokens, i) is None
+
+
+def test_a_frame_is_checked_in_both_sentences_of_a_pair_and_rejected_with_its_reason(parsed_nlp):
+    from checkray.engine.costello.checked import checked_shared_substitutions
+
+    ref = ref_of("the worm started spreading .", "the worm ended spreading .")
+    a = tokens_from_doc(parsed_nlp("the worm began in May ."))
+    b = tokens_from_doc(parsed_nlp("the worm began spreading in May ."))
+    out = checked_shared_substitutions(a, b, "antonym", ref)
+    assert out and all(v.check == "verb_frame" for v in out if v.word == "began"), out
+
+
+def test_a_pair_candidate_rarely_of_the_words_part_of_speech_is_refused():
+    """ "employment" -> "employ" ("employ targets"): "employ" is a noun in 2 % of its uses."""
+    from checkray.engine.lang.wordnet import pos_share, usual_sense_pair
+
+    assert pos_share("employ", "n") < 0.1
+    assert "rarely a noun" in usual_sense_pair("employment", "employ", "NOUN", "synonym")
+    assert usual_sense_pair("purchase", "buy", "VERB", "synonym") is None
+
+
+def test_the_mutation_actor_parses_pairs_only():
+    """The actor's pipeline keeps its parser for matching pairs (a CR4 word's frame) and
+    skips it for single sentences, whose operators do not read dependencies."""
+    import pyarrow as pa
+
+    from checkray.actors.costello.mutators import MutationActor
+    from checkray.engine.costello.config import MutationSettings
+
+    actor = MutationActor(MutationSettings())
+    batch = pa.table(
+        {
+            "id": ["single", "pair"],
+            "text": ["a wonderful , moving film .", "the worm began spreading in May ."],
+            "text_pair": [None, "in May the worm began spreading fast ."],
+        }
+    )
+    rows = actor(batch).to_pylist()
+    began = [r for r in rows if r["seed_id"] == "pair" and r["word"] == "began"]
+    assert began and all(r["check"] for r in began) and "verb_frame" in {r["check"] for r in began}, began
+    assert any(r["seed_id"] == "single" for r in rows)
+    assert "parser" in actor.nlp.pipe_names and actor.unparsed == ["parser"]
