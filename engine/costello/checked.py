@@ -560,6 +560,9 @@ FRAME_DEPS = {
 # ("closed at $21.63", "decline 2.1 percent", "stay above the 75 cent mark").
 _FIGURE_WORDS = {"$", "%", "percent", "cent", "cents", "point", "points"}
 _FIGURE_DEPS = {"dobj", "npadvmod", "prep", "pobj"}
+# ... and so is a bare number after these ("closing at 418.40", "rising from 76 systems to
+# 152"); "in 2001" is a date, not a figure.
+_FIGURE_PREPS = {"at", "to", "from", "by", "above", "below", "around", "near"}
 
 
 def _children(tokens: Sequence[Token]) -> dict[int, list[int]]:
@@ -599,18 +602,31 @@ def verb_frame(tokens: Sequence[Token], i: int) -> str | None:
         if tokens[j].dep in FRAME_DEPS:
             return f"'{tok.text}' takes {FRAME_DEPS[tokens[j].dep]} ('{tokens[j].text}') its replacement may not take"
         if tokens[j].dep in _FIGURE_DEPS:
-            words = {tokens[k].text.lower() for k in _subtree(kids, j)}
-            if words & _FIGURE_WORDS:
+            below = _subtree(kids, j)
+            words = {tokens[k].text.lower() for k in below}
+            number = tokens[j].text.lower() in _FIGURE_PREPS and any(tokens[k].tag == "CD" for k in below)
+            if words & _FIGURE_WORDS or number:
                 return f"'{tok.text}' takes a figure ('{tokens[j].text} ...'): a price or quantity sense"
     return None
 
 
 def checked_shared_substitutions(
-    a: Sequence[Token], b: Sequence[Token], kind: Kind, ref: ReferenceModel, per_pair: int = 1
+    a: Sequence[Token],
+    b: Sequence[Token],
+    kind: Kind,
+    ref: ReferenceModel,
+    per_pair: int = 1,
+    senses: dict[int, int] | None = None,
 ) -> list[Variant]:
     """For shared notional words (same lemma and tag in both sentences), the first candidate
     that passes the checks in BOTH sentences at every occurrence; rejected candidates kept
-    with their reasons (no polarity guard: matching is not about sentiment)."""
+    with their reasons (no polarity guard: matching is not about sentiment).
+
+    ``senses`` (token index in ``a`` -> WordNet sense rank), as in ``checked_substitutions``
+    but strict: the synonym pass records the sense of each kept synonym, and the antonym
+    pass takes only an antonym of that same sense, so the triple's two edits read the word
+    one way ("appear" -> "look" is sense 1, seem; "disappear" opposes sense 2, come into
+    view)."""
     from checkray.engine.lang.wordnet import usual_sense_pair
 
     b_index: dict[tuple[str, str], list[int]] = {}
@@ -637,6 +653,8 @@ def checked_shared_substitutions(
             # No polarity guard picks the sense here, so the shared sense must be a usual
             # one of both words ("began" -> "got", "son" -> "word" are not).
             rare = usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
+            if not rare and kind == "antonym" and senses is not None and senses.get(i, rank) != rank:
+                rare = f"antonym of sense {rank}; the synonym kept here is of sense {senses[i]}"
             verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
             if verdict is None and frame:
                 verdict = (["sense"], "verb_frame", frame)
@@ -658,6 +676,8 @@ def checked_shared_substitutions(
                 out.append(_reject(variant, verdict[0], verdict[1], verdict[2] or ""))
                 continue
             out.append(_keep(variant, list(PAIR_CHECKS)))
+            if kind == "synonym" and senses is not None:
+                senses[i] = rank
             kept += 1
             break
         if kept >= per_pair:

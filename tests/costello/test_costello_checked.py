@@ -298,6 +298,7 @@ def parsed_nlp():
         ("the market is expected to decline 2.1 percent .", "decline", "figure"),
         ("police are looking for the remaining three .", "remaining", "participle"),
         ("the man weighed an average 220 pounds .", "average", "figure"),
+        ("the index had a weekly gain , closing at 418.40 .", "closing", "figure"),
     ],
 )
 def test_a_pair_word_whose_frame_belongs_to_it_is_not_swapped(parsed_nlp, text, word, why):
@@ -370,3 +371,25 @@ def test_the_mutation_actor_parses_pairs_only():
     assert began and all(r["check"] for r in began) and "verb_frame" in {r["check"] for r in began}, began
     assert any(r["seed_id"] == "single" for r in rows)
     assert "parser" in actor.nlp.pipe_names and actor.unparsed == ["parser"]
+
+
+def test_a_pair_antonym_opposes_the_sense_its_synonym_kept(parsed_nlp):
+    """CR4 read at size: "was to appear before a judge" -> "look" (sense 1, seem) against
+    "disappear" (the antonym of sense 2, come into view): two readings of one word."""
+    from checkray.engine.costello.checked import checked_shared_substitutions
+
+    ref = ref_of(
+        "he will look before the judge .", "he will disappear before the judge .", "he will seem before the judge ."
+    )
+    a = tokens_from_doc(parsed_nlp("he will appear before the judge ."))
+    b = tokens_from_doc(parsed_nlp("next week he will appear before the judge ."))
+    senses: dict[int, int] = {}
+    synonyms = checked_shared_substitutions(a, b, "synonym", ref, senses=senses)
+    assert [v.replacement for v in synonyms if not v.check] == ["look"] and senses == {2: 1}
+    antonyms = checked_shared_substitutions(a, b, "antonym", ref, senses=senses)
+    (disappear,) = [v for v in antonyms if v.replacement == "disappear"]
+    assert disappear.check == "sense" and "sense 2" in disappear.reason
+    assert not [v for v in antonyms if not v.check]
+    # without a kept synonym to follow, the antonym is judged on its own
+    free = checked_shared_substitutions(a, b, "antonym", ref, senses={})
+    assert [v.replacement for v in free if not v.check] == ["disappear"]
