@@ -582,6 +582,17 @@ def _subtree(kids: dict[int, list[int]], i: int) -> list[int]:
     return out
 
 
+def _figure_object(tokens: Sequence[Token], kids: dict[int, list[int]], prep: int) -> bool:
+    """Whether the preposition's object is a number or counted by one ("at 418.40", "from 76
+    systems"); a number deeper in the phrase ("from a lot about 25 miles north") is not."""
+    for j in kids.get(prep, []):
+        if tokens[j].dep == "pobj" and (
+            tokens[j].tag == "CD" or any(tokens[k].dep == "nummod" for k in kids.get(j, []))
+        ):
+            return True
+    return False
+
+
 def verb_frame(tokens: Sequence[Token], i: int) -> str | None:
     """Why the word at token i cannot be swapped for another word in this sentence, or None:
     a verb whose complement or figure belongs to it, a participle modifying a noun, an
@@ -604,7 +615,7 @@ def verb_frame(tokens: Sequence[Token], i: int) -> str | None:
         if tokens[j].dep in _FIGURE_DEPS:
             below = _subtree(kids, j)
             words = {tokens[k].text.lower() for k in below}
-            number = tokens[j].text.lower() in _FIGURE_PREPS and any(tokens[k].tag == "CD" for k in below)
+            number = tokens[j].text.lower() in _FIGURE_PREPS and _figure_object(tokens, kids, j)
             if words & _FIGURE_WORDS or number:
                 return f"'{tok.text}' takes a figure ('{tokens[j].text} ...'): a price or quantity sense"
     return None

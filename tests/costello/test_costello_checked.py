@@ -321,6 +321,7 @@ def test_a_pair_word_whose_frame_belongs_to_it_is_not_swapped(parsed_nlp, text, 
         ("he acknowledged that the report was wrong .", "acknowledged"),
         ("the epidemic began in November .", "began"),
         ("a former partner of the firm was arrested .", "former"),
+        ("Hoffa vanished from a parking lot about 25 miles north of Detroit .", "vanished"),
     ],
 )
 def test_a_pair_word_with_an_ordinary_frame_is_swapped(parsed_nlp, text, word):
