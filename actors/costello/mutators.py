@@ -83,9 +83,9 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
 
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
-        pair_senses: dict[int, int] = {}  # the sense each kept synonym found; antonyms take it
-        synonyms = checked_shared_substitutions(a, b, "synonym", ref, PAIR_WORDS, senses=pair_senses)
-        return synonyms + checked_shared_substitutions(a, b, "antonym", ref, PAIR_WORDS, senses=pair_senses)
+        return checked_shared_substitutions(a, b, "synonym", ref, PAIR_WORDS) + checked_shared_substitutions(
+            a, b, "antonym", ref, PAIR_WORDS
+        )
     tokens = tokens_from_doc(doc)
     ents = [t.ent_type_ for t in doc]
     words = dict(ents=ents, guard=settings.polarity_guard, per_word=settings.per_word)

@@ -622,22 +622,15 @@ def verb_frame(tokens: Sequence[Token], i: int) -> str | None:
 
 
 def checked_shared_substitutions(
-    a: Sequence[Token],
-    b: Sequence[Token],
-    kind: Kind,
-    ref: ReferenceModel,
-    per_pair: int = 1,
-    senses: dict[int, int] | None = None,
+    a: Sequence[Token], b: Sequence[Token], kind: Kind, ref: ReferenceModel, per_pair: int = 1
 ) -> list[Variant]:
     """For shared notional words (same lemma and tag in both sentences), the first candidate
     that passes the checks in BOTH sentences at every occurrence; rejected candidates kept
     with their reasons (no polarity guard: matching is not about sentiment).
 
-    ``senses`` (token index in ``a`` -> WordNet sense rank), as in ``checked_substitutions``
-    but strict: the synonym pass records the sense of each kept synonym, and the antonym
-    pass takes only an antonym of that same sense, so the triple's two edits read the word
-    one way ("appear" -> "look" is sense 1, seem; "disappear" opposes sense 2, come into
-    view)."""
+    Candidates come from the word's first WordNet sense only, so the synonym and the
+    antonym of a triple read the word one way ("appear" -> "look" is sense 1, seem;
+    "disappear" opposes sense 2, come into view)."""
     from checkray.engine.lang.wordnet import usual_sense_pair
 
     b_index: dict[tuple[str, str], list[int]] = {}
@@ -663,9 +656,10 @@ def checked_shared_substitutions(
         for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
             # No polarity guard picks the sense here, so the shared sense must be a usual
             # one of both words ("began" -> "got", "son" -> "word" are not).
-            rare = usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
-            if not rare and kind == "antonym" and senses is not None and senses.get(i, rank) != rank:
-                rare = f"antonym of sense {rank}; the synonym kept here is of sense {senses[i]}"
+            # Nothing in a news pair tells one sense from another (no polarity, no curated
+            # table): the word is read in its most frequent sense only.
+            rare = f"a {kind} of sense {rank}; a pair word is read in its first sense" if rank > 1 else None
+            rare = rare or usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
             verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
             if verdict is None and frame:
                 verdict = (["sense"], "verb_frame", frame)
@@ -687,8 +681,6 @@ def checked_shared_substitutions(
                 out.append(_reject(variant, verdict[0], verdict[1], verdict[2] or ""))
                 continue
             out.append(_keep(variant, list(PAIR_CHECKS)))
-            if kind == "synonym" and senses is not None:
-                senses[i] = rank
             kept += 1
             break
         if kept >= per_pair:
