@@ -654,10 +654,9 @@ def checked_shared_substitutions(
         position = next((p for p in positions if p), None)
         frame = next((f for f in (verb_frame(s, k) for s, k in sites) if f), None)
         for cand, rank in ranked_candidates(key[0], PAIR_TAGS[tok.tag], kind, ref):
-            # No polarity guard picks the sense here, so the shared sense must be a usual
-            # one of both words ("began" -> "got", "son" -> "word" are not).
-            # Nothing in a news pair tells one sense from another (no polarity, no curated
-            # table): the word is read in its most frequent sense only.
+            # No polarity guard or curated table picks the sense of a news pair's word: it is
+            # read in its most frequent sense only, and that sense must be a usual one of
+            # both words ("began" -> "got", "son" -> "word" are not).
             rare = f"a {kind} of sense {rank}; a pair word is read in its first sense" if rank > 1 else None
             rare = rare or usual_sense_pair(key[0], cand, PAIR_TAGS[tok.tag], kind)
             verdict: tuple[list[str], str, str | None] | None = ([], "sense", rare) if rare else None
