@@ -127,7 +127,10 @@ class MutationActor:
         texts = batch.column("text").to_pylist()
         pairs = batch.column("text_pair").to_pylist() if "text_pair" in batch.column_names else [None] * len(ids)
         paired = [i for i, p in enumerate(pairs) if p]
-        docs = list(self.nlp.pipe(texts, disable=self.unparsed))
+        single = [i for i, p in enumerate(pairs) if not p]
+        docs: list = [None] * len(texts)
+        for i, d in zip(single, self.nlp.pipe([texts[i] for i in single], disable=self.unparsed)):
+            docs[i] = d
         for i, d in zip(paired, self.nlp.pipe([texts[i] for i in paired])):
             docs[i] = d
         pair_docs = dict(zip(paired, self.nlp.pipe([pairs[i] for i in paired])))
