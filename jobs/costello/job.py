@@ -157,7 +157,27 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
     return Stage("mutate", run, inputs=("seeds",), config=[cc, seed], external=_digests(cc.inversions, cc.gender_pairs))
 
 
+def fluency_stage(cc: CostelloConfig) -> Stage:
+    """The mutate stage's variants with the LM fluency check applied (``engine/costello/fluency.py``)."""
+    check = cc.fluency
+
+    def run(ctx: StageContext):
+        from checkray.actors.costello.mutators import VARIANT_SCHEMA
+        from checkray.actors.lm_scorer import score_sentences
+        from checkray.engine.costello.fluency import apply_fluency, sentences_to_score
+
+        seeds = {r["id"]: (r["text"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()}
+        rows = ctx.input("mutate").to_pylist()
+        scores = score_sentences(
+            sorted(sentences_to_score(rows, seeds, check.operators)), check.model, backend=check.backend
+        )
+        return {"data": pa.Table.from_pylist(apply_fluency(rows, seeds, scores, check), schema=VARIANT_SCHEMA)}
+
+    return Stage("fluency", run, inputs=("seeds", "mutate"), config=[check])
+
+
 def triples_stage(cc: CostelloConfig) -> Stage:
+    variants_from = "fluency" if cc.fluency else "mutate"
     cc = cc.view("suite", "per_seed", "triples", "generate", "cr3_synonym", "context_checks")
 
     def run(ctx: StageContext):
@@ -170,7 +190,7 @@ def triples_stage(cc: CostelloConfig) -> Stage:
                 Seed(r["id"], r["text"], r["label"], r["text_pair"]) for r in ctx.input("seeds", "seeds").to_pylist()
             ]
             variants: dict[str, list[Variant]] = {}
-            for r in ctx.input("mutate").to_pylist():
+            for r in ctx.input(variants_from).to_pylist():
                 variants.setdefault(r.pop("seed_id"), []).append(Variant(**r))
             positive = "synonym_dense" if cc.cr3_synonym == "dense" else "synonym"
             cr2 = "shift" if cc.context_checks else "synonym"
@@ -197,7 +217,7 @@ def triples_stage(cc: CostelloConfig) -> Stage:
             raise InputError("costello: nothing to score (generate is off and no triples file was given)")
         return {"data": pa.concat_tables(parts), "rejected": rejected}
 
-    return Stage("triples", run, inputs=("seeds", "mutate"), config=[cc], external=_digests(*cc.triples))
+    return Stage("triples", run, inputs=("seeds", variants_from), config=[cc], external=_digests(*cc.triples))
 
 
 def embed_stage(
@@ -326,11 +346,17 @@ class CostelloJob(Job[CostelloConfig]):
             self.embedders += encoders_of_models(self.models or (), self.embedders)
         for spec in self.embedders:
             check_spec(spec)
+        if self.conf.fluency and self.conf.generate:
+            from checkray.actors.llm.packaged import resolve_llm
+
+            resolve_llm(self.conf.fluency.model)  # a missing model fails before Ray starts
 
     def stages(self):
         cc, seed = self.conf, self.seed
         yield seeds_stage(self.cfg, cc, seed)
         yield mutate_stage(cc, seed)
+        if cc.fluency:
+            yield fluency_stage(cc)
         yield triples_stage(cc)
         yield embed_stage(cc, self.embedders, seed, self.cfg.section(CacheConfig))
         yield thresholds_stage(cc, self.embedders)

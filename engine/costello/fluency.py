@@ -1,0 +1,111 @@
+"""COSTELLO's language-model check: a substitution must read as naturally as its seed.
+
+The checked operators (``checked.py``) pick senses and collocations from WordNet and
+movie-review n-grams; read at size, what they let through is a word in a sense the
+sentence does not use ("raw beef" -> "rude beef", "the deal is expected to close" ->
+"shut") or a synonym of the right sense that nobody would write there ("his finest
+chance"). A causal LM sees the whole sentence: such an edit costs the sentence
+log-probability. ``fluency`` compares each mutated sentence with its seed sentence and
+rejects the variant when the drop exceeds ``max_drop`` nats (for a matching pair, the
+larger drop of its two sentences). A rejected variant keeps its reason and reaches
+``rejected.parquet`` like any other check's; a variant that passes lists ``fluency`` in
+its checks. The scores come from ``actors/lm_scorer.py`` (a Ray actor pool).
+
+The drop is a sum over tokens, not a mean: one odd word in a long sentence is what it
+should catch, and a mean would dilute it. A rarer but correct word costs a little too;
+``max_drop`` was set on the triples read by people (docs/costello.md), not on this code's
+own output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field
+
+from checkray.engine.config import Backend, Section
+
+CHECK = "fluency"
+SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")
+
+
+class FluencyCheck(Section):
+    """``costello.fluency``: the LM that scores sentences and the largest drop allowed."""
+
+    model: str = "builtin:smollm2-135m-instruct"  # builtin LLM alias, a GGUF file or a model directory
+    max_drop: float = Field(default=5.0, gt=0)  # nats of sentence log-probability a variant may lose
+    operators: list[str] = Field(default_factory=lambda: list(SUBSTITUTIONS))
+    backend: Backend = "auto"
+
+
+def _parts(text: str, text_pair: str | None) -> list[str]:
+    return [text] if text_pair is None else [text, text_pair]
+
+
+# CR1 and CR4 take a synonym and an antonym of the same word (triples.combine).
+SAME_WORD = {"synonym": "antonym", "antonym": "synonym", "pair_synonym": "pair_antonym", "pair_antonym": "pair_synonym"}
+# CR3 takes a seed's first synonym and CR2 its first antonym, at any word: the first few
+# of each are scored, so one the LM rejects has a scored successor.
+FIRST_OF = ("synonym", "antonym")
+
+
+def checked_rows(rows: Sequence[Mapping[str, Any]], operators: Sequence[str], first: int = 3) -> list[int]:
+    """Indices of the variant rows the check applies to: kept so far, of a listed operator,
+    and usable by a triple (a word with both a synonym and an antonym kept, or one of a
+    seed's ``first`` synonyms / antonyms). Scoring only these keeps the LM's work to what
+    can reach a suite: most kept variants of a matching pair have no partner."""
+    kept = [i for i, r in enumerate(rows) if not r["check"] and r["op"] in operators]
+    ops_at: dict[tuple[str, int], set[str]] = {}
+    for i in kept:
+        ops_at.setdefault((rows[i]["seed_id"], rows[i]["index"]), set()).add(rows[i]["op"])
+    seen: dict[tuple[str, str], int] = {}
+    usable = []
+    for i in kept:
+        r = rows[i]
+        rank = seen[(r["seed_id"], r["op"])] = seen.get((r["seed_id"], r["op"]), 0) + 1
+        partner = SAME_WORD.get(r["op"])
+        if (partner and partner in ops_at[(r["seed_id"], r["index"])]) or (r["op"] in FIRST_OF and rank <= first):
+            usable.append(i)
+    return usable
+
+
+def sentences_to_score(
+    rows: Sequence[Mapping[str, Any]], seeds: Mapping[str, tuple[str, str | None]], operators: Sequence[str]
+) -> set[str]:
+    """Every seed sentence and variant sentence the check compares."""
+    texts: set[str] = set()
+    for i in checked_rows(rows, operators):
+        r = rows[i]
+        texts.update(_parts(*seeds[r["seed_id"]]))
+        texts.update(_parts(r["text"], r["text_pair"]))
+    return texts
+
+
+def sentence_drop(seed: tuple[str, str | None], variant: tuple[str, str | None], scores: Mapping[str, float]) -> float:
+    """The largest log-probability a variant's sentence lost against its seed sentence."""
+    pairs = zip(_parts(*seed), _parts(*variant))
+    return max((scores[s] - scores[v] for s, v in pairs if s != v), default=0.0)
+
+
+def apply_fluency(
+    rows: Sequence[Mapping[str, Any]],
+    seeds: Mapping[str, tuple[str, str | None]],
+    scores: Mapping[str, float],
+    check: FluencyCheck,
+) -> list[dict[str, Any]]:
+    """The variant rows with the check applied: a failing row gets ``check``/``reason``, a
+    passing one ``fluency`` appended to ``checks``; other rows are unchanged."""
+    out = [dict(r) for r in rows]
+    for i in checked_rows(rows, check.operators):
+        r = out[i]
+        drop = sentence_drop(seeds[r["seed_id"]], (r["text"], r["text_pair"]), scores)
+        if drop > check.max_drop:
+            r["check"] = CHECK
+            r["reason"] = (
+                f"'{r['word']}' -> '{r['replacement']}' costs the sentence {drop:.1f} nats "
+                f"under {check.model} (limit {check.max_drop:g})"
+            )
+        else:
+            r["checks"] = ",".join(c for c in (r["checks"] or "", CHECK) if c)
+    return out
