@@ -7,7 +7,9 @@ sentence does not use ("raw beef" -> "rude beef", "the deal is expected to close
 chance"). A causal LM sees the whole sentence: such an edit costs the sentence
 log-probability. ``fluency`` compares each mutated sentence with its seed sentence and
 rejects the variant when the drop exceeds ``max_drop`` nats (for a matching pair, the
-larger drop of its two sentences). A rejected variant keeps its reason and reaches
+larger drop of its two sentences). By default it scores CR4's pair substitutions only:
+the movie-review operators have the curated table, and there the check mostly rejected
+triples people had read as right. A rejected variant keeps its reason and reaches
 ``rejected.parquet`` like any other check's; a variant that passes lists ``fluency`` in
 its checks. The scores come from ``actors/lm_scorer.py`` (a Ray actor pool).
 
@@ -22,12 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from checkray.engine.config import Backend, Section
 
 CHECK = "fluency"
-SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")
+SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")  # what ``operators`` may list
+PAIR_SUBSTITUTIONS = ("pair_synonym", "pair_antonym")
 
 
 class FluencyCheck(Section):
@@ -35,8 +38,20 @@ class FluencyCheck(Section):
 
     model: str = "builtin:smollm2-135m-instruct"  # builtin LLM alias, a GGUF file or a model directory
     max_drop: float = Field(default=5.0, gt=0)  # nats of sentence log-probability a variant may lose
-    operators: list[str] = Field(default_factory=lambda: list(SUBSTITUTIONS))
+    # The matching-pair substitutions (CR4) by default. On the single-sentence operators the
+    # curated table and movie-review n-grams already decide, and replayed on the CR1 triples
+    # read since 18fc8cf's operators the check rejected 42 right triples and 5 wrong ones
+    # (bench/costello_fluency_replay.py).
+    operators: list[str] = Field(default_factory=lambda: list(PAIR_SUBSTITUTIONS))
     backend: Backend = "auto"
+
+    @field_validator("operators")
+    @classmethod
+    def _substitutions_only(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(SUBSTITUTIONS))
+        if unknown:
+            raise ValueError(f"operators {unknown} are not word substitutions (have: {', '.join(SUBSTITUTIONS)})")
+        return value
 
 
 def _parts(text: str, text_pair: str | None) -> list[str]:

@@ -40,7 +40,7 @@ def test_drop_over_the_limit_rejects_with_reason_and_passing_rows_record_the_che
         _row("s1", "synonym", "the food was nice .", check="sense"),  # already rejected: untouched
     ]
     scores = {"the food was good .": -10.0, "the food was fine .": -12.0, "the food was evil .": -16.5}
-    out = apply_fluency(rows, SEEDS, scores, FluencyCheck(max_drop=5.0))
+    out = apply_fluency(rows, SEEDS, scores, FluencyCheck(max_drop=5.0, operators=["synonym", "antonym"]))
     assert out[0]["check"] is None and out[0]["checks"] == "sense,fluency"
     assert out[1]["check"] == "fluency" and out[1]["checks"] == "sense"
     assert "costs the sentence 6.5 nats" in out[1]["reason"] and "(limit 5)" in out[1]["reason"]
@@ -103,7 +103,7 @@ def test_costello_job_runs_the_fluency_stage(ray_session, rt_corpus, tmp_path, c
     config = tmp_path / "c.yaml"
     config.write_text(
         "costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
-        "  dictionary_size: 60\n  batch_size: 32\n  fluency: {max_drop: 4.0}\n"
+        "  dictionary_size: 60\n  batch_size: 32\n  fluency: {max_drop: 4.0, operators: [synonym, antonym]}\n"
     )
     out = tmp_path / "run"
     code = run_cli(
@@ -120,3 +120,11 @@ def test_costello_job_runs_the_fluency_stage(ray_session, rt_corpus, tmp_path, c
     assert word_edits and all("fluency" in c["checks"] for c in word_edits)
     rejected = pq.read_table(out / "rejected.parquet").to_pylist()
     assert sum(v["check"] == "fluency" for v in substituted) == sum(r["check"] == "fluency" for r in rejected)
+
+
+def test_only_word_substitutions_can_be_scored():
+    from pydantic import ValidationError
+
+    assert FluencyCheck().operators == ["pair_synonym", "pair_antonym"]
+    with pytest.raises(ValidationError, match="not word substitutions"):
+        FluencyCheck(operators=["gender"])
