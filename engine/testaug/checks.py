@@ -3,11 +3,14 @@ run on every parsed case before the validity filter, and on the expansion's case
 
 Generated cases: artefact -> prompt leak (n-grams of the generation prompt's instructions
 and the description that no seed holds) -> near copy of a seed (word overlap >=
-``testaug.near_copy_overlap``) -> duplicate (of a seed or a case met before) -> polarity
+``testaug.near_copy_overlap``) -> duplicate (of a seed or a case met before) ->
+description words (the polarity of the words the description names: a negated negative
+word, a positive question answered "no"; ``description_rules.py``) -> polarity
 (VADER/TextBlob on the deciding clause strongly against the label, or a label resting
 on a negated negative word alone: "not very bad" is not positive, "not sad" not negative)
 -> contradiction. A case that fails is not judged, kept or expanded: a wrongly labelled
-generated seed never becomes a template. Expansion cases: duplicate -> polarity -> contradiction.
+generated seed never becomes a template. Expansion cases: duplicate -> description words ->
+polarity -> contradiction.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from checkray.engine.llm_output import (
     prompt_leak_check,
 )
 from checkray.engine.prompts import load_prompt
+from checkray.engine.testaug.description_rules import description_check
 from checkray.engine.testaug.prompt import Description
 
 NEAR_COPY_OVERLAP = 0.9  # default of testaug.near_copy_overlap: short template sentences differ by a word or two
@@ -42,13 +46,19 @@ def generated_checks(d: Description, seen: set, near_copy: float = NEAR_COPY_OVE
         prompt_leak_check(lambda r: instructions, lambda r: seeds),
         near_copy_check(lambda r: seed_texts, near_copy),
         duplicate_check(seen),
+        description_check(lambda r: d.description),
         polarity_check(lambda r: d.label),
         contradiction_check(lambda r: d.label),
     ]
 
 
 def expansion_checks(d: Description, seen: set) -> list[Check]:
-    return [duplicate_check(seen), polarity_check(lambda r: d.label), contradiction_check(lambda r: d.label)]
+    return [
+        duplicate_check(seen),
+        description_check(lambda r: d.description),
+        polarity_check(lambda r: d.label),
+        contradiction_check(lambda r: d.label),
+    ]
 
 
 def with_description(rows: Sequence[dict], d: Description, suite: str) -> list[dict]:

@@ -59,7 +59,7 @@ def test_flawed_answers_are_rejected_with_one_reason_each_and_the_rest_kept_chec
     texts = {r["text"] for r in kept}
     assert "No one enjoys the captain." in texts  # the Explanation: line, cleaned
     assert not any("Explanation" in t or "description" in t or "wonderful, it is" in t for t in texts)
-    assert all(r["checks"][:2] == ["artefact", "prompt leak"] and len(r["checks"]) == 6 for r in kept)
+    assert all(r["checks"][:2] == ["artefact", "prompt leak"] and len(r["checks"]) == 7 for r in kept)
     assert all(r["reason"] and r["capability"] and r["expected_label"] for r in rejected)
     assert sum(p["rejected"] for p in parsing) == sum(r["check"] != "duplicate" for r in rejected)
     table = rejected_table(rejected)
@@ -93,7 +93,7 @@ def test_a_wrongly_labelled_generated_case_is_not_expanded(descs):
     expansion = expand_cases(descs, kept, load_spacy("builtin:sm"), ExpansionSettings(), 0)
     assert expansion.cases and wrong not in {c["source"] for c in expansion.cases}
     assert not any("wonderful" in c["text"] for c in expansion.cases if c["key"] == "d01")
-    assert all(c["checks"] == ["duplicate", "polarity", "contradiction"] for c in expansion.cases)
+    assert all(c["checks"] == ["duplicate", "description_words", "polarity", "contradiction"] for c in expansion.cases)
 
 
 def test_suite_rows_carry_their_checks_and_rejections_include_the_validity_filter(descs):

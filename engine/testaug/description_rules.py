@@ -1,0 +1,138 @@
+"""What a TestAug description says about its cases' words, checked on each case.
+
+TestAug's sentiment descriptions name the polarity of the words a case must hold: "a
+neutral sentiment sentence with negated negative word", "a negative sentiment sentence
+with positive sentiment question and word no as the answer", "a neutral sentence with
+neutral words". Read at size, the generator often writes the opposite and the labeler
+keeps it: "No one loves this cabin crew." (a negated *positive* word, so negative, under
+"negated negative word"), "Can you believe this? Yes" (no positive question),
+"Did you have a good time at the concert? Yes" (under "... question and word no as the
+answer"). ``description_check`` reads three description forms and checks the words'
+polarity (VADER + AFINN, ``engine/lang/polarity``) against them:
+
+``negated X word``     a negator (not, n't, no, never, nobody ...) and, after it, a word of
+                       polarity X and none of the opposite one; X neutral: no polar word
+``X sentiment question and word Y as the answer``
+                       a question whose words are of polarity X (none of the opposite;
+                       neutral: none polar), answered by Y
+``with X words``       no word of the opposite polarity; X neutral: none polar
+
+Any other description (contrast over time, "I thought ... but ...") is not checked here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from checkray.engine.case_checks import Check, row_check
+from checkray.engine.lang.polarity import polarity_class, textblob_lexicon
+
+NEGATED_WORD = re.compile(r"\bnegated (positive|negative|neutral)(?: sentiment)? word", re.IGNORECASE)
+QUESTION = re.compile(
+    r"\b(positive|negative|neutral) sentiment question and (?:the )?word (yes|no) as the answer", re.IGNORECASE
+)
+WORDS_OF = re.compile(r"\bwith (positive|negative|neutral) words\b", re.IGNORECASE)
+
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
+NEGATORS = frozenset("not no never nobody nothing none neither nor cannot without n't".split())
+# Words the lexicons score that these forms use for their structure, not their sentiment.
+# "not sure / not certain if ..." hedges; it does not negate a sentiment word.
+STRUCTURE = NEGATORS | {"yes", "please", "want", "sure", "certain"}
+POLARITY_MIN = 0.2  # |polarity| in [-1, 1] (VADER/AFINN averaged) below this counts as neutral
+# A word VADER and AFINN lack is polar when TextBlob's movie-review adjectives score it this
+# far from zero ("tiresome" -0.5, "incredible" 0.9), not for its many faint ones ("new" 0.14).
+TEXTBLOB_MIN = 0.5
+OPPOSITE = {"positive": "negative", "negative": "positive"}
+
+
+def word_class(word: str) -> str:
+    """positive / negative / neutral: VADER + AFINN, else a strong TextBlob score, else the
+    opposite of the word without a negating prefix ("unsatisfactory")."""
+    cls = polarity_class(word, threshold=POLARITY_MIN)
+    if cls != "neutral":
+        return cls
+    score = textblob_lexicon().get(word, 0.0)
+    if abs(score) >= TEXTBLOB_MIN:
+        return "positive" if score > 0 else "negative"
+    for prefix in ("un", "dis", "in"):
+        if word.startswith(prefix) and len(word) > len(prefix) + 3:
+            stem = polarity_class(word[len(prefix) :], threshold=POLARITY_MIN)
+            if stem != "neutral":
+                return OPPOSITE[stem]
+    return "neutral"
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower().replace("\u2019", "'"))
+
+
+def _polar(tokens: list[str]) -> list[tuple[str, str]]:
+    """(word, class) of each polar word, structure words left out."""
+    out = []
+    for t in tokens:
+        if t in STRUCTURE or t.endswith("n't"):
+            continue
+        cls = word_class(t)
+        if cls != "neutral":
+            out.append((t, cls))
+    return out
+
+
+def _words_reason(polar: list[tuple[str, str]], wanted: str, where: str, require: bool = True) -> str | None:
+    """Why ``polar`` words do not fit a ``wanted`` polarity (None: they do); ``require``:
+    a word of that polarity must be among them."""
+    if wanted == "neutral":
+        if polar:
+            return f"{where} holds a {polar[0][1]} word ('{polar[0][0]}'), the description asks for neutral ones"
+        return None
+    against = [w for w, c in polar if c == OPPOSITE[wanted]]
+    if against:
+        return f"{where} holds a {OPPOSITE[wanted]} word ('{against[0]}'), the description asks for {wanted} ones"
+    if require and not any(c == wanted for _, c in polar):
+        return f"{where} holds no {wanted} word, the description asks for one"
+    return None
+
+
+def negated_word_reason(text: str, wanted: str) -> str | None:
+    tokens = _tokens(text)
+    first = next((i for i, t in enumerate(tokens) if t in NEGATORS or t.endswith("n't")), None)
+    if first is None:
+        return f"negates nothing, the description asks for a negated {wanted} word"
+    if wanted == "neutral":
+        return _words_reason(_polar(tokens), "neutral", "the case")
+    return _words_reason(_polar(tokens[first + 1 :]), wanted, "what it negates")
+
+
+def question_reason(text: str, wanted: str, answer: str) -> str | None:
+    question, mark, after = text.rpartition("?")
+    if not mark:
+        return "asks no question, the description asks for one"
+    given = _tokens(after)
+    if not given or given[0] != answer.lower():
+        return f"answers '{after.strip()}', the description asks for '{answer.lower()}'"
+    return _words_reason(_polar(_tokens(question)), wanted, "the question")
+
+
+def description_reason(description: str, text: str) -> str | None:
+    """Why ``text`` does not have the words ``description`` names (None: it has, or the
+    description names none)."""
+    if m := NEGATED_WORD.search(description):
+        return negated_word_reason(text, m.group(1).lower())
+    if m := QUESTION.search(description):
+        return question_reason(text, m.group(1).lower(), m.group(2))
+    if m := WORDS_OF.search(description):
+        # Only words against the named polarity: the lexicons miss too many of the words a
+        # case may use for it ("exceeded my expectations", "can't stand").
+        return _words_reason(_polar(_tokens(text)), m.group(1).lower(), "the case", require=False)
+    return None
+
+
+def description_check(description: Callable[[Mapping[str, Any]], str]) -> Check:
+    """The ``description_words`` check of single-text cases (pairs are not read)."""
+
+    def one(r: Mapping[str, Any]) -> str | None:
+        return None if r.get("text_pair") else description_reason(description(r), r["text"])
+
+    return row_check("description_words", one, "the polarity of the words the description names")

@@ -1,0 +1,63 @@
+"""TestAug's description-words check on cases people read at size (each one read as wrong
+for the reason the check gives, or read as right and kept)."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkray.engine.testaug.description_rules import description_reason, word_class
+
+NEG_NEG = "A neutral sentiment sentence with negated negative word."
+NEG_NEUTRAL = "A neutral sentiment sentence with negated neutral word."
+NEG_POS_MIDDLE = "A negative sentiment sentence with negated positive sentiment word and neutral contents in the middle."
+POS_Q_YES = "A positive sentiment sentence with positive sentiment question and word yes as the answer."
+NEG_Q_NO = "A neutral sentiment sentence with negative sentiment question and word no as the answer."
+POS_Q_NO = "A negative sentiment sentence with positive sentiment question and word no as the answer."
+NEUTRAL_WORDS = "A neutral sentence with neutral words."
+POSITIVE_WORDS = "A positive sentiment sentence with positive words."
+
+
+@pytest.mark.parametrize(
+    "description, text, reason",
+    [
+        (NEG_NEG, "No one loves this cabin crew.", "a positive word ('loves')"),
+        (NEG_NEG, "The restaurant is not authentic.", "a positive word ('authentic')"),
+        (NEG_NEG, "That tree is beautiful.", "negates nothing"),
+        (NEG_NEUTRAL, "The restaurant was not very good.", "a positive word ('good')"),
+        (POS_Q_YES, "Can you believe this? Yes", "holds no positive word"),
+        (NEG_Q_NO, "Did we go on vacation? No", "holds no negative word"),
+        (NEG_Q_NO, "Do you think the weather is warm? No", "a positive word ('warm')"),
+        (NEG_Q_NO, "Did you have a good time at the concert? Yes", "answers 'Yes'"),
+        (NEUTRAL_WORDS, "The flight was terrible.", "a negative word ('terrible')"),
+        (NEG_POS_MIDDLE, "I can't say, given the weather, that the staff was satisfactory.", None),
+    ],
+)
+def test_cases_against_their_description(description, text, reason):
+    got = description_reason(description, text)
+    if reason is None:
+        assert got is None
+    else:
+        assert got is not None and reason in got, got
+
+
+@pytest.mark.parametrize(
+    "description, text",
+    [
+        (NEG_NEG, "The food was not terrible."),
+        (NEG_NEG, "I'm not sure if the airline was bad."),  # "not sure" hedges, negates no sentiment
+        (NEG_POS_MIDDLE, "I don't think, given it's a Monday, that the crew was friendly."),
+        (POS_Q_NO, "Do I think it is an incredible restaurant? No"),  # TextBlob knows "incredible"
+        (POSITIVE_WORDS, "The plane exceeded my expectations."),  # no word against it: kept
+        (NEUTRAL_WORDS, "The flight leaves at noon."),
+        ("I used to have positive sentiment to something, but now I have negative sentiment to it.", "Anything."),
+    ],
+)
+def test_cases_that_fit_their_description_pass(description, text):
+    assert description_reason(description, text) is None
+
+
+def test_word_classes_use_every_lexicon_and_negating_prefixes():
+    assert word_class("terrible") == "negative" and word_class("good") == "positive"
+    assert word_class("tiresome") == "negative"  # TextBlob only
+    assert word_class("unsatisfactory") == "negative"  # "satisfactory" negated by its prefix
+    assert word_class("new") == "neutral"  # TextBlob's faint 0.14 is not polarity
