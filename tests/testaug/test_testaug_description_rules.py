@@ -9,7 +9,9 @@ from checkray.engine.testaug.description_rules import description_reason, word_c
 
 NEG_NEG = "A neutral sentiment sentence with negated negative word."
 NEG_NEUTRAL = "A neutral sentiment sentence with negated neutral word."
-NEG_POS_MIDDLE = "A negative sentiment sentence with negated positive sentiment word and neutral contents in the middle."
+NEG_POS_MIDDLE = (
+    "A negative sentiment sentence with negated positive sentiment word and neutral contents in the middle."
+)
 POS_Q_YES = "A positive sentiment sentence with positive sentiment question and word yes as the answer."
 NEG_Q_NO = "A neutral sentiment sentence with negative sentiment question and word no as the answer."
 POS_Q_NO = "A negative sentiment sentence with positive sentiment question and word no as the answer."
