@@ -16,8 +16,18 @@ polarity (VADER + AFINN, ``engine/lang/polarity``) against them:
                        a question whose words are of polarity X (none of the opposite;
                        neutral: none polar), answered by Y
 ``with X words``       no word of the opposite polarity; X neutral: none polar
+``I used to have X sentiment to something, but now I have Y sentiment to it``
+                       the case's past clause (the one without "now", or the one with "in the
+                       past", "used to", "at first" ...) does not read strongly against X,
+                       nor its present clause against Y ("I absolutely love this restaurant,
+                       but in the past I would not like it." under past positive, now negative)
+``I thought something was X, but it was Y``
+                       the clause before "but" (the expectation) does not read strongly
+                       against X, nor the one after it against Y
 
-Any other description (contrast over time, "I thought ... but ...") is not checked here.
+A clause reads strongly against a polarity when VADER/TextBlob (``llm_output.polarity``)
+score it at least ``CLAUSE_AGAINST`` the other way (for neutral: that far either way); a
+clause they find neutral never rejects, so these two forms catch reversals, not vagueness.
 """
 
 from __future__ import annotations
@@ -34,6 +44,19 @@ QUESTION = re.compile(
     r"\b(positive|negative|neutral) sentiment question and (?:the )?word (yes|no) as the answer", re.IGNORECASE
 )
 WORDS_OF = re.compile(r"\bwith (positive|negative|neutral) words\b", re.IGNORECASE)
+USED_TO = re.compile(
+    r"\bused to have (positive|negative|neutral) sentiment .*\bnow I have (positive|negative|neutral) sentiment",
+    re.IGNORECASE,
+)
+THOUGHT = re.compile(r"\bI thought something was (positive|negative|neutral), but it was (positive|negative|neutral)\b")
+# The two clauses of a contrast: at "but", "although", "even though", a semicolon, or a
+# comma before a time phrase ("I dislike this restaurant, in the past I would value it").
+_CONTRAST_SPLIT = re.compile(
+    r",?\s+(?:but|although|even though|though|yet)\s+|;\s*|,\s+(?=(?:in the past|at first|now)\b)", re.IGNORECASE
+)
+_PRESENT = re.compile(r"\b(?:now|nowadays|these days|today)\b", re.IGNORECASE)
+_PAST = re.compile(r"\b(?:in the past|used to|at first|once|previously|back then|before)\b", re.IGNORECASE)
+CLAUSE_AGAINST = 0.3
 
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
 NEGATORS = frozenset("not no never nobody nothing none neither nor cannot without n't".split())
@@ -126,7 +149,42 @@ def description_reason(description: str, text: str) -> str | None:
         # Only words against the named polarity: the lexicons miss too many of the words a
         # case may use for it ("exceeded my expectations", "can't stand").
         return _words_reason(_polar(_tokens(text)), m.group(1).lower(), "the case", require=False)
+    if m := USED_TO.search(description):
+        return contrast_reason(text, m.group(1).lower(), m.group(2).lower(), by_time=True)
+    if m := THOUGHT.search(description):
+        return contrast_reason(text, m.group(1).lower(), m.group(2).lower(), by_time=False)
     return None
+
+
+def _clause_reason(clause: str, wanted: str, which: str) -> str | None:
+    from checkray.engine.llm_output import polarity
+
+    score = polarity(clause)
+    against = (
+        abs(score) >= CLAUSE_AGAINST
+        if wanted == "neutral"
+        else score * (1 if wanted == "positive" else -1) <= -CLAUSE_AGAINST
+    )
+    if against:
+        reads = "positive" if score > 0 else "negative"
+        return f"its {which} clause {clause.strip()!r} reads {reads} ({score:+.2f}), the description asks for {wanted}"
+    return None
+
+
+def contrast_reason(text: str, first: str, second: str, by_time: bool) -> str | None:
+    """The two clauses of a contrast against the polarities the description gives them:
+    ``first`` the past (or expectation), ``second`` the present (or outcome)."""
+    parts = _CONTRAST_SPLIT.split(text.strip(), maxsplit=1)
+    if len(parts) != 2:
+        return None
+    a, b = parts
+    if by_time:  # the past clause may come second: "I love it now, but in the past I hated it"
+        if _PRESENT.search(a) and not _PRESENT.search(b) or _PAST.search(b) and not _PAST.search(a):
+            a, b = b, a
+        elif not (_PRESENT.search(b) or _PAST.search(a)):
+            return None  # no telling which clause is the past one
+    names = ("past", "present") if by_time else ("expectation", "outcome")
+    return _clause_reason(a, first, names[0]) or _clause_reason(b, second, names[1])
 
 
 def description_check(description: Callable[[Mapping[str, Any]], str]) -> Check:

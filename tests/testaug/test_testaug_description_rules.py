@@ -17,6 +17,9 @@ NEG_Q_NO = "A neutral sentiment sentence with negative sentiment question and wo
 POS_Q_NO = "A negative sentiment sentence with positive sentiment question and word no as the answer."
 NEUTRAL_WORDS = "A neutral sentence with neutral words."
 POSITIVE_WORDS = "A positive sentiment sentence with positive words."
+WAS_POSITIVE = "I used to have positive sentiment to something, but now I have negative sentiment to it."
+WAS_NEGATIVE = "I used to have negative sentiment to something, but now I have positive sentiment to it."
+THOUGHT_NEGATIVE = "I thought something was negative, but it was neutral."
 
 
 @pytest.mark.parametrize(
@@ -32,6 +35,14 @@ POSITIVE_WORDS = "A positive sentiment sentence with positive words."
         (NEG_Q_NO, "Did you have a good time at the concert? Yes", "answers 'Yes'"),
         (NEUTRAL_WORDS, "The flight was terrible.", "a negative word ('terrible')"),
         (NEG_POS_MIDDLE, "I can't say, given the weather, that the staff was satisfactory.", None),
+        (
+            WAS_POSITIVE,
+            "I absolutely love this restaurant, but in the past I would not recommend it.",
+            "present clause",
+        ),
+        (WAS_NEGATIVE, "I feel sad about this restaurant, although in the past I didn't like it at all.", "present"),
+        (WAS_NEGATIVE, "I loved this restaurant, but now I regret my decision.", "its past clause 'I loved this"),
+        (THOUGHT_NEGATIVE, "I thought that the weather would be sunny, but it was not.", "expectation clause"),
     ],
 )
 def test_cases_against_their_description(description, text, reason):
@@ -51,7 +62,16 @@ def test_cases_against_their_description(description, text, reason):
         (POS_Q_NO, "Do I think it is an incredible restaurant? No"),  # TextBlob knows "incredible"
         (POSITIVE_WORDS, "The plane exceeded my expectations."),  # no word against it: kept
         (NEUTRAL_WORDS, "The flight leaves at noon."),
-        ("I used to have positive sentiment to something, but now I have negative sentiment to it.", "Anything."),
+        (WAS_POSITIVE, "Anything."),
+        (WAS_POSITIVE, "I used to love this restaurant, but now I dislike going there."),
+        (WAS_POSITIVE, "I dislike this restaurant, in the past I would value it."),  # past clause second
+        (WAS_NEGATIVE, "I like this restaurant, but I was unhappy in the past."),
+        (WAS_NEGATIVE, "I really enjoy this new book, but in the past I was never a big reader."),  # neutral past: kept
+        (THOUGHT_NEGATIVE, "I thought I would be frustrated with the flight, but I was not."),
+        (
+            "I thought something was neutral, but it was not neutral.",
+            "I thought it was an action movie, but it wasn't.",
+        ),
     ],
 )
 def test_cases_that_fit_their_description_pass(description, text):
