@@ -3,7 +3,8 @@
 A word substitution that a reader finds odd ("the deal is expected to shut", "raw beef"
 -> "rude beef") costs the sentence log-probability under a language model, even a small
 one. ``CausalLMScorer`` holds the model (``builtin:<alias>`` or a local GGUF file or
-model directory; a GGUF is dequantized once by ``local_transformers.convert_gguf``) and
+model directory, loaded by ``local_transformers.load_causal_lm``: a GGUF is dequantized
+once) and
 returns each sentence's summed token log-probability, the first token conditioned on a
 line break so it is scored too. PyTorch on CUDA when torch sees one, else CPU; batches
 are sorted by length so padding costs little, and padding never changes a score (the
@@ -16,12 +17,9 @@ attention mask hides it and each row is scored on its own positions).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-
-from checkray.engine.errors import InputError
 
 SCORE_SCHEMA = pa.schema([("text", pa.string()), ("logprob", pa.float64())])
 SCORE_BATCH = 16  # sentences per forward pass
@@ -31,24 +29,9 @@ class CausalLMScorer:
     """Summed log-probability of each sentence under a causal LM."""
 
     def __init__(self, model: str, threads: int | None = None):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from checkray.actors.llm.local_transformers import load_causal_lm
 
-        from checkray.actors.llm.local_transformers import convert_gguf
-        from checkray.actors.llm.packaged import resolve_llm
-
-        if threads:
-            torch.set_num_threads(threads)
-        path = Path(resolve_llm(model))
-        if path.suffix == ".gguf":
-            path = convert_gguf(path)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-            self.model = AutoModelForCausalLM.from_pretrained(str(path)).eval()
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{model}: cannot load as a causal LM: {str(exc).splitlines()[0]}") from None
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model.to(self.device)
+        self.tokenizer, self.model, self.device = load_causal_lm(model, threads)
         # Context for the first token: a line break, so a sentence's opening word is scored
         # as a line's start (no BOS token in Qwen or SmolLM2 tokenizers).
         self.prefix = self.tokenizer("\n", add_special_tokens=False)["input_ids"]

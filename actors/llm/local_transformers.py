@@ -70,25 +70,31 @@ def convert_gguf(gguf: Path) -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def load_causal_lm(model: str, threads: int | None = None):
+    """``(tokenizer, model, device)`` for ``model`` (builtin alias, GGUF file converted once,
+    or model directory), in eval mode on CUDA when torch sees one, else on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if threads:
+        torch.set_num_threads(threads)
+    path = Path(resolve_llm(model))
+    if path.suffix == ".gguf":
+        path = convert_gguf(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        loaded = AutoModelForCausalLM.from_pretrained(str(path)).eval()
+    except (OSError, ValueError) as exc:
+        raise LLMError(f"{model}: cannot load with transformers: {str(exc).splitlines()[0]}") from None
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return tokenizer, loaded.to(device), device
+
+
 class TransformersGenerator:
     """``Generator`` over ``AutoModelForCausalLM``; chat uses the tokenizer's chat template."""
 
     def __init__(self, model: str, threads: int | None = None):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        if threads:
-            torch.set_num_threads(threads)
-        path = Path(resolve_llm(model))
-        if path.suffix == ".gguf":
-            path = convert_gguf(path)
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-            self.model = AutoModelForCausalLM.from_pretrained(str(path)).eval()
-        except (OSError, ValueError) as exc:
-            raise LLMError(f"{model}: cannot load with transformers: {str(exc).splitlines()[0]}") from None
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model.to(self.device)
+        self.tokenizer, self.model, self.device = load_causal_lm(model, threads)
         self.name = f"transformers:{model}"
         self._warned_grammar = False
         self.n_ctx = getattr(self.model.config, "max_position_embeddings", None)

@@ -38,6 +38,7 @@ from typing import Any
 
 from checkray.engine.case_checks import Check, row_check
 from checkray.engine.lang.polarity import polarity_class, textblob_lexicon
+from checkray.engine.llm_output import polarity
 
 NEGATED_WORD = re.compile(r"\bnegated (positive|negative|neutral)(?: sentiment)? word", re.IGNORECASE)
 QUESTION = re.compile(
@@ -157,8 +158,6 @@ def description_reason(description: str, text: str) -> str | None:
 
 
 def _clause_reason(clause: str, wanted: str, which: str) -> str | None:
-    from checkray.engine.llm_output import polarity
-
     score = polarity(clause)
     against = (
         abs(score) >= CLAUSE_AGAINST

@@ -94,21 +94,9 @@ def test_packaged_scorer_prefers_the_natural_word_and_ignores_batching():
 @pytest.mark.ray
 @pytest.mark.timeout(600)
 def test_costello_job_runs_the_fluency_stage(ray_session, rt_corpus, tmp_path, capsys):
-    from tests.costello.test_costello_job import _corpus
-    from tests.fakes.cli import run_cli
+    from tests.costello.test_costello_job import run_small_costello
 
-    corpus = _corpus(rt_corpus, tmp_path / "seeds.csv")
-    embedders = tmp_path / "emb.yaml"
-    embedders.write_text("embedders:\n  - {name: minilm, model: builtin:minilm, pooling: mean, max_length: 48}\n")
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
-        "  dictionary_size: 60\n  batch_size: 32\n  fluency: {max_drop: 4.0, operators: [synonym, antonym]}\n"
-    )
-    out = tmp_path / "run"
-    code = run_cli(
-        "costello", "--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config), "--out", str(out)
-    )
+    code, out = run_small_costello(rt_corpus, tmp_path, "  fluency: {max_drop: 4.0, operators: [synonym, antonym]}\n")
     assert code == 0, capsys.readouterr()
     variants = pq.read_table(out / "stages" / "fluency" / "data.parquet").to_pylist()
     substituted = [v for v in variants if v["op"] in ("synonym", "antonym") and v["check"] in (None, "fluency")]

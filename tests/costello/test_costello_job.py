@@ -36,23 +36,30 @@ def _corpus(rt_corpus, path: Path, n: int = 40) -> Path:
     return path
 
 
-@pytest.mark.ray
-@pytest.mark.timeout(600)
-def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, capsys):
-    from checkray.engine.schema import validate_cases
-
+def run_small_costello(rt_corpus, tmp_path: Path, extra_config: str = "") -> tuple[int, Path]:
+    """``checkray costello`` on 28 of the 40 sentences with MiniLM only (``extra_config``:
+    more lines of the ``costello:`` section); the exit code and the run directory."""
     corpus = _corpus(rt_corpus, tmp_path / "seeds.csv")
     embedders = tmp_path / "emb.yaml"
     embedders.write_text("embedders:\n  - {name: minilm, model: builtin:minilm, pooling: mean, max_length: 48}\n")
     config = tmp_path / "c.yaml"
     config.write_text(
         "costello:\n  seeds: 28\n  classifiers: 5\n  classifier_train: 12\n  classifier_max_iter: 50\n"
-        "  dictionary_size: 60\n  batch_size: 32\n"
+        "  dictionary_size: 60\n  batch_size: 32\n" + extra_config
     )
     out = tmp_path / "run"
     code = run_cli(
         "costello", "--corpus", str(corpus), "--embedders", str(embedders), "--config", str(config), "--out", str(out)
     )
+    return code, out
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_costello_and_repair_cli_end_to_end(ray_session, rt_corpus, tmp_path, capsys):
+    from checkray.engine.schema import validate_cases
+
+    code, out = run_small_costello(rt_corpus, tmp_path)
     output = capsys.readouterr()
     assert code == 0, output
     assert output.out.startswith("costello: CR1 ") and output.out.rstrip().endswith(
