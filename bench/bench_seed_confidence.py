@@ -74,7 +74,7 @@ def corpora(seeds: list[dict], search_size: int, sst2: Path) -> dict[str, tuple[
 
 def scores(encoder: str, corpus: dict[str, tuple[list, list, list]]) -> dict[str, float]:
     from checkray.actors.embedder import load_sentence_transformer
-    from checkray.engine.s2lct.confidence import cross_fitted_confidence
+    from checkray.engine.label_classifier import cross_fitted_confidence
 
     name, _, backend = encoder.partition("@")
     model = load_sentence_transformer(name, backend=backend or None)

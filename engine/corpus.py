@@ -245,6 +245,16 @@ def _file_state(uri: str) -> tuple:
     return (info.type.name, info.size, info.mtime_ns)
 
 
+def sample_rows(table: pa.Table, n: int, seed: int) -> pa.Table:
+    """A seeded sample of ``n`` rows in corpus order (all rows when there are fewer): the
+    ``corpus.sample`` rule, so two jobs that sample one corpus with one seed share rows
+    (and their cached embeddings)."""
+    if n >= table.num_rows:
+        return table
+    rng = np.random.default_rng(seed)
+    return table.take(np.sort(rng.choice(table.num_rows, size=n, replace=False)))
+
+
 def read_corpus(cfg: CorpusConfig) -> pa.Table:
     """The corpus as a ``CORPUS_SCHEMA`` table, validated. Raises ``InputError``.
 
@@ -278,9 +288,8 @@ def _read_corpus(cfg: CorpusConfig) -> pa.Table:
         raise InputError(f"{uri}: corpus has no rows")
     if cfg.limit:
         table = table.slice(0, cfg.limit)
-    if cfg.sample and cfg.sample < table.num_rows:
-        rng = np.random.default_rng(cfg.sample_seed)
-        table = table.take(np.sort(rng.choice(table.num_rows, size=cfg.sample, replace=False)))
+    if cfg.sample:
+        table = sample_rows(table, cfg.sample, cfg.sample_seed)
     if not builtin:
         _check_utf8(table, uri)
 

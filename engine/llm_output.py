@@ -214,6 +214,11 @@ def _vader():
     return SentimentIntensityAnalyzer()
 
 
+def vader_compound(text: str) -> float:
+    """VADER's compound score of ``text`` (-1 .. 1)."""
+    return float(_vader().polarity_scores(text)["compound"])
+
+
 @lru_cache(maxsize=8192)
 def polarity(text: str) -> float:
     """Two lexicon judges of ``text`` in one score: VADER's compound and TextBlob's polarity.

@@ -21,12 +21,14 @@ import numpy as np
 
 from checkray.engine.case_checks import Check, row_check
 from checkray.engine.llm_output import (
+    POLAR_LABELS,
     artefact_check,
     contradiction_check,
     instruction_text,
     near_copy_check,
     polarity_check,
     prompt_leak_check,
+    vader_compound,
 )
 from checkray.engine.mft.parsing import dedupe_near
 from checkray.engine.prompts import load_prompt
@@ -94,3 +96,48 @@ def near_duplicate_check(embed: Callable[[list[str]], np.ndarray], threshold: fl
         return [None if i in kept else why for i in range(len(rows))]
 
     return Check("near duplicate", batch, f"embedding cosine >= {threshold}")
+
+
+def classifier_label_reason(confidence: float | None, label: str, threshold: float) -> str | None:
+    """Why a case's text does not carry its label to a classifier of the corpus (None: it
+    does, or the classifier has no score for the label)."""
+    if confidence is None or np.isnan(confidence) or confidence >= threshold:
+        return None
+    return (
+        f"a classifier fitted on the corpus gives the text its label '{label}' with p = {confidence:.2f} "
+        f"< {threshold:g}: no clear verdict of that polarity"
+    )
+
+
+def lexicon_disagreement_reason(text: str, label: str) -> str | None:
+    """Why VADER does not lean towards a polar label (None: it does, or the label is not
+    positive/negative). A review written to be positive or negative that VADER reads as
+    neutral or opposite is, in the cases people read, mostly a description with no verdict
+    ("the movie reveals how past decisions impact our present") or a hedge."""
+    if label not in POLAR_LABELS:
+        return None
+    compound = vader_compound(text)
+    if (compound > 0) == (label == "positive") and compound != 0:
+        return None
+    return f"VADER's compound score {compound:+.2f} does not lean {label}"
+
+
+def classifier_checks(confidence: Mapping[str, float], threshold: float, lexicon_agrees: bool) -> list[Check]:
+    """The classifier's label check (``confidence``: a case's text -> the probability of
+    its label) and, with ``lexicon_agrees``, VADER's direction."""
+    checks = [
+        row_check(
+            "classifier label",
+            lambda r: classifier_label_reason(confidence.get(r["text"]), r["label"], threshold),
+            f"a classifier of the corpus gives the label p >= {threshold:g}",
+        )
+    ]
+    if lexicon_agrees:
+        checks.append(
+            row_check(
+                "lexicon agrees",
+                lambda r: lexicon_disagreement_reason(r["text"], r["label"]),
+                "VADER leans towards the label",
+            )
+        )
+    return checks

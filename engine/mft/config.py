@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Optional
 
 from pydantic import Field
 
-from checkray.engine.config import NOT_FINGERPRINTED, JobSection
+from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section
 from checkray.engine.llm import GenerationParams
+
+
+class ClassifierCheckConfig(Section):
+    """The label check by a classifier of the corpus (``engine/mft/checks.py``): a logistic
+    regression on ``encoder`` embeddings of ``train_size`` labeled corpus sentences must
+    give a case its expected label with p >= ``min_confidence``, and with
+    ``lexicon_agrees`` VADER must lean the same way (positive/negative labels only)."""
+
+    encoder: Optional[str] = "builtin:mpnet"  # None: no classifier check
+    min_confidence: float = Field(default=0.9, ge=0, le=1)
+    train_size: Optional[int] = Field(default=2000, ge=10)  # None: every labeled sentence
+    lexicon_agrees: bool = True
 
 
 class MFTConfig(JobSection):
@@ -21,7 +33,11 @@ class MFTConfig(JobSection):
     diversity: float = Field(default=0.5, ge=0.0, le=1.0)
     paraphrases: int = Field(default=5, ge=0)
     paraphrase_limit: int | None = Field(default=None, ge=0)  # MFTs paraphrased per version
-    label_check: bool = True
+    label_check: bool = True  # the LLM's own label check (Li et al.)
+    # The generated cases a classifier of the corpus does not give their label (mostly LLM
+    # text with no verdict, or one the reader would not give) are rejected after the LLM's
+    # check; docs/mft.md has what it buys on the cases people read.
+    classifier_check: ClassifierCheckConfig = ClassifierCheckConfig()
     # Steps decoded under their prompt file's GBNF grammar (### grammar) where the backend
     # can (llama.cpp, vLLM, a server with llm.grammar_style): small models then always
     # follow the format. On llama.cpp a grammar is checked against Qwen's 151k-token

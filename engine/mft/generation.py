@@ -322,23 +322,26 @@ def collect_versions(parts: Sequence[Mapping[str, pa.Table]]) -> dict[str, pa.Ta
         )
     # the same text from two versions (or splits) tests one thing: the first one stays
     outcome = apply_checks(data.to_pylist(), [Check("duplicate across versions", duplicate_check().fn)])
-    across = [
-        {
-            **r,
-            "suite": f"mft-{r['split']}-{'extended' if r.get('paraphrase_of') else 'original'}",
-            "capability": r["source_topic"],
-            "expected_label": r["label"],
-            "source": r["source_id"],
-            "meta": {"version": r["version"], "split": r["split"], "paraphrase_of": r["paraphrase_of"]},
-        }
-        for r in outcome.rejected
-    ]
+    across = [rejected_case(r) for r in outcome.rejected]
     data = pa.Table.from_pylist([{k: r.get(k) for k in CASE_ROW_SCHEMA.names} for r in outcome.kept], CASE_ROW_SCHEMA)
     return {
         "rejected": pa.concat_tables([*(p["rejected"] for p in parts if "rejected" in p), rejected_table(across)]),
         "data": data,
         "gates": pa.concat_tables([p["gates"] for p in parts]),
         "parsing": merge_parsing(pa.concat_tables([p["parsing"] for p in parts])),
+    }
+
+
+def rejected_case(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A kept case row that a later check rejected, in ``rejected.parquet``'s terms (its
+    suite, capability, expected label and source)."""
+    return {
+        **r,
+        "suite": f"mft-{r['split']}-{'extended' if r.get('paraphrase_of') else 'original'}",
+        "capability": r["source_topic"],
+        "expected_label": r["label"],
+        "source": r["source_id"],
+        "meta": {"version": r["version"], "split": r["split"], "paraphrase_of": r["paraphrase_of"]},
     }
 
 

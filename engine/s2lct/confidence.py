@@ -6,42 +6,17 @@ might be a release", "she must have a very strong back", or praise and blame mix
 bravura exercise in emptiness"). Wrapped in "I wouldn't say that ..." such a sentence makes
 a case whose expected label no careful reader gives. The lexicons look at words; this looks
 at the sentence: a logistic regression on sentence embeddings of the searched corpus,
-cross-fitted (each sentence scored by the fold that did not train on it), gives the
-probability of the sentence's own label. ``s2lct.label_check`` sets the encoder and the
-probability a seed needs (docs/s2lct.md has what it buys on the annotated seeds).
+cross-fitted (each sentence scored by the fold that did not train on it,
+``engine/label_classifier.py``), gives the probability of the sentence's own label.
+``s2lct.label_check`` sets the encoder and the probability a seed needs (docs/s2lct.md has what it buys on the annotated seeds).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-
-
-def cross_fitted_confidence(
-    vectors: np.ndarray, labels: Sequence[str | None], *, folds: int = 5, seed: int = 0, c: float = 1.0
-) -> np.ndarray:
-    """(n,) probability that a k-fold cross-fitted logistic regression gives each row its
-    own label; NaN for an unlabeled row, and for every row when fewer than two labels
-    have ``folds`` rows each (nothing to learn a sentence's polarity from)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_predict
-
-    n = len(labels)
-    out = np.full(n, np.nan)
-    rows = np.array([i for i, label in enumerate(labels) if label is not None], dtype=int)
-    if not len(rows):
-        return out
-    y = np.array([str(labels[i]) for i in rows])
-    names, counts = np.unique(y, return_counts=True)
-    if len(names) < 2 or counts.min() < folds:
-        return out
-    x = np.asarray(vectors, dtype=np.float32)[rows]
-    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    proba = cross_val_predict(LogisticRegression(C=c, max_iter=2000), x, y, cv=split, method="predict_proba")
-    out[rows] = proba[np.arange(len(rows)), np.searchsorted(names, y)]  # columns: sorted labels
-    return out
 
 
 def low_confidence_reason(confidence: float | None, label: str, threshold: float) -> str | None:

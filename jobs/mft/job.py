@@ -6,8 +6,8 @@ Minimum Functionality Tests in the common schema, second-level MFT topics, evalu
 Per split (train/test of the topics corpus, the zoo's split) and per version (seed):
 representatives (MMR, stratified) -> one few-shot example per label -> ~4 MFTs per
 representative -> exact + near de-duplication -> paraphrases ("Extended") -> LLM label
-gate. Then all kept cases are clustered again (embed, UMAP, k-means, c-TF-IDF) into MFT
-topics. Suites: ``mft-<split>-original`` and ``mft-<split>-extended`` (original cases
+gate. Then the label check by a classifier of the corpus (``mft.classifier_check``), and
+all kept cases are clustered again (embed, UMAP, k-means, c-TF-IDF) into MFT topics. Suites: ``mft-<split>-original`` and ``mft-<split>-extended`` (original cases
 plus their paraphrases), ``meta.version`` = the version number. With models, the evaluate
 stage benchmarks them on the suite (``DIR2/benchmark``) in the layouts of Tables 7 and 8.
 """
@@ -24,6 +24,7 @@ import typer
 
 from checkray.actors.llm.chat import chat_key, chat_name, chat_session
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig
 from checkray.engine.labels import parse_label_map
 from checkray.engine.llm import LLMConfig
 from checkray.engine.mft.config import MFTConfig
@@ -36,7 +37,13 @@ from checkray.jobs.console import console
 from checkray.jobs.mft.embedder import open_embedder
 from checkray.jobs.mft.generate import collect_stage, generation_stage
 from checkray.jobs.mft.report import mft_sections
-from checkray.jobs.mft.stages import evaluate_stage, mft_topics_stage, representatives_stage, suite_stage
+from checkray.jobs.mft.stages import (
+    classifier_check_stage,
+    evaluate_stage,
+    mft_topics_stage,
+    representatives_stage,
+    suite_stage,
+)
 from checkray.jobs.mft.topics_run import check_topics_run
 from checkray.jobs.options import Labels
 from checkray.jobs.zoo.resolve import select_models
@@ -48,7 +55,7 @@ REJECTED_FILE = "rejected.parquet"  # every candidate a check rejected, with the
 
 class MFTJob(Job[MFTConfig]):
     """representatives -> generate (one stage per split x version, the LLM) -> collect ->
-    MFT topics -> suite -> (with models) evaluate; publishes suite.parquet and gates.parquet."""
+    classifier check -> MFT topics -> suite -> (with models) evaluate; publishes suite.parquet and gates.parquet."""
 
     name, title, section = "mft", "checkray · MFTs (Li et al.)", MFTConfig
     suite_file = SUITE_FILE
@@ -93,7 +100,11 @@ class MFTJob(Job[MFTConfig]):
             ]
             yield from parts
         yield collect_stage([p.name for p in parts])
-        yield mft_topics_stage(m, embed, self.seed)
+        kept = "generate"
+        if m.classifier_check.encoder:
+            yield classifier_check_stage(m.classifier_check, self.seed, self.cfg.section(CacheConfig))
+            kept = "classifier_check"
+        yield mft_topics_stage(m, embed, self.seed, source=kept)
         yield suite_stage(generator=chat_name(self.chat, llm))
         if self.specs:
             yield evaluate_stage(self.cfg, self.specs)
@@ -101,8 +112,9 @@ class MFTJob(Job[MFTConfig]):
     def publish(self, runner: StageRunner) -> list[Section]:
         suite = runner.output("suite")
         runner.run.write_table(SUITE_FILE, suite)
-        runner.run.write_table(GATES_FILE, runner.output("generate", "gates"))
-        runner.run.write_table(REJECTED_FILE, runner.output("generate", "rejected"))
+        checked = "classifier_check" if "classifier_check" in runner.done else "generate"
+        runner.run.write_table(GATES_FILE, runner.output(checked, "gates"))
+        runner.run.write_table(REJECTED_FILE, runner.output(checked, "rejected"))
         evaluated = "evaluate" in runner.done
         return mft_sections(
             runner,

@@ -8,13 +8,19 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from checkray.engine.benchmark.provenance import model_identity
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.cache import CacheConfig, open_cache
+from checkray.engine.case_checks import apply_checks, rejected_table
 from checkray.engine.config import RepresentationConfig, RepresentativesConfig
-from checkray.engine.corpus import apply_label_map
-from checkray.engine.errors import InputError
-from checkray.engine.mft.config import MFTConfig
+from checkray.engine.corpus import apply_label_map, sample_rows
+from checkray.engine.errors import EmptySuiteError, InputError
+from checkray.engine.label_classifier import fitted_confidence
+from checkray.engine.mft.checks import classifier_checks
+from checkray.engine.mft.config import ClassifierCheckConfig, MFTConfig
+from checkray.engine.mft.generation import CASE_ROW_SCHEMA, GATE_SCHEMA, rejected_case
 from checkray.engine.mft.suite import check_label_words, to_suite
 from checkray.engine.mft.tables import mft_table7, mft_table8, rows_table
 from checkray.engine.splits import split_ids
@@ -66,16 +72,89 @@ def split_representatives(
     return reps.append_column("split", pa.array([name] * reps.num_rows))
 
 
-def mft_topics_stage(m: MFTConfig, embed: Callable[[list[str]], np.ndarray], seed: int) -> Stage:
-    """Second-level clustering of the kept MFT texts into MFT topics (§2.4.3)."""
+def classifier_check_stage(check: ClassifierCheckConfig, seed: int, cache_cfg: CacheConfig | None = None) -> Stage:
+    """The kept cases through the classifier's label check (``engine/mft/checks.py``): a
+    logistic regression on ``check.encoder`` embeddings of a seeded sample of the labeled
+    corpus (the ``corpus.sample`` rule, so S²LCT's searched sample with the same seed hits
+    the same cached embeddings) scores each distinct text's expected label."""
 
     def run(ctx: StageContext):
-        cases = ctx.input("generate")
+        from checkray.actors.embed_cache import cluster_plan, embed_texts, sentence_model
+        from checkray.actors.embedder import resolve_model
+
+        resolve_model(check.encoder)  # a missing model path fails here, not inside an actor
+        corpus = ctx.input("representatives", "corpus").filter(pc.is_valid(pc.field("label")))
+        train = sample_rows(corpus, check.train_size or corpus.num_rows, seed)
+        cases = ctx.input("generate").to_pylist()
+        texts = sorted({r["text"] for r in cases})
+        cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
+        model = sentence_model(check.encoder, normalize=True)
+        vectors = embed_texts(train.column("text").to_pylist() + texts, model, cache=cache, plan=cluster_plan())
+        labels = {r["text"]: r["label"] for r in cases}  # a text keeps one label across versions
+        p = fitted_confidence(
+            vectors[: train.num_rows],
+            train.column("label").to_pylist(),
+            vectors[train.num_rows :],
+            [labels[t] for t in texts],
+        )
+        outcome = apply_checks(
+            cases, classifier_checks(dict(zip(texts, p.tolist())), check.min_confidence, check.lexicon_agrees)
+        )
+        if not outcome.kept:
+            raise EmptySuiteError(
+                f"the mft job kept no test case: the classifier check rejected all {len(cases)} (classifier "
+                f"p < {check.min_confidence:g} or VADER against the label); lower mft.classifier_check."
+                "min_confidence, or set mft.classifier_check.encoder to null to turn the check off"
+            )
+        return {
+            "data": pa.Table.from_pylist(
+                [{k: r.get(k) for k in CASE_ROW_SCHEMA.names} for r in outcome.kept], CASE_ROW_SCHEMA
+            ),
+            "rejected": pa.concat_tables(
+                [ctx.input("generate", "rejected"), rejected_table([rejected_case(r) for r in outcome.rejected])]
+            ),
+            "gates": pa.concat_tables([ctx.input("generate", "gates"), classifier_gates(cases, outcome)]),
+        }
+
+    return Stage("classifier_check", run, inputs=("representatives", "generate"), config=[check, seed])
+
+
+def classifier_gates(cases: list[dict], outcome) -> pa.Table:
+    """One gate row per split x version: the cases the classifier check kept and dropped."""
+    keys = sorted({(r["split"], r["version"]) for r in cases})
+    rows = []
+    for split, version in keys:
+        kept = sum(1 for r in outcome.kept if (r["split"], r["version"]) == (split, version))
+        dropped = [r for r in outcome.rejected if (r["split"], r["version"]) == (split, version)]
+        why = {name: sum(1 for r in dropped if r["check"] == name) for name in ("classifier label", "lexicon agrees")}
+        note = ", ".join(f"{name} {n}" for name, n in why.items() if n)
+        rows.append(
+            dict(
+                gate="classifier check",
+                split=split,
+                version=version,
+                kept=kept,
+                dropped=len(dropped),
+                note=note,
+                seconds=None,
+            )
+        )
+    return pa.Table.from_pylist(rows, schema=GATE_SCHEMA)
+
+
+def mft_topics_stage(
+    m: MFTConfig, embed: Callable[[list[str]], np.ndarray], seed: int, source: str = "generate"
+) -> Stage:
+    """Second-level clustering of the kept MFT texts (``source``: the stage that kept them)
+    into MFT topics (§2.4.3)."""
+
+    def run(ctx: StageContext):
+        cases = ctx.input(source)
         texts = cases.column("text").to_pylist()
         topics = mft_topic_names(texts, embed(texts), m.mft_topics, seed)
         return {"data": cases.append_column("mft_topic", pa.array(topics, pa.string()))}
 
-    return Stage("mft_topics", run, inputs=("generate",), config=[m, seed])
+    return Stage("mft_topics", run, inputs=(source,), config=[m, seed])
 
 
 def suite_stage(generator: str) -> Stage:

@@ -25,8 +25,9 @@ from checkray.engine.case_checks import rejected_table
 from checkray.engine.config import CorpusConfig
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.errors import InputError
+from checkray.engine.label_classifier import cross_fitted_confidence
 from checkray.engine.runtime import cluster_resources, plan_actor_pool
-from checkray.engine.s2lct.confidence import LabelConfidence, cross_fitted_confidence
+from checkray.engine.s2lct.confidence import LabelConfidence
 from checkray.engine.s2lct.config import ReferenceSource, S2lctConfig, filler_backend, filler_name
 from checkray.engine.s2lct.fillers import FILLERS
 from checkray.engine.s2lct.fluent import corpus_polar_words

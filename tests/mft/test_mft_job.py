@@ -33,6 +33,8 @@ def _cfg(**over):
         "mft.paraphrases": 2,
         "mft.paraphrase_limit": 4,
         "mft.mft_topics": 3,
+        # the rule-based stand-in writes no real reviews: the classifier check has its own test
+        "mft.classifier_check": {"encoder": None},
     }
     base.update(over)
     return load_config(None, base)
@@ -70,6 +72,25 @@ def test_mft_job_gates_and_suite(topics_run_2000, tmp_path):
     html = result.text("report.html")
     assert "Kept and dropped at every gate" in html and "Example cases per MFT topic" in html
     assert "Table 7" not in html and "evaluate" not in result.stages  # no models: no evaluation
+
+
+@pytest.mark.timeout(600)
+def test_classifier_check_rejects_with_reasons_and_counts_its_gate(topics_run_2000, tmp_path):
+    _, topics_dir = topics_run_2000
+    # MiniLM rather than the default mpnet: the same path at a tenth of the encoding time
+    check = {"encoder": "builtin:minilm", "min_confidence": 0.6, "train_size": 1500}
+    cfg = _cfg(**{"mft.versions": 1, "mft.splits": ["test"], "mft.classifier_check": check})
+    result = run_mft(cfg, str(topics_dir), str(tmp_path / "mft"), chat=RuleBasedChat(), embed=_embed)
+    assert "classifier_check" in result.stages
+    before = result.run.read_table("stages/generate/data.parquet").num_rows
+    rejected = [r for r in result.table("rejected.parquet").to_pylist() if r["check"] == "classifier label"]
+    assert rejected and all("< 0.6" in r["reason"] for r in rejected)
+    originals = [r for r in result.table("suite.parquet").to_pylist() if r["suite"] == "mft-test-original"]
+    kept = result.run.read_table("stages/classifier_check/data.parquet").to_pylist()
+    assert len(kept) + len(rejected) == before and 0 < len(originals) <= len(kept)
+    assert all(r["checks"][-2:] == ["classifier label", "lexicon agrees"] for r in kept)
+    gate = [g for g in result.table("gates.parquet").to_pylist() if g["gate"] == "classifier check"]
+    assert [(g["kept"], g["dropped"]) for g in gate] == [(len(kept), len(rejected))]
 
 
 @pytest.mark.trusts_code

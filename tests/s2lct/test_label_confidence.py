@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from checkray.actors.s2lct.parser import token_dicts
-from checkray.engine.s2lct.confidence import LabelConfidence, cross_fitted_confidence, low_confidence_reason
+from checkray.engine.label_classifier import cross_fitted_confidence
+from checkray.engine.s2lct.confidence import LabelConfidence, low_confidence_reason
 from checkray.engine.s2lct.search import checked_seed_rows, matching_rules
 from checkray.engine.s2lct.spec import load_capabilities
 
