@@ -4,9 +4,8 @@ A word substitution that a reader finds odd ("the deal is expected to shut", "ra
 -> "rude beef") costs the sentence log-probability under a language model, even a small
 one. ``CausalLMScorer`` holds the model (``builtin:<alias>`` or a local GGUF file or
 model directory, loaded by ``local_transformers.load_causal_lm``: a GGUF is dequantized
-once) and
-returns each sentence's summed token log-probability, the first token conditioned on a
-line break so it is scored too. PyTorch on CUDA when torch sees one, else CPU; batches
+once) and returns each sentence's summed token log-probability, the first token
+conditioned on a line break so it is scored too. PyTorch on CUDA when torch sees one, else CPU; batches
 are sorted by length so padding costs little, and padding never changes a score (the
 attention mask hides it and each row is scored on its own positions).
 

@@ -192,9 +192,10 @@ POLAR_LABELS = ("positive", "negative")
 _RESTATEMENT = re.compile(r"(?:it|this|that|the \w+)\s+(?:is|was|'s|turned out|feels|felt)\b", re.IGNORECASE)
 
 
-_NEGATOR = re.compile(
-    r"\b(?:not|no|never|nobody|nothing|none|neither|nor|hardly|without|cannot)\b|n't\b", re.IGNORECASE
-)
+# The words that negate what follows them (``n't`` is matched as a suffix too). "hardly"
+# also softens a clause enough for the clause judges below, but is no negator of a word.
+NEGATOR_WORDS = frozenset("not no never nobody nothing none neither nor without cannot".split())
+_NEGATOR = re.compile(rf"\b(?:{'|'.join(sorted(NEGATOR_WORDS | {'hardly'}))})\b|n't\b", re.IGNORECASE)
 # A negated clause is judged by VADER alone. VADER flips the word it negates reliably ("not
 # great" -0.51), so a negated clause scoring negative against a positive label rejects at
 # NEGATED_NEGATIVE; VADER misses a negation that scopes over a clause ("didn't think this was

@@ -38,7 +38,7 @@ from typing import Any
 
 from checkray.engine.case_checks import Check, row_check
 from checkray.engine.lang.polarity import polarity_class, textblob_lexicon
-from checkray.engine.llm_output import polarity
+from checkray.engine.llm_output import NEGATOR_WORDS, polarity
 
 NEGATED_WORD = re.compile(r"\bnegated (positive|negative|neutral)(?: sentiment)? word", re.IGNORECASE)
 QUESTION = re.compile(
@@ -60,7 +60,7 @@ _PAST = re.compile(r"\b(?:in the past|used to|at first|once|previously|back then
 CLAUSE_AGAINST = 0.3
 
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
-NEGATORS = frozenset("not no never nobody nothing none neither nor cannot without n't".split())
+NEGATORS = NEGATOR_WORDS | {"n't"}
 # Words the lexicons score that these forms use for their structure, not their sentiment.
 # "not sure / not certain if ..." hedges; it does not negate a sentiment word.
 STRUCTURE = NEGATORS | {"yes", "please", "want", "sure", "certain"}
