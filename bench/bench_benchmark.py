@@ -1,6 +1,6 @@
 """Benchmark engine vs a sequential per-model loop, for cheap and heavy models, and at scale.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_benchmark.py [--scenario all|cheap|heavy|scale|custom] [--quick]
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_benchmark.py [--scenario all|cheap|heavy|scale|small|custom] [--quick]
 
 Scenarios (``all`` runs the first three in one process, one Ray session):
 * cheap: 12 scikit-learn text models (+ VADER) x 10,000 cases, engine vs the loop;
@@ -10,6 +10,10 @@ Scenarios (``all`` runs the first three in one process, one Ray session):
   with ``--released FILE`` also x CheckList's released sentiment suite (178,578 cases):
   wall time, throughput (model x cases / s) and peak memory of the whole process tree,
   each arm from an empty content cache;
+* small: 12 MiniLM heads and the packaged VADER x 300 cases, the size of the suites a
+  ``checkray demo`` benchmarks: the engine predicting in its own process (the default
+  under ``benchmark.in_process_below``) vs the same engine with host processes, each from
+  an empty content cache, and the sequential loop;
 * custom: ``--models N --heads H`` as before;
 * ``--quick``: 4 text models x 1,000 cases, engine vs the loop (proves the script works).
 
@@ -248,6 +252,27 @@ def compare(label: str, specs, parts, repeat: int, options: dict, ablation: bool
     return speedup
 
 
+def small(heads, parts) -> float:
+    """Small work, in the driver vs in host processes: returns hosts' time / in-process time."""
+    from checkray.engine.benchmark.registry import ModelSpec
+
+    specs = [*heads, ModelSpec(name="vader_builtin", family="vader")]
+    n_cases = sum(p.num_rows for p in parts)
+    print(
+        f"\n== small: {len(specs)} models x {n_cases} cases in {len(parts)} suites ({len(specs) * n_cases} model-cases)"
+    )
+    local_s, (_, local_passed) = timed(engine, parts, specs)
+    hosts_s, (host_models, host_passed) = timed(engine, parts, specs, in_process_below=0)
+    seq_s, _ = timed(sequential, parts, specs)
+    same = local_passed == host_passed
+    ready = max(m["ready_seconds"] or 0 for m in host_models.values())
+    print(f"small: in this process (benchmark.in_process_below): {local_s:.1f}s")
+    print(f"small: host processes (in_process_below: 0): {hosts_s:.1f}s (slowest host ready after {ready:.1f}s)")
+    print(f"small: sequential loop: {seq_s:.1f}s")
+    print(f"small: speed-up in-process vs hosts: {hosts_s / local_s:.2f}x · identical pass/fail: {same}")
+    return hosts_s / local_s
+
+
 def import_suite(archive: Path, mapping: Path, out: Path):
     """``checkray import checklist`` as a user runs it; the imported table."""
     import pyarrow.parquet as pq
@@ -342,7 +367,7 @@ def main() -> None:
     # code it wrote, so it trusts it as `checkray --trust-code` would (SECURITY.md).
     os.environ.setdefault("CHECKRAY_TRUST_CODE", "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", choices=["all", "cheap", "heavy", "scale", "custom"], default="all")
+    parser.add_argument("--scenario", choices=["all", "cheap", "heavy", "scale", "small", "custom"], default="all")
     parser.add_argument(
         "--quick", action="store_true", help="proves the script works: 4 text models x 1,000 cases, engine vs loop"
     )
@@ -376,7 +401,7 @@ def main() -> None:
         args.scenario, args.models, args.heads, args.cases = "custom", 4, 0, min(args.cases, 1_000)
     t = time.perf_counter()
     # 24 text models, then 12 heads; trained once, cached (a custom run builds only its own)
-    n_models, n_heads = (args.models, args.heads) if args.scenario == "custom" else (36, 12)
+    n_models, n_heads = {"custom": (args.models, args.heads), "small": (12, 12)}.get(args.scenario, (36, 12))
     all_specs = build_models(n_models, n_heads)
     text_models, heads = all_specs[: n_models - n_heads], all_specs[n_models - n_heads :]
     print(f"models: {len(all_specs)} built or loaded in {time.perf_counter() - t:.1f}s")
@@ -392,6 +417,8 @@ def main() -> None:
         results["cheap"] = compare("cheap", text_models[:12], parts, args.repeat, options, ablation)
     if args.scenario in ("all", "heavy"):
         results["heavy"] = compare("heavy", heads, parts, args.repeat, options, ablation)
+    if args.scenario == "small":
+        results["small (vs hosts)"] = small(heads, build_suites(300))
     if args.scenario == "custom":
         results["custom"] = compare("custom", text_models + heads, parts, args.repeat, options, ablation)
     if args.scenario in ("all", "scale"):
@@ -399,7 +426,10 @@ def main() -> None:
             parser.error(f"--released {args.released}: file not found")
         scale(all_specs, ROOT / "runs" / "bench_scale", args.released)
     if results:
-        print("\nspeed-ups vs the sequential loop: " + ", ".join(f"{k} {v:.2f}x" for k, v in results.items()))
+        print(
+            "\nspeed-ups vs the sequential loop (small: vs host processes): "
+            + ", ".join(f"{k} {v:.2f}x" for k, v in results.items())
+        )
 
 
 if __name__ == "__main__":

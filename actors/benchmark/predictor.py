@@ -27,6 +27,7 @@ from checkray.actors.benchmark.host import one_line
 from checkray.actors.benchmark.scheduler import (
     Event,
     HostPlan,
+    InProcessCalls,
     ModelRun,
     PredictionScheduler,
     PredictOptions,
@@ -159,6 +160,25 @@ def predict_all(
     feeds: dict[str, list] = {}  # head model -> embedding refs, one per batch
     encoders: dict[str, object] = {}  # head model -> its shared encoder actor
     flush_embeddings = None
+    if options.in_process:  # small work: no host processes, the shared encoders run here too
+        from checkray.actors.benchmark.shared_encoder import local_feeds
+
+        if options.share_encoders:
+            feeds = local_feeds(runnable, rows_of, texts, pairs, options.batch_size, cache)
+        fed = {m: id(feed) for m, feed in feeds.items()}
+        scheduler = PredictionScheduler(
+            plan_hosts(runnable, rows_of, fed, 1, len(runnable) or None),
+            texts,
+            pairs,
+            options,
+            pool_size=1,
+            actors=InProcessCalls(),
+            feeds=feeds,
+            on_event=on_event,
+            on_done=on_done,
+        )
+        runs.update(scheduler.run())
+        return {spec.name: runs[spec.name] for spec in specs}
     if options.share_encoders:
         from checkray.actors.benchmark.shared_encoder import start_shared_encoders
 

@@ -6,7 +6,8 @@ model produced so far (``runs``). Each step is a method: start a host, submit ba
 take a result (a host's status, or a batch), give up on a host that answers nothing,
 fail a model, isolate the models of a shared host that died, finish a host's models, and
 close a host. The steps reach Ray only through an ``ActorCalls`` (``RayActorCalls`` in a
-benchmark), so a test drives them one by one with fakes and a clock of its own.
+benchmark, ``InProcessCalls`` for small work), so a test drives them one by one with fakes
+and a clock of its own.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class PredictOptions:
     models_per_host: int | None = None  # cheap models per host; None: about one host per CPU
     timeouts: Timeouts = Timeouts()
     share_encoders: bool = True  # heads on one sentence encoder read embeddings computed once
+    in_process: bool = False  # hosts are objects in this process (``InProcessCalls``), not Ray actors
 
 
 @dataclass
@@ -135,6 +137,57 @@ class RayActorCalls:
 
     def kill(self, actor: Any) -> None:
         self._ray.kill(actor)
+
+
+class _Answer:
+    """A call made in this process: its value, or the exception it raised (``get`` raises it)."""
+
+    def __init__(self, run: Callable[[], Any]):
+        self.value: Any = None
+        self.error: BaseException | None = None
+        try:
+            self.value = run()
+        except Exception as exc:  # the model's failure: reported by ``get`` as a dead host's would be
+            self.error = exc
+
+
+class InProcessCalls:
+    """``ActorCalls`` in the calling process: each ``ModelHost`` is a plain object and each
+    call runs when it is made. For small work (``benchmark.in_process_below``) this skips the
+    host processes, whose start and imports (sklearn, torch, transformers: 10-30 s on 2
+    cores) cost more than the predictions. There is no crash isolation and no timeout here:
+    the benchmark picks it only for families that run no user code (``ModelFamily.in_process``)."""
+
+    def start_host(self, host: HostPlan) -> Any:
+        specs = [s.model_dump(mode="json") for s in host.members]
+        # threads=0: the host leaves torch's thread count (this process's) as it is
+        return _Answer(lambda: ModelHost(specs, 0, (), head_only=host.head_only))
+
+    def status(self, actor: _Answer) -> _Answer:
+        return _Answer(lambda: self._host(actor).status())
+
+    def predict(self, actor: _Answer, names: list[str], texts: list[str], pairs: list[str | None] | None) -> _Answer:
+        return _Answer(lambda: self._host(actor).predict(names, texts, pairs))
+
+    def predict_embedded(self, actor: _Answer, names: list[str], embeddings: Any) -> _Answer:
+        return _Answer(lambda: self._host(actor).predict_embedded(names, embeddings))
+
+    def wait(self, refs: list, timeout: float) -> list:
+        return refs[:1]  # every call has already answered
+
+    def get(self, ref: _Answer) -> Any:
+        if ref.error is not None:
+            raise ref.error
+        return ref.value
+
+    def kill(self, actor: Any) -> None:
+        """Nothing to stop: the host object goes with the scheduler's last reference."""
+
+    @staticmethod
+    def _host(actor: _Answer) -> ModelHost:
+        if actor.error is not None:
+            raise actor.error
+        return actor.value
 
 
 def error_line(exc: BaseException) -> str:

@@ -225,3 +225,51 @@ def _encode_union(
         computed.clear()
 
     return refs, actor, flush
+
+
+def local_feeds(
+    specs: Sequence[ModelSpec],
+    rows_of: dict[str, list[int]],
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None,
+    batch_size: int,
+    cache: ContentCache | None = None,
+) -> dict[str, list[np.ndarray]]:
+    """``start_shared_encoders`` in this process, for small work (``InProcessCalls``): each
+    encoder embeds its heads' inputs once, here, reading and filling the content cache;
+    model -> its embedding batches (heads on the same inputs share one list, so one host)."""
+    feeds: dict[str, list[np.ndarray]] = {}
+    for ((name, normalize, encode_batch_size), rows), members in encoder_groups(specs, rows_of, pairs, least=1).items():
+        batch = [texts[i] for i in rows]
+        embeddings = _embed_here(batch, name, normalize, encode_batch_size, cache)
+        feed = [embeddings[lo : lo + batch_size] for lo in range(0, len(rows), batch_size)]
+        feeds.update({member: feed for member in members})
+    return feeds
+
+
+def _embed_here(
+    texts: list[str], encoder: str, normalize: bool, encode_batch_size: int, cache: ContentCache | None
+) -> np.ndarray:
+    """Embeddings of ``texts``: what the cache holds, the rest encoded now (and stored)."""
+    space = digests = None
+    have = np.zeros(len(texts), bool)
+    values = None
+    if cache is not None:
+        from checkray.actors.embed_cache import sentence_model
+
+        space = cache.space("embeddings", sentence_model(encoder, normalize).identity)
+        digests = text_digests(texts)
+        have, values = space.find(digests).read(np.arange(len(texts)))
+    missing = np.flatnonzero(~have)
+    if not len(missing):
+        return np.asarray(values, dtype=np.float32)
+    computed = SharedEncoder(encoder, normalize=normalize, encode_batch_size=encode_batch_size, threads=0).embed(
+        [texts[i] for i in missing]
+    )
+    out = np.zeros((len(texts), computed.shape[1]), np.float32)
+    if have.any():  # an empty cache reads as zero columns
+        out[have] = values[have]
+    out[missing] = computed
+    if space is not None:
+        space.put(digests[missing], computed)
+    return out

@@ -51,6 +51,9 @@ class ModelFamily:
     # Answers questions (``AnsweringModel``): reads QA cases (task "qa": context + question)
     # and returns answer strings, judged by engine/benchmark/qa.py; it has no label map.
     answers: bool = False
+    # Runs no user code and loads in seconds: when a benchmark's work is small
+    # (``benchmark.in_process_below``) its models predict in the driver, with no host process.
+    in_process: bool = False
 
 
 FAMILIES: LazyRegistry = LazyRegistry("model family")
@@ -63,12 +66,17 @@ for _family in [
         trained_on_corpus=True,
         neurons=True,
         encoder=True,
+        in_process=True,
     ),
-    ModelFamily("vader", "checkray.actors.models.lexicon_models:load_vader", lexicon=True),
-    ModelFamily("textblob", "checkray.actors.models.lexicon_models:load_textblob", lexicon=True),
+    ModelFamily("vader", "checkray.actors.models.lexicon_models:load_vader", lexicon=True, in_process=True),
+    ModelFamily("textblob", "checkray.actors.models.lexicon_models:load_textblob", lexicon=True, in_process=True),
     ModelFamily("llm_zero_shot", "checkray.actors.models.llm_zero_shot:load_llm_zero_shot", heavy=True, zero_shot=True),
     ModelFamily(
-        "sklearn", "checkray.actors.models.sklearn_models:load_sklearn", trainable=True, trained_on_corpus=True
+        "sklearn",
+        "checkray.actors.models.sklearn_models:load_sklearn",
+        trainable=True,
+        trained_on_corpus=True,
+        in_process=True,
     ),
     ModelFamily(
         "st_head",
@@ -78,6 +86,7 @@ for _family in [
         encoder=True,
         trainable=True,
         trained_on_corpus=True,
+        in_process=True,
     ),
     ModelFamily("qa_callable", "checkray.actors.models.qa_models:load_qa_callable", answers=True),
     ModelFamily("qa_llm", "checkray.actors.models.qa_models:load_qa_llm", heavy=True, zero_shot=True, answers=True),
@@ -104,6 +113,35 @@ def is_heavy(spec: ModelSpec) -> bool:
     if flag is not None:
         return bool(flag)
     return spec.family in FAMILIES and FAMILIES.record(spec.family).heavy
+
+
+# The largest weights a model may have to run in the driver: a small fine-tuned encoder
+# (MiniLM: ~90 MB) is, a user's multi-GB transformer keeps a process of its own.
+IN_PROCESS_MAX_BYTES = 512 * 2**20
+
+
+def runs_in_process(spec: ModelSpec) -> bool:
+    """Whether ``spec`` may predict in the driver: its family runs no user code
+    (``in_process``), ``options: {heavy: true}`` does not ask for a process of its own, and
+    its local weights (with a head's sentence encoder) are at most ``IN_PROCESS_MAX_BYTES``."""
+    if not has_trait(spec, "in_process") or spec.options.get("heavy") is True:
+        return False
+    encoder = spec.options.get("encoder")
+    sizes = [weights_bytes(spec.path), weights_bytes(encoder if isinstance(encoder, str) else None)]
+    return None not in sizes and sum(sizes) <= IN_PROCESS_MAX_BYTES
+
+
+def weights_bytes(path: str | None) -> int | None:
+    """Bytes of a local weights file or folder; 0 for none or a packaged ``builtin:`` model;
+    None when unknown (a hub id, whose size is not on this disk)."""
+    from pathlib import Path
+
+    if not path or path.startswith("builtin:"):
+        return 0
+    p = Path(path)
+    if not p.exists():
+        return None
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
 def answers(spec: ModelSpec) -> bool:

@@ -338,15 +338,21 @@ def run_models(
     rows of the models that failed."""
     from checkray.actors.benchmark.predictor import PredictOptions, Timeouts, plan_predictors, predict_all
 
-    plan = plan_predictors(
-        cluster_resources(), bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction
-    )
+    resources = cluster_resources()
+    plan = plan_predictors(resources, bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction)
+    local = predicts_in_process(todo, {s.name: len(hits[s.name].missing) for s in todo}, bench, resources)
+    if local:
+        console.print(
+            f"[dim]benchmark · predict: {local:,} (model, input) predictions, in this process "
+            f"(benchmark.in_process_below: {bench.in_process_below:,})[/dim]"
+        )
     options = PredictOptions(
         batch_size=bench.batch_size,
         in_flight=bench.in_flight,
         models_per_host=bench.models_per_host,
         timeouts=Timeouts(bench.load_timeout_s, bench.batch_timeout_s),
         share_encoders=bench.share_encoders,
+        in_process=bool(local),
     )
     with model_progress([s.name for s in todo]) as on_event:
         runs = predict_all(
@@ -362,6 +368,20 @@ def run_models(
         )
     failed = [(spec, runs[spec.name]) for spec in todo if runs[spec.name].error is not None]
     return {spec.name: ModelRow.of(spec, r.labels, meta=run_timings(r), error=r.error) for spec, r in failed}
+
+
+def predicts_in_process(
+    todo: Sequence[ModelSpec], rows: Mapping[str, int], bench: BenchmarkConfig, resources: Mapping[str, float]
+) -> int:
+    """The (model, input) predictions to make when they are few enough to make in this
+    process (``bench.in_process_below``), else 0. Never with a GPU (the hosts take it) or
+    for a model that needs a process of its own (``families.runs_in_process``)."""
+    from checkray.engine.benchmark.families import runs_in_process
+
+    work = sum(rows.values())
+    if not 0 < work <= bench.in_process_below or float(resources.get("GPU", 0)) > 0:
+        return 0
+    return work if all(runs_in_process(s) for s in todo) else 0
 
 
 def hash_rows(rows: Sequence[int]) -> str:
