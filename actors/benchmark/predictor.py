@@ -160,24 +160,8 @@ def predict_all(
     feeds: dict[str, list] = {}  # head model -> embedding refs, one per batch
     encoders: dict[str, object] = {}  # head model -> its shared encoder actor
     flush_embeddings = None
-    if options.in_process:  # small work: no host processes, the shared encoders run here too
-        from checkray.actors.benchmark.shared_encoder import local_feeds
-
-        if options.share_encoders:
-            feeds = local_feeds(runnable, rows_of, texts, pairs, options.batch_size, cache)
-        fed = {m: id(feed) for m, feed in feeds.items()}
-        scheduler = PredictionScheduler(
-            plan_hosts(runnable, rows_of, fed, 1, len(runnable) or None),
-            texts,
-            pairs,
-            options,
-            pool_size=1,
-            actors=InProcessCalls(),
-            feeds=feeds,
-            on_event=on_event,
-            on_done=on_done,
-        )
-        runs.update(scheduler.run())
+    if options.in_process:
+        runs.update(predict_here(runnable, rows_of, texts, pairs, options, on_event, on_done, cache))
         return {spec.name: runs[spec.name] for spec in specs}
     if options.share_encoders:
         from checkray.actors.benchmark.shared_encoder import start_shared_encoders
@@ -205,3 +189,33 @@ def predict_all(
     if flush_embeddings is not None:
         flush_embeddings()
     return {spec.name: runs[spec.name] for spec in specs}
+
+
+def predict_here(
+    specs: Sequence[ModelSpec],
+    rows_of: Mapping[str, list[int]],
+    texts: Sequence[str],
+    pairs: Sequence[str | None] | None,
+    options: PredictOptions,
+    on_event: Event,
+    on_done: Callable[[ModelRun], None] | None,
+    cache: ContentCache | None,
+) -> dict[str, ModelRun]:
+    """``predict_all`` for small work: the hosts are objects in this process
+    (``InProcessCalls``), the shared encoders embed here too, and every model of a kind
+    shares one host (no process start to spread over the cores)."""
+    from checkray.actors.benchmark.shared_encoder import local_feeds
+
+    feeds = local_feeds(specs, dict(rows_of), texts, pairs, options.batch_size, cache) if options.share_encoders else {}
+    fed = {m: id(feed) for m, feed in feeds.items()}
+    return PredictionScheduler(
+        plan_hosts(specs, rows_of, fed, 1, len(specs) or None),
+        texts,
+        pairs,
+        options,
+        pool_size=1,
+        actors=InProcessCalls(),
+        feeds=feeds,
+        on_event=on_event,
+        on_done=on_done,
+    ).run()

@@ -374,12 +374,13 @@ def predicts_in_process(
     todo: Sequence[ModelSpec], rows: Mapping[str, int], bench: BenchmarkConfig, resources: Mapping[str, float]
 ) -> int:
     """The (model, input) predictions to make when they are few enough to make in this
-    process (``bench.in_process_below``), else 0. Never with a GPU (the hosts take it) or
-    for a model that needs a process of its own (``families.runs_in_process``)."""
+    process (``bench.in_process_below``), else 0. Never with a GPU or ``backend: gpu`` (the
+    hosts take the GPU) or for a model that needs a process of its own
+    (``families.runs_in_process``)."""
     from checkray.engine.benchmark.families import runs_in_process
 
     work = sum(rows.values())
-    if not 0 < work <= bench.in_process_below or float(resources.get("GPU", 0)) > 0:
+    if not 0 < work <= bench.in_process_below or float(resources.get("GPU", 0)) > 0 or bench.backend == "gpu":
         return 0
     return work if all(runs_in_process(s) for s in todo) else 0
 

@@ -38,6 +38,8 @@ def test_small_work_of_builtin_families_runs_in_process(tmp_path):
     assert predicts_in_process([tfidf, VADER], {"tfidf": 51, "vader": 50}, bench, CPU) == 0
     assert predicts_in_process([tfidf, VADER], {"tfidf": 0, "vader": 0}, bench, CPU) == 0
     assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, bench, {"CPU": 8.0, "GPU": 1.0}) == 0
+    on_gpu = BenchmarkConfig(in_process_below=100, backend="gpu")
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, on_gpu, CPU) == 0
     off = BenchmarkConfig(in_process_below=0)
     assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, off, CPU) == 0
     # one model that needs a process of its own keeps every model in hosts
