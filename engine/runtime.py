@@ -369,6 +369,17 @@ def cluster_resources() -> dict[str, float]:
     return dict(ray.cluster_resources())
 
 
+def driver_node_cpus() -> float:
+    """The CPUs Ray's node of this process offers. A cluster head started with
+    ``--num-cpus=0`` (cluster.yaml) offers none: work that would run in the driver there
+    belongs on the workers."""
+    import ray
+
+    me = ray.get_runtime_context().get_node_id()
+    node = next((n for n in ray.nodes() if n.get("NodeID") == me), None)
+    return float((node or {}).get("Resources", {}).get("CPU", 0))
+
+
 @dataclass(frozen=True)
 class ActorPlan:
     """How to run a pool of model-holding actors: size, per-actor resources, threads."""

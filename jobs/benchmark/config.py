@@ -42,9 +42,10 @@ class BenchmarkConfig(JobSection):
     dedup_texts: bool = True  # score each distinct (text, text_pair) once per model
     share_encoders: bool = True  # st_head models on one encoder read embeddings computed once
     # At most this many (model, input) predictions, every model of a family that runs no user
-    # code (sklearn, st_head, hf up to 512 MB, vader, textblob) and no GPU: the models predict
-    # in the driver. A host process costs 10-30 s of start-up and imports on 2 cores, more
-    # than such work takes; 0 gives every model its process (crash isolation, timeouts).
+    # code (sklearn, st_head, hf up to 512 MB, vader, textblob), no GPU, and a driver on a
+    # node with CPUs (not a cluster's head): the models predict in the driver. A host process
+    # costs 10-30 s of start-up and imports on 2 cores, more than such work takes; 0 gives
+    # every model its process (crash isolation, timeouts).
     in_process_below: int = Field(default=10_000, ge=0, json_schema_extra=NOT_FINGERPRINTED)
     neutral_label: str = "neutral"
     positive_label: str = "positive"

@@ -33,7 +33,7 @@ from checkray.engine.benchmark.results import RESULTS_SCHEMA, example_failures, 
 from checkray.engine.benchmark.sampling import model_case_rows, needed_inputs
 from checkray.engine.benchmark.summary import summarize
 from checkray.engine.cache import CacheConfig, ContentCache, open_cache, text_digests
-from checkray.engine.runtime import cluster_resources
+from checkray.engine.runtime import cluster_resources, driver_node_cpus
 from checkray.engine.stages import Stage, StageContext, fingerprint, reference_digest, table_bytes
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.console import console
@@ -340,7 +340,9 @@ def run_models(
 
     resources = cluster_resources()
     plan = plan_predictors(resources, bench.backend, len(todo), bench.max_concurrent_models, bench.gpu_fraction)
-    local = predicts_in_process(todo, {s.name: len(hits[s.name].missing) for s in todo}, bench, resources)
+    local = predicts_in_process(
+        todo, {s.name: len(hits[s.name].missing) for s in todo}, bench, resources, driver_node_cpus()
+    )
     if local:
         console.print(
             f"[dim]benchmark · predict: {local:,} (model, input) predictions, in this process "
@@ -371,16 +373,23 @@ def run_models(
 
 
 def predicts_in_process(
-    todo: Sequence[ModelSpec], rows: Mapping[str, int], bench: BenchmarkConfig, resources: Mapping[str, float]
+    todo: Sequence[ModelSpec],
+    rows: Mapping[str, int],
+    bench: BenchmarkConfig,
+    resources: Mapping[str, float],
+    driver_cpus: float,
 ) -> int:
     """The (model, input) predictions to make when they are few enough to make in this
     process (``bench.in_process_below``), else 0. Never with a GPU or ``backend: gpu`` (the
-    hosts take the GPU) or for a model that needs a process of its own
+    hosts take the GPU), on a node that offers Ray no CPU (a cluster's head: the work
+    belongs on the workers), or for a model that needs a process of its own
     (``families.runs_in_process``)."""
     from checkray.engine.benchmark.families import runs_in_process
 
     work = sum(rows.values())
-    if not 0 < work <= bench.in_process_below or float(resources.get("GPU", 0)) > 0 or bench.backend == "gpu":
+    if not 0 < work <= bench.in_process_below or driver_cpus <= 0:
+        return 0
+    if float(resources.get("GPU", 0)) > 0 or bench.backend == "gpu":
         return 0
     return work if all(runs_in_process(s) for s in todo) else 0
 

@@ -33,18 +33,20 @@ VADER = ModelSpec(name="vader", family="vader")
 def test_small_work_of_builtin_families_runs_in_process(tmp_path):
     tfidf = _tfidf(tmp_path)
     bench = BenchmarkConfig(in_process_below=100)
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 50, "vader": 50}, bench, CPU) == 100
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 50, "vader": 50}, bench, CPU, 2.0) == 100
     # more work than the limit, none at all, a GPU, or the limit turned off: hosts
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 51, "vader": 50}, bench, CPU) == 0
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 0, "vader": 0}, bench, CPU) == 0
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, bench, {"CPU": 8.0, "GPU": 1.0}) == 0
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 51, "vader": 50}, bench, CPU, 2.0) == 0
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 0, "vader": 0}, bench, CPU, 2.0) == 0
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, bench, {"CPU": 8.0, "GPU": 1.0}, 2.0) == 0
     on_gpu = BenchmarkConfig(in_process_below=100, backend="gpu")
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, on_gpu, CPU) == 0
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, on_gpu, CPU, 2.0) == 0
+    # the driver on a cluster's head, which offers no CPU (cluster.yaml): the workers do it
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, bench, CPU, 0.0) == 0
     off = BenchmarkConfig(in_process_below=0)
-    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, off, CPU) == 0
+    assert predicts_in_process([tfidf, VADER], {"tfidf": 5, "vader": 5}, off, CPU, 2.0) == 0
     # one model that needs a process of its own keeps every model in hosts
     user_code = ModelSpec(name="mine", family="callable", path="tests.fakes.models:keyword_sentiment")
-    assert predicts_in_process([VADER, user_code], {"vader": 5, "mine": 5}, bench, CPU) == 0
+    assert predicts_in_process([VADER, user_code], {"vader": 5, "mine": 5}, bench, CPU, 2.0) == 0
 
 
 def test_user_code_big_weights_and_unknown_sizes_need_a_process(tmp_path):
@@ -96,8 +98,10 @@ def test_in_process_and_hosts_give_the_same_results(ray_session, tmp_path, minil
     suite: predicted in the driver, then in host processes with the shared encoder actor."""
     from sklearn.linear_model import LogisticRegression
 
+    from checkray.engine.runtime import driver_node_cpus
     from checkray.jobs.benchmark.job import run_benchmark
 
+    assert driver_node_cpus() > 0  # a local Ray: this process's node is the one with the CPUs
     started: list[list[str]] = []  # the hosts started in this process
     start_host = InProcessCalls.start_host
     monkeypatch.setattr(
