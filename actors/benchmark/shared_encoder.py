@@ -251,25 +251,12 @@ def _embed_here(
     texts: list[str], encoder: str, normalize: bool, encode_batch_size: int, cache: ContentCache | None
 ) -> np.ndarray:
     """Embeddings of ``texts``: what the cache holds, the rest encoded now (and stored)."""
-    space = digests = None
-    have = np.zeros(len(texts), bool)
-    values = None
-    if cache is not None:
-        from checkray.actors.embed_cache import sentence_model
+    from checkray.actors.embed_cache import fill_embeddings, lookup_embeddings, sentence_model
 
-        space = cache.space("embeddings", sentence_model(encoder, normalize).identity)
-        digests = text_digests(texts)
-        have, values = space.find(digests).read(np.arange(len(texts)))
-    missing = np.flatnonzero(~have)
-    if not len(missing):
-        return np.asarray(values, dtype=np.float32)
-    computed = SharedEncoder(encoder, normalize=normalize, encode_batch_size=encode_batch_size, threads=0).embed(
-        [texts[i] for i in missing]
-    )
-    out = np.zeros((len(texts), computed.shape[1]), np.float32)
-    if have.any():  # an empty cache reads as zero columns
-        out[have] = values[have]
-    out[missing] = computed
-    if space is not None:
-        space.put(digests[missing], computed)
-    return out
+    identity = sentence_model(encoder, normalize).identity
+    found = lookup_embeddings(cache, identity, texts)
+    computed = None
+    if found.todo:
+        encoder_here = SharedEncoder(encoder, normalize=normalize, encode_batch_size=encode_batch_size, threads=0)
+        computed = encoder_here.embed(found.todo_texts)
+    return fill_embeddings(cache, identity, found, computed)
