@@ -14,6 +14,11 @@ than torch threads on few cores) and fed blocks of texts sorted by length (longe
 first), two in hand per actor so an encoder never waits for the driver. The pool starts only when
 something can be missing (at once when the cache holds nothing for the model, so its
 actors load the model while the driver reads the first chunk; else at the first miss).
+
+Small work on a local one-node CPU Ray (at most ``runtime.embed_in_driver_below`` texts,
+``cluster_plan(texts=...)``) encodes in this process instead, with every CPU of the node:
+starting two encoder processes (each importing torch and loading the model) took 13-17 s
+on 2 cores before their first block, about as long as encoding 8,530 sentences.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import pyarrow as pa
 from checkray.actors.assets import pin_model
 from checkray.engine.cache import ContentCache, text_digests
 from checkray.engine.errors import user_error
-from checkray.engine.runtime import ActorPlan, plan_actor_pool
+from checkray.engine.runtime import ActorPlan, driver_node_cpus, plan_actor_pool
 from checkray.engine.stages import reference_digest
 
 CHUNK_ROWS = 16_384  # rows looked up, embedded and written at a time by embed_texts
@@ -40,6 +45,9 @@ QUEUED_PER_ACTOR = 2  # blocks queued on each actor: one running, one waiting
 MAX_ACTORS_PER_NODE = 4  # CPU: model copies per node (memory) ...
 MAX_RESTARTS = 2  # ... bounded restarts and retries, as actors.pool
 MAX_TASK_RETRIES = 2
+# runtime.embed_in_driver_below, as set for this process and its workers (engine/runtime.py)
+IN_DRIVER_ENV = "CHECKRAY_EMBED_IN_DRIVER_BELOW"
+IN_DRIVER_BELOW = 20_000
 
 
 # ---------------------------------------------------------------------------- identity
@@ -184,12 +192,36 @@ def plan_embedders(
     return ActorPlan("cpu", size, num_cpus=round(share, 3), num_gpus=0.0, threads=max(1, int(share)))
 
 
-def cluster_plan(backend: str = "auto", pool_size: int | None = None) -> ActorPlan:
+def cluster_plan(backend: str = "auto", pool_size: int | None = None, texts: int | None = None) -> ActorPlan:
+    """The encoder pool for what Ray reports; with ``texts`` (how many will be embedded),
+    small CPU work on a one-node cluster runs in this process (``embeds_in_driver``)."""
     import ray
 
     nodes = [n["Resources"].get("CPU", 0.0) for n in ray.nodes() if n.get("Alive")]
     gpus = float(ray.cluster_resources().get("GPU", 0.0))
-    return plan_embedders([c for c in nodes if c > 0], gpus, backend, pool_size)
+    plan = plan_embedders([c for c in nodes if c > 0], gpus, backend, pool_size)
+    if texts is None or pool_size is not None or backend == "gpu":
+        return plan
+    driver_cpus = driver_node_cpus()
+    if embeds_in_driver(plan, texts, len(nodes), driver_cpus, in_driver_below()):
+        return ActorPlan("cpu", 1, num_cpus=driver_cpus, num_gpus=0.0, threads=int(driver_cpus), in_driver=True)
+    return plan
+
+
+def in_driver_below() -> int:
+    """``runtime.embed_in_driver_below`` (``IN_DRIVER_ENV``; 0: never in the driver)."""
+    import os
+
+    value = os.environ.get(IN_DRIVER_ENV)
+    return int(value) if value not in (None, "") else IN_DRIVER_BELOW
+
+
+def embeds_in_driver(plan: ActorPlan, texts: int, nodes: int, driver_cpus: float, below: int) -> bool:
+    """Whether ``texts`` texts are few enough to encode in this process (pure). Only on a
+    CPU plan (a GPU's encoders run in its actors), on a cluster of one node (several
+    nodes' actors spread the work; this one may be a laptop driving them), and where
+    this node offers Ray CPUs (a cluster head started with ``--num-cpus=0`` does not)."""
+    return plan.device == "cpu" and nodes == 1 and driver_cpus >= 1 and 0 < texts <= below
 
 
 class EmbedWorker:
@@ -237,6 +269,9 @@ class EmbedPool:
         kwargs = dict(self.model.kwargs)
         if "threads" in kwargs and kwargs["threads"] is None:
             kwargs["threads"] = self.plan.threads
+        if self.plan.in_driver:  # one encoder, here: ``submit`` encodes at once
+            self.actors, self.busy = [EmbedWorker(self.model.actor_cls, kwargs)], [0]
+            return self
         cls = ray.remote(EmbedWorker).options(
             **self.plan.ray_options(),
             max_restarts=MAX_RESTARTS,
@@ -251,6 +286,10 @@ class EmbedPool:
         self.start()
         ticket = self.tickets
         self.tickets += 1
+        if self.plan.in_driver:
+            self.done[ticket] = self.actors[0].embed(texts)
+            self.times.setdefault("first", time.perf_counter())
+            return ticket
         self.waiting.append((ticket, texts))
         self._pump()
         return ticket
@@ -265,6 +304,8 @@ class EmbedPool:
     def get(self, ticket: int) -> np.ndarray:
         import ray
 
+        if self.plan is not None and self.plan.in_driver:
+            return self.done.pop(ticket)
         while ticket not in self.done:
             ready, _ = ray.wait(list(self.running), num_returns=1)
             self.times.setdefault("first", time.perf_counter())
@@ -287,7 +328,7 @@ class EmbedPool:
         if self.actors:
             self.times["close"] = time.perf_counter()
             EmbedPool.last_times = dict(self.times)
-        for actor in self.actors:
+        for actor in self.actors if not (self.plan and self.plan.in_driver) else ():
             ray.kill(actor)
         self.actors, self.busy = [], []
         self.waiting.clear()

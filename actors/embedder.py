@@ -48,14 +48,39 @@ def load_sentence_transformer(
     """A sentence-transformers model, or its ONNX Runtime twin (same ``encode``) when the
     encoder setting resolves to ONNX on this CPU (``checkray.engine.inference``; training
     callers pass ``backend="torch"``). One-line error when it cannot be loaded."""
-    from checkray.engine.inference import resolve_encoder
+    from checkray.engine.inference import is_torch, resolve_encoder
 
     backend = backend or resolve_encoder()
-    if backend != "torch" and (device or "cpu") == "cpu":
+    if not is_torch(backend) and (device or "cpu") == "cpu":
         onnx = _onnx_twin(model, backend, threads)
         if onnx is not None:
             return onnx
-    return _load_torch(model, device, threads)
+    return autocast_encode(_load_torch(model, device, threads), backend)
+
+
+def autocast_encode(model, backend: str):
+    """``model`` (a SentenceTransformer) with its ``encode`` run under the backend's
+    autocast (``checkray.engine.inference.torch_autocast``: bf16 on CPU for
+    ``torch-bf16``), its vectors returned as float32; unchanged for any other backend."""
+    if backend != "torch-bf16":
+        return model
+    import torch
+
+    from checkray.engine.inference import torch_autocast
+
+    plain = model.encode
+
+    def encode(*args, **kwargs):
+        with torch_autocast(backend), torch.inference_mode():
+            out = plain(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and out.dtype != torch.float32:
+            return out.float()
+        if isinstance(out, list) and out and isinstance(out[0], torch.Tensor):
+            return [t.float() for t in out]
+        return out
+
+    model.encode = encode  # an instance attribute: the class and its modules stay as they are
+    return model
 
 
 def _load_torch(model: str, device: str | None, threads: int | None):

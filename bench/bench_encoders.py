@@ -6,7 +6,9 @@ normalised), every core, the model already loaded (its load is timed and printed
 * ``torch``: ``SentenceTransformer.encode``, the plain PyTorch path (the baseline);
 * ``onnx``: ``checkray.actors.onnx_models.OnnxSentenceEncoder``, fp32 (what ``runtime.encoder:
   auto`` runs on CPU);
-* ``onnx-int8``: the same graph with dynamically quantised int8 weights.
+* ``onnx-int8``: the same graph with dynamically quantised int8 weights;
+* ``torch-bf16``: ``encode`` under CPU bf16 autocast (what ``auto`` runs on a CPU with a
+  native bf16 matrix unit, Intel AMX); run only on such a CPU (elsewhere it is emulated).
 
 Arms run alternately ``--repeat`` times, best kept. Printed per arm: sentences/s, the
 ratio to PyTorch, the cosine of its vectors to PyTorch's (min and mean), and the physical
@@ -34,8 +36,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RT_SIZE, add_repeat, base_parser, report, resolve_n, rt_table, setup_env  # noqa: E402
 
-ARMS = ("torch", "onnx", "onnx-int8")
+ARMS = ("torch", "onnx", "onnx-int8", "torch-bf16")
 BATCH = 64
+
+
+def arms() -> tuple[str, ...]:
+    from checkray.engine.inference import cpu_native_bf16
+
+    return ARMS if cpu_native_bf16() else tuple(a for a in ARMS if a != "torch-bf16")
 
 
 def sentences(n: int) -> list[str]:
@@ -119,12 +127,13 @@ def main() -> None:
 def measure(args) -> None:
     n, repeat = resolve_n(args), args.repeat or (1 if args.quick else 2)
     texts = sentences(n)
-    loaded = {arm: load(arm, args.model) for arm in ARMS}  # first ONNX load exports (timed)
-    warm_load = {arm: load(arm, args.model)[1] for arm in ARMS}
-    best = {arm: float("inf") for arm in ARMS}
+    run = arms()
+    loaded = {arm: load(arm, args.model) for arm in run}  # first ONNX load exports (timed)
+    warm_load = {arm: load(arm, args.model)[1] for arm in run}
+    best = {arm: float("inf") for arm in run}
     vectors = {}
     for _ in range(repeat):
-        for arm in ARMS:
+        for arm in run:
             seconds, vectors[arm] = encode(loaded[arm][0], texts)
             best[arm] = min(best[arm], seconds)
     work = multiply_adds(loaded["torch"][0], texts)
@@ -141,7 +150,9 @@ def measure(args) -> None:
         ("physical floor", f"{floor:.1f} s = unpadded multiply-adds x 2 / matmul rate ({n / floor:,.0f} sentences/s)"),
     ]
     result = {"n": n, "tokens": tokens, "gflops": gflops, "floor_s": floor}
-    for arm in ARMS:
+    if "torch-bf16" not in run:
+        lines.append(("torch-bf16", "not run: this CPU has no native bf16 (engine/inference.py)"))
+    for arm in run:
         cos = (vectors[arm] * vectors["torch"]).sum(1)
         ratio = best["torch"] / best[arm]
         lines.append(

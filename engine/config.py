@@ -92,6 +92,10 @@ class RuntimeConfig(Section):
     num_cpus: int | None = Field(default=None, ge=1)  # local Ray only
     num_gpus: int | None = Field(default=None, ge=0)  # local Ray only (tests fake a GPU)
     object_store_mb: int = Field(default=512, ge=64)
+    # Embedding jobs of at most this many texts on a local one-node CPU Ray run the encoder
+    # in the driver process instead of starting encoder actors (actors/embed_cache.py);
+    # 0: always actors. Changes no vector.
+    embed_in_driver_below: int = Field(default=20_000, ge=0, json_schema_extra=NOT_FINGERPRINTED)
     # Autoscaling clusters (cluster.yaml has GPU workers with min_workers: 0): ask the
     # autoscaler for this many GPUs on connecting and wait up to gpu_wait_s for them, so
     # the plan sees them. 0: plan on what is there now.
@@ -105,8 +109,9 @@ class RuntimeConfig(Section):
     # trust_remote_code (engine/trust.py, SECURITY.md). Same as the --trust-code flag.
     trust_code: bool = False
     # Runtime of the transformer encoders checkray runs itself (engine/inference.py): auto
-    # (ONNX Runtime on CPU, PyTorch on GPU), torch, onnx or onnx-int8. Same as --encoder.
-    encoder: Literal["auto", "torch", "onnx", "onnx-int8"] = "auto"
+    # (PyTorch on GPU; on CPU PyTorch bf16 autocast where the CPU multiplies bf16 natively,
+    # else ONNX Runtime), torch, torch-bf16, onnx or onnx-int8. Same as --encoder.
+    encoder: Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"] = "auto"
     # Longest wait on one Ray task or actor call that has no timeout of its own (training
     # a zoo model, a GPU layout task): past it the job stops with a one-line error
     # instead of waiting forever on a hung worker.

@@ -51,6 +51,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
 
     if cfg.encoder != "auto" and not os.environ.get(ENCODER_ENV):  # --encoder wins
         set_encoder(cfg.encoder)
+    os.environ.setdefault("CHECKRAY_EMBED_IN_DRIVER_BELOW", str(cfg.embed_in_driver_below))  # actors/embed_cache.py
     workers_print_to_stderr()
     address = os.environ.get("RAY_ADDRESS") or cfg.address
     if address:
@@ -389,6 +390,9 @@ class ActorPlan:
     num_cpus: float
     num_gpus: float
     threads: int  # torch intra-op threads inside each actor
+    # Small CPU work on a one-node local Ray: the model runs in this process instead
+    # (``checkray.actors.embed_cache.cluster_plan``), with ``threads`` for the whole node.
+    in_driver: bool = False
 
     def ray_options(self) -> dict:
         """Options for ``.options()`` / ``map_batches``: resources, and the switches set

@@ -123,8 +123,9 @@ def make_app() -> typer.Typer:
         encoder: str = typer.Option(
             None,
             "--encoder",
-            help="Runtime of the transformer encoders: auto (ONNX Runtime on CPU, PyTorch on GPU), "
-            "torch, onnx or onnx-int8 (docs/performance.md). Overrides runtime.encoder.",
+            help="Runtime of the transformer encoders: auto (PyTorch on GPU; on CPU PyTorch bf16 where "
+            "the CPU multiplies bf16 natively, else ONNX Runtime), torch, torch-bf16, onnx or onnx-int8 "
+            "(docs/performance.md). Overrides runtime.encoder.",
         ),
     ) -> None:
         """checkray: behavioral test suites for NLP models, on Ray."""

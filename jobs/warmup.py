@@ -9,7 +9,8 @@
   cosine metric the configs use, compiles what the first topics job needs;
 * **the ONNX export of the encoders the demo runs** (``builtin:minilm``, the default;
   ``builtin:mpnet``, S²LCT's label check; ``engine/inference.py``), traced once into the
-  cache.
+  cache, where the encoder setting resolves to ONNX on this CPU (on a CPU with native
+  bf16 the encoders run on PyTorch and there is nothing to export).
 
 Each step prints its time; a step that fails prints why and the set-up goes on (the
 first job then pays for it, as before).
@@ -37,16 +38,22 @@ def warm_layout() -> None:
         reducer.transform(points[:200])
 
 
-def warm_encoder(model: str) -> Callable[[], None]:
-    def export() -> None:
+def warm_encoder(model: str) -> Callable[[], str | None]:
+    def export() -> str | None:
+        from checkray.engine.inference import resolve_encoder
+
+        backend = resolve_encoder(gpu=False)
+        if backend not in ("onnx", "onnx-int8"):
+            return f"not needed: the encoders run on {backend} on this CPU"
         from checkray.actors.embedder import load_sentence_transformer
 
-        load_sentence_transformer(model, device="cpu", backend="onnx").encode(["warm up"])
+        load_sentence_transformer(model, device="cpu", backend=backend).encode(["warm up"])
+        return None
 
     return export
 
 
-STEPS: list[tuple[str, Callable[[], None]]] = [
+STEPS: list[tuple[str, Callable[[], str | None]]] = [
     ("UMAP/pynndescent kernels", warm_layout),
     ("ONNX export of builtin:minilm", warm_encoder("builtin:minilm")),
     # S²LCT's label check (``s2lct.label_check``) embeds the searched corpus with mpnet
@@ -58,11 +65,11 @@ def main() -> int:
     for name, step in STEPS:
         start = time.perf_counter()
         try:
-            step()
+            skipped = step()
         except Exception as exc:  # noqa: BLE001 - a warm-up failure must not fail the install
             print(f"warm-up: {name}: skipped ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
             continue
-        print(f"warm-up: {name}: {time.perf_counter() - start:.1f} s")
+        print(f"warm-up: {name}: {skipped or f'{time.perf_counter() - start:.1f} s'}")
     return 0
 
 

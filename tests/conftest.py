@@ -20,6 +20,12 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")  # as the CLI sets it, before Ra
 # started pytest says): a test that loads the callable models or unsigned pickles it wrote
 # says so with @pytest.mark.trusts_code, and the switch is on for that test alone.
 os.environ.pop("CHECKRAY_TRUST_CODE", None)
+# The encoders run their fp32 reference path (ONNX Runtime on CPU) unless the shell says
+# otherwise: tests compare vectors and predictions across batchings, processes and the
+# cache to float error, and bf16 autocast (``auto`` on a CPU with native bf16,
+# engine/inference.py) rounds differently per batch shape. The bf16 path has tests of its
+# own (tests/core/test_onnx_encoders.py); CHECKRAY_ENCODER=torch-bf16 runs them all on it.
+os.environ.setdefault("CHECKRAY_ENCODER", "onnx")
 # Everything this session and the commands it starts write to a temp directory goes under
 # one directory the session creates and removes at the end (by handle): another process's
 # temp files beside it (a job's live log, its Ray) are never touched.

@@ -30,8 +30,8 @@ def load_encoder(
     ``backend="torch"``). ``poolings``: several of
     ``checkray.engine.costello.embedder_kinds.POOLINGS`` at once, in that order: the
     vectors of each side by side, from one forward pass."""
-    from checkray.actors.embedder import load_sentence_transformer
-    from checkray.engine.inference import precision_of, resolve_encoder
+    from checkray.actors.embedder import autocast_encode, load_sentence_transformer
+    from checkray.engine.inference import is_torch, precision_of, resolve_encoder
 
     backend = backend or resolve_encoder()
     if spec.pooling == "model":
@@ -39,7 +39,9 @@ def load_encoder(
         model.max_seq_length = min(model.max_seq_length or spec.max_length, spec.max_length)
         return model
     modes = tuple(poolings) or (spec.pooling,)
-    if backend != "torch" and (device or "cpu") == "cpu":
+    if is_torch(backend):
+        return autocast_encode(_pooled_torch(spec, device, threads, modes), backend)
+    if (device or "cpu") == "cpu":
         from checkray.actors.assets import pin_model
         from checkray.actors.onnx_models import onnx_sentence_encoder
 

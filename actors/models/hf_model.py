@@ -6,8 +6,8 @@ trained. ``trust_remote_code`` is passed only when the spec sets it. The label m
 ``spec.labels``; its size must equal the model's ``num_labels``. When the model's
 ``id2label`` names are exactly the spec's labels they are matched by name, otherwise
 by position. Options: ``max_length`` (128), ``batch_size`` (32), ``threads``. On CPU the
-forward pass runs in ONNX Runtime unless ``runtime.encoder`` says ``torch``
-(``checkray.engine.inference``).
+forward pass runs in ONNX Runtime unless ``runtime.encoder`` resolves to ``torch`` or
+``torch-bf16`` (bf16 autocast; ``checkray.engine.inference``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from checkray.actors.models.common import class_columns
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.errors import InputError
+from checkray.engine.inference import is_torch, precision_of, resolve_encoder, torch_autocast
 from checkray.engine.trust import require_code_trust
 
 
@@ -38,6 +39,7 @@ class HFSequenceClassifier:
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model.to(self.device)
         self.onnx = onnx_forward(spec, model, tokenizer) if self.device == "cpu" else None
+        self.backend = resolve_encoder()  # torch-bf16: the PyTorch forward under bf16 autocast
         id2label = {int(k): v for k, v in (model.config.id2label or {}).items()}
         names = [id2label.get(i, str(i)) for i in range(model.config.num_labels)]
         # Default configs name classes LABEL_0..; those say nothing, so map by position.
@@ -60,7 +62,7 @@ class HFSequenceClassifier:
             enc = self.tokenizer(
                 batch, second, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
             ).to(self.device)
-            with torch.inference_mode():
+            with torch.inference_mode(), torch_autocast(self.backend):
                 out.append(self.model(**enc).logits.float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, self.model.config.num_labels))
 
@@ -88,10 +90,8 @@ def onnx_forward(spec: ModelSpec, model, tokenizer):
     """The classifier's forward pass on ONNX Runtime when the encoder setting asks for it
     on this CPU (``checkray.engine.inference``), else None. The PyTorch module stays loaded:
     S²LCT's neuron coverage reads its hidden units."""
-    from checkray.engine.inference import precision_of, resolve_encoder
-
     backend = resolve_encoder()
-    if backend == "torch" or spec.trust_remote_code:  # remote code may not trace
+    if is_torch(backend) or spec.trust_remote_code:  # remote code may not trace
         return None
     from checkray.actors.assets import pin_model
     from checkray.actors.onnx_models import OnnxLogits

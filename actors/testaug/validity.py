@@ -172,12 +172,12 @@ class FineTunedEncoder:
     def _onnx_member(self, k: int):
         """Member ``k``'s forward pass on ONNX Runtime, or None (PyTorch): a member trained in
         this process (no folder to key its export by), on a GPU, or the setting says torch."""
-        from checkray.engine.inference import precision_of, resolve_encoder
+        from checkray.engine.inference import is_torch, precision_of, resolve_encoder
 
         model, tokenizer = self.members[k]
         backend = resolve_encoder()
         folder = self.folders[k] if k < len(self.folders) else None
-        if backend == "torch" or folder is None or model.device.type != "cpu":
+        if is_torch(backend) or folder is None or model.device.type != "cpu":
             return None
         if k not in self._onnx:
             from checkray.actors.assets import pin_model
@@ -214,6 +214,8 @@ class FineTunedEncoder:
         import torch
         from scipy.special import softmax
 
+        from checkray.engine.inference import torch_autocast
+
         model, tokenizer = self.members[k]
         onnx = self._onnx_member(k)
         out = []
@@ -226,8 +228,8 @@ class FineTunedEncoder:
             enc = tokenizer(batch, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt").to(
                 model.device
             )  # a fine-tune on a GPU leaves its model there
-            with torch.no_grad():
-                out.append(torch.softmax(model(**enc).logits, dim=-1)[:, 1].cpu().numpy())
+            with torch.no_grad(), torch_autocast():  # bf16 on CPU for torch-bf16
+                out.append(torch.softmax(model(**enc).logits.float(), dim=-1)[:, 1].cpu().numpy())
         return np.concatenate(out)
 
     def save(self, run: RunDir) -> None:

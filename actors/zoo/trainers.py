@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.inference import resolve_encoder
 from checkray.engine.stages import RunDir
 from checkray.engine.training import FineTuneConfig, ZooConfig, ZooModel, accuracy, make_head, make_text_pipeline
 from checkray.engine.trust import SIGNATURE_SUFFIX, pickle_bytes
@@ -77,6 +78,7 @@ def fine_tune(
     threads: int | None = None,
     on_step: Callable[[int, int], None] | None = None,
     on_epoch: Callable[[int, Any], None] | None = None,
+    precision: str = "fp32",
 ):
     """Fine-tune a transformer encoder with a fresh classification head.
 
@@ -84,7 +86,9 @@ def fine_tune(
     returns (model, tokenizer, details) with the model in eval mode. ``on_step(done, total)``
     is called after every optimizer step (a fine-tune on CPU runs for minutes: progress);
     ``on_epoch(epoch, model)`` after every whole epoch (1, 2, ...), the model in eval mode
-    for the call (snapshots; ``bench/validity_snapshots.py``).
+    for the call (snapshots; ``bench/validity_snapshots.py``). ``precision``: ``fp32``, or
+    ``bf16-autocast`` (``training_precision``: the forward and backward matmuls under CPU
+    bf16 autocast; weights, optimizer and loss stay fp32); on a GPU always fp32.
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
@@ -105,7 +109,8 @@ def fine_tune(
     total = max(1, int(round(cfg.epochs * steps_per_epoch)))
     optimizer = torch.optim.AdamW(_weight_decay_groups(model, cfg.weight_decay), lr=cfg.learning_rate)
     schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
-    trainer = _Trainer(model, tokenizer, texts, target, cfg.max_length, optimizer, schedule, device)
+    precision = precision if device == "cpu" else "fp32"
+    trainer = _Trainer(model, tokenizer, texts, target, cfg.max_length, optimizer, schedule, device, precision)
     start = time.perf_counter()
     losses = trainer.train(np.random.default_rng(seed), steps_per_epoch, total, on_step, on_epoch)
     model.eval()
@@ -114,11 +119,18 @@ def fine_tune(
         "steps": len(losses),
         "train_sentences": len(texts),
         "device": device,
+        "precision": precision,
         "loss_first": round(float(np.mean(losses[:tail])), 4),
         "loss_last": round(float(np.mean(losses[-tail:])), 4),
         "train_seconds": round(time.perf_counter() - start, 1),
     }
     return model, tokenizer, details
+
+
+def training_precision() -> str:
+    """``bf16-autocast`` where the encoder setting resolves to ``torch-bf16`` (a CPU with
+    native bf16, ``checkray.engine.inference``), else ``fp32``."""
+    return "bf16-autocast" if resolve_encoder() == "torch-bf16" else "fp32"
 
 
 def _weight_decay_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
@@ -142,6 +154,7 @@ class _Trainer:
     optimizer: Any
     schedule: Any
     device: str
+    precision: str = "fp32"  # or "bf16-autocast" (CPU)
 
     def train(
         self,
@@ -179,7 +192,8 @@ class _Trainer:
             padding=True,
             return_tensors="pt",
         ).to(self.device)
-        loss = self.model(**enc, labels=self.target[batch].to(self.device)).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16-autocast"):
+            loss = self.model(**enc, labels=self.target[batch].to(self.device)).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
@@ -318,6 +332,7 @@ def _build_finetuned(b: _Build) -> _Built:
         cfg,
         b.seed,
         b.threads,
+        precision=training_precision(),  # the zoo's fine-tunes; the validity fine-tunes stay fp32
     )
     with tempfile.TemporaryDirectory(prefix="zoo-ft-") as tmp:
         hf_model.save_pretrained(tmp)

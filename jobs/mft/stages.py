@@ -89,7 +89,8 @@ def classifier_check_stage(check: ClassifierCheckConfig, seed: int, cache_cfg: C
         texts = sorted({r["text"] for r in cases})
         cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
         model = sentence_model(check.encoder, normalize=True)
-        vectors = embed_texts(train.column("text").to_pylist() + texts, model, cache=cache, plan=cluster_plan())
+        inputs = train.column("text").to_pylist() + texts
+        vectors = embed_texts(inputs, model, cache=cache, plan=cluster_plan(texts=len(inputs)))
         labels = {r["text"]: r["label"] for r in cases}  # a text keeps one label across versions
         p = fitted_confidence(
             vectors[: train.num_rows],

@@ -237,7 +237,9 @@ def confidence_stage(s: S2lctConfig, seed: int, cache_cfg: CacheConfig | None = 
         searched = ctx.input("parse", "search", columns=["id", "text", "label"])
         cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
         model = sentence_model(check.encoder, normalize=True)
-        vectors = embed_texts(searched.column("text").to_pylist(), model, cache=cache, plan=cluster_plan())
+        vectors = embed_texts(
+            searched.column("text").to_pylist(), model, cache=cache, plan=cluster_plan(texts=searched.num_rows)
+        )
         labels = searched.column("label").to_pylist()
         p = cross_fitted_confidence(vectors, labels, folds=check.folds, seed=seed)
         table = pa.table({"id": searched.column("id"), "label": searched.column("label"), "confidence": p})

@@ -80,7 +80,7 @@ def embed_stage(cfg: CheckrayConfig):
                 yield batch.column("text").to_pylist()
 
         with (
-            EmbedPool(model, cluster_plan(emb.backend, emb.pool_size)) as pool,
+            EmbedPool(model, cluster_plan(emb.backend, emb.pool_size, texts=source.metadata.num_rows)) as pool,
             item_progress("topics · embed", source.metadata.num_rows, unit="sentences") as advance,
         ):
             stream = embed_stream(chunks(), model, cache=cache, pool=pool, block_rows=emb.batch_size)

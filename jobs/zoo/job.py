@@ -88,7 +88,9 @@ def embed_stage(zoo: ZooConfig, encoder: str, cache_cfg: CacheConfig | None = No
         cache = open_cache(cache_cfg) if cache_cfg is None or cache_cfg.embeddings else None
         # The corpus the topics job (or an earlier zoo) embedded with this encoder comes
         # from the cache: only sentences no run embedded are encoded.
-        vectors = embed_texts(split.column("text").to_pylist(), model, cache=cache, plan=cluster_plan(zoo.backend))
+        vectors = embed_texts(
+            split.column("text").to_pylist(), model, cache=cache, plan=cluster_plan(zoo.backend, texts=split.num_rows)
+        )
         table = pa.table({"pos": split.column("pos"), "embedding": embeddings_column(vectors)})
         ctx.run.write_table(f"stages/{ctx.stage.name}/embeddings/part-00000.parquet", table)
         return None

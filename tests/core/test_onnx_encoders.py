@@ -22,13 +22,36 @@ TEXTS = [
 ]
 
 
-def test_auto_is_onnx_on_cpu_and_torch_on_gpu(monkeypatch):
+def test_auto_is_torch_on_gpu_bf16_on_native_bf16_cpus_else_onnx(monkeypatch):
     monkeypatch.delenv(ENCODER_ENV, raising=False)
-    assert resolve_encoder(gpu=False) == "onnx"
-    assert resolve_encoder(gpu=True) == "torch"
+    assert resolve_encoder(gpu=False, bf16=False) == "onnx"
+    assert resolve_encoder(gpu=False, bf16=True) == "torch-bf16"
+    assert resolve_encoder(gpu=True, bf16=True) == "torch"
     assert resolve_encoder("onnx-int8", gpu=True) == "onnx-int8"  # an explicit choice stands
+    assert resolve_encoder("onnx", gpu=False, bf16=True) == "onnx"
     with pytest.raises(InputError, match="encoder 'fp16': unknown"):
         resolve_encoder("fp16", gpu=False)
+
+
+def test_native_bf16_reads_the_cpu_flags_and_a_cluster_of_several_nodes_is_not_vouched_for(monkeypatch):
+    import ray
+
+    from checkray.engine import inference
+
+    monkeypatch.setattr(inference, "cpu_native_bf16", lambda: False)
+    assert inference.native_bf16() is False
+    monkeypatch.setattr(inference, "cpu_native_bf16", lambda: True)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    assert inference.native_bf16() is True  # no Ray: this machine runs the encoders
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    node = {"Alive": True, "NodeManagerAddress": "10.0.0.1"}
+    monkeypatch.setattr(ray, "nodes", lambda: [node, {**node, "NodeManagerAddress": "10.0.0.2"}])
+    assert inference.native_bf16() is False  # workers elsewhere: their CPUs are unknown here
+    monkeypatch.setattr(ray, "nodes", lambda: [node])
+    monkeypatch.setattr("ray.util.get_node_ip_address", lambda: "10.0.0.9")
+    assert inference.native_bf16() is False  # one node, but not this machine (a laptop driver)
+    monkeypatch.setattr("ray.util.get_node_ip_address", lambda: "10.0.0.1")
+    assert inference.native_bf16() is True
 
 
 def test_cache_keys_name_backend_and_precision(monkeypatch):
@@ -37,7 +60,7 @@ def test_cache_keys_name_backend_and_precision(monkeypatch):
     from checkray.engine.benchmark.registry import ModelSpec
 
     keys = {}
-    for setting in ("torch", "onnx", "onnx-int8"):
+    for setting in ("torch", "torch-bf16", "onnx", "onnx-int8"):
         monkeypatch.setenv(ENCODER_ENV, setting)
         keys[setting] = (
             embedding_identity("builtin:minilm", encoder="sentence-transformers"),
@@ -45,8 +68,9 @@ def test_cache_keys_name_backend_and_precision(monkeypatch):
             prediction_identity(ModelSpec(name="m", family="vader", labels=["a", "b"])),
         )
     assert inference_identity("onnx-int8")["precision"] == "int8"
-    assert len({repr(k[0]) for k in keys.values()}) == 3  # an int8 vector is never found for fp32
-    assert len({repr(k[1]) for k in keys.values()}) == 3  # nor an encoder head's predictions
+    assert inference_identity("torch-bf16") == {"backend": "torch", "precision": "bf16"}
+    assert len({repr(k[0]) for k in keys.values()}) == 4  # an int8 or bf16 vector is never found for fp32
+    assert len({repr(k[1]) for k in keys.values()}) == 4  # nor an encoder head's predictions
     assert len({repr(k[2]) for k in keys.values()}) == 1  # a lexicon model runs no encoder
 
 
@@ -94,6 +118,26 @@ def test_minilm_onnx_matches_torch_and_int8_is_close(monkeypatch):
 
 
 @pytest.mark.slow
+def test_minilm_bf16_autocast_is_within_its_stated_tolerance_of_fp32():
+    """torch-bf16 (docs/performance.md): cosine to fp32 >= 0.999 on every sentence, float32
+    out, and the module left as it was (the class, no autocast outside ``encode``)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from checkray.actors.embedder import load_sentence_transformer
+
+    want = load_sentence_transformer("builtin:minilm", device="cpu", backend="torch").encode(
+        TEXTS, batch_size=4, normalize_embeddings=True
+    )
+    bf16 = load_sentence_transformer("builtin:minilm", device="cpu", backend="torch-bf16")
+    assert isinstance(bf16, SentenceTransformer)
+    got = bf16.encode(TEXTS, batch_size=4, normalize_embeddings=True)
+    assert got.dtype == np.float32 and not torch.is_autocast_cpu_enabled()
+    assert (got * want).sum(1).min() > 0.999
+    assert bf16.encode(TEXTS[:2], convert_to_tensor=True).dtype == torch.float32
+
+
+@pytest.mark.slow
 def test_export_is_cached_and_reused(tmp_path, monkeypatch):
     from checkray.actors.onnx_export import ROOT_ENV
     from checkray.actors.onnx_models import onnx_sentence_encoder
@@ -135,6 +179,10 @@ def test_hf_classifier_logits_match_torch(tmp_path, monkeypatch):
     assert onnx.onnx is not None
     pairs = [None, "a second text", None, "dull", None, "x"]
     np.testing.assert_allclose(onnx.predict_proba(TEXTS, pairs), reference.predict_proba(TEXTS, pairs), atol=1e-5)
+    monkeypatch.setenv(ENCODER_ENV, "torch-bf16")
+    bf16 = load_hf(spec)
+    assert bf16.onnx is None and bf16.backend == "torch-bf16"
+    np.testing.assert_allclose(bf16.predict_proba(TEXTS, pairs), reference.predict_proba(TEXTS, pairs), atol=0.02)
 
 
 def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypatch, capsys):
@@ -143,11 +191,21 @@ def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypa
     def broken():
         raise OSError("disk full")
 
-    monkeypatch.setattr(warmup, "STEPS", [("fine", lambda: None), ("broken", broken)])
+    monkeypatch.setattr(warmup, "STEPS", [("fine", lambda: None), ("broken", broken), ("moot", lambda: "not needed")])
     assert warmup.main() == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("warm-up: fine: ") and out[0].endswith(" s")
     assert out[1] == "warm-up: broken: skipped (OSError: disk full)"
+    assert out[2] == "warm-up: moot: not needed"
+
+
+def test_warmup_exports_only_where_the_encoders_run_on_onnx(monkeypatch):
+    from checkray.engine import inference
+    from checkray.jobs import warmup
+
+    monkeypatch.delenv(ENCODER_ENV, raising=False)
+    monkeypatch.setattr(inference, "native_bf16", lambda: True)
+    assert warmup.warm_encoder("builtin:minilm")() == "not needed: the encoders run on torch-bf16 on this CPU"
 
 
 def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
@@ -158,4 +216,6 @@ def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
     monkeypatch.delenv(ENCODER_ENV, raising=False)
     result = CliRunner().invoke(app, ["--encoder", "fp16", "cache", "--help"])
     assert result.exit_code != 0
-    assert "encoder 'fp16': unknown (have: auto, torch, onnx, onnx-int8)" in str(result.exception or result.output)
+    assert "encoder 'fp16': unknown (have: auto, torch, torch-bf16, onnx, onnx-int8)" in str(
+        result.exception or result.output
+    )

@@ -118,3 +118,46 @@ def test_topics_into_a_new_out_and_the_zoo_read_the_stored_corpus_embeddings(ray
     run_topics(cfg, str(tmp_path / "uncached"))
     c = _embeddings(tmp_path / "uncached")
     assert np.allclose(column_to_numpy(c.column("embedding")), column_to_numpy(a.column("embedding")), atol=1e-6)
+
+
+def test_small_work_on_a_one_node_cpu_ray_is_embedded_in_the_driver():
+    from checkray.actors.embed_cache import embeds_in_driver, plan_embedders
+
+    cpu = plan_embedders([2.0])
+    assert embeds_in_driver(cpu, 8_530, nodes=1, driver_cpus=2.0, below=20_000)
+    assert not embeds_in_driver(cpu, 20_001, nodes=1, driver_cpus=2.0, below=20_000)  # big: actors
+    assert not embeds_in_driver(cpu, 0, nodes=1, driver_cpus=2.0, below=20_000)  # nothing to do
+    assert not embeds_in_driver(cpu, 100, nodes=2, driver_cpus=2.0, below=20_000)  # a cluster: its actors
+    assert not embeds_in_driver(cpu, 100, nodes=1, driver_cpus=0.0, below=20_000)  # a head with no CPU
+    assert not embeds_in_driver(cpu, 100, nodes=1, driver_cpus=2.0, below=0)  # switched off
+    gpu = plan_embedders([2.0], gpus=1.0)
+    assert not embeds_in_driver(gpu, 100, nodes=1, driver_cpus=2.0, below=20_000)  # the GPU's actors
+
+
+@pytest.mark.timeout(600)
+def test_the_driver_encodes_what_the_actors_would(ray_session, tmp_path, monkeypatch):
+    import ray
+
+    from checkray.actors.embed_cache import (
+        IN_DRIVER_ENV,
+        EmbedPool,
+        EmbedWorker,
+        cluster_plan,
+        embed_texts,
+        sentence_model,
+    )
+
+    model = sentence_model("builtin:minilm", normalize=True)
+    monkeypatch.setenv(IN_DRIVER_ENV, "0")
+    actors = cluster_plan(texts=len(TEXTS))
+    assert not actors.in_driver
+    monkeypatch.setenv(IN_DRIVER_ENV, "100")
+    assert cluster_plan(texts=101).in_driver is False and cluster_plan(pool_size=2, texts=10).in_driver is False
+    here = cluster_plan(texts=len(TEXTS))
+    assert here.in_driver and here.threads == int(ray.cluster_resources()["CPU"])
+    pool = EmbedPool(model, here)
+    with pool:
+        got = embed_texts(TEXTS, model, pool=pool, block_rows=8)
+        assert [type(a) for a in pool.actors] == [EmbedWorker]  # no Ray actor was started
+    want = embed_texts(TEXTS, model, plan=actors, block_rows=8)
+    np.testing.assert_allclose(got, want, atol=1e-6)
