@@ -153,6 +153,9 @@ class ReducerConfig(Section):
     min_dist: float = Field(default=0.0, ge=0.0)
     metric: str = "cosine"
     fit_sample: int = Field(default=20_000, ge=100)  # fit on this many, transform the rest
+    # CPU: a corpus fitted whole (no transform pass) of at most this many points gets the
+    # exact neighbour graph (engine/topics/reduce.exact_knn) instead of pynndescent's. 0: never.
+    exact_knn_below: int = Field(default=20_000, ge=0)
     backend: Backend = "auto"
 
 

@@ -2,11 +2,14 @@
 
 ``make demo`` (and ``make warmup``) run ``python -m checkray.jobs.warmup`` once after set-up:
 
-* **numba kernels of umap-learn and pynndescent.** They compile on first use (about two
-  minutes on 2 cores, more than the layout itself); ``engine/topics/reduce.py`` keeps
-  them in numba's disk cache, so fitting a layout once here, on random points the size
-  of a corpus that takes the nearest-neighbour-descent path (> 4,096 points) with the
-  cosine metric the configs use, compiles what the first topics job needs;
+* **numba kernels of umap-learn.** They compile on first use (more than the layout
+  itself on 2 cores); ``engine/topics/reduce.py`` keeps them in numba's disk cache, so
+  fitting a layout once here, on random points the size of a corpus past umap-learn's
+  small-data path (> 4,096 points), on their exact neighbour graph with the cosine
+  metric the configs use, compiles what the first topics job needs for a corpus of up to
+  ``topics.reducer.exact_knn_below`` documents. A larger corpus takes pynndescent's
+  approximate search, whose kernels compile in its first topics job (and ``nn_descent``
+  in every one: numba cannot cache it);
 * **the ONNX export of the encoders the demo runs** (``builtin:minilm``, the default;
   ``builtin:mpnet``, S²LCT's label check; ``engine/inference.py``), traced once into the
   cache, where the encoder setting resolves to ONNX on this CPU (on a CPU with native
@@ -22,20 +25,22 @@ import sys
 import time
 from collections.abc import Callable
 
-NNDESCENT_POINTS = 4_500  # umap-learn takes pynndescent above 4,096 points
+LARGE_POINTS = 4_500  # umap-learn leaves its small-data path (all pairwise distances) above 4,096 points
 
 
 def warm_layout() -> None:
     import numpy as np
 
     from checkray.engine.config import ReducerConfig
-    from checkray.engine.topics.reduce import make_reducer
+    from checkray.engine.topics.reduce import exact_knn, make_reducer
 
-    points = np.random.default_rng(0).normal(size=(NNDESCENT_POINTS, 16)).astype(np.float32)
+    cfg = ReducerConfig()
+    points = np.random.default_rng(0).normal(size=(LARGE_POINTS, 16)).astype(np.float32)
     for components in (5, 2):  # the topics job's clustering space and its 2-D map
-        reducer = make_reducer(ReducerConfig(), "cpu", seed=0, n_components=components)
-        reducer.fit_transform(points)
-        reducer.transform(points[:200])
+        # A corpus of up to cfg.exact_knn_below documents (the bundled one) is laid out on
+        # its exact neighbour graph, so pynndescent's kernels are not needed for it.
+        knn = exact_knn(points, cfg.n_neighbors, cfg.metric)
+        make_reducer(cfg, "cpu", seed=0, n_components=components, knn=knn).fit_transform(points)
 
 
 def warm_encoder(model: str) -> Callable[[], str | None]:
@@ -54,7 +59,7 @@ def warm_encoder(model: str) -> Callable[[], str | None]:
 
 
 STEPS: list[tuple[str, Callable[[], str | None]]] = [
-    ("UMAP/pynndescent kernels", warm_layout),
+    ("UMAP kernels", warm_layout),
     ("ONNX export of builtin:minilm", warm_encoder("builtin:minilm")),
     # S²LCT's label check (``s2lct.label_check``) embeds the searched corpus with mpnet
     ("ONNX export of builtin:mpnet", warm_encoder("builtin:mpnet")),

@@ -28,20 +28,61 @@ class Clusterer(Protocol):
     def predict(self, X: np.ndarray) -> np.ndarray: ...
 
 
-def make_reducer(cfg: ReducerConfig, device: Device, seed: int, n_components: int | None = None) -> Reducer:
+def make_reducer(
+    cfg: ReducerConfig,
+    device: Device,
+    seed: int,
+    n_components: int | None = None,
+    knn: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Reducer:
+    """UMAP on ``device``. ``knn``: the exact neighbour graph of the points it will be fitted
+    on (``exact_knn``; CPU only), so umap-learn skips pynndescent's approximate search,
+    and a model fitted so cannot ``transform`` new points."""
+    kwargs = {}
     if device == "gpu":
         from cuml.manifold import UMAP  # GPU image only (extra 'gpu-cluster')
     else:
         from umap import UMAP
 
         cache_numba_kernels()
+        if knn is not None:
+            import warnings
+
+            kwargs["precomputed_knn"] = knn
+            # umap-learn warns at fit that such a model cannot transform; it is never asked to
+            warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
     return UMAP(
         n_components=n_components or cfg.n_components,
         n_neighbors=cfg.n_neighbors,
         min_dist=cfg.min_dist,
         metric=cfg.metric,
         random_state=seed,
+        **kwargs,
     )
+
+
+def exact_knn(X: np.ndarray, n_neighbors: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's ``n_neighbors`` nearest rows by ``metric`` (brute force, scikit-learn),
+    itself first, as umap-learn's ``precomputed_knn`` wants them: (indices, distances).
+
+    For a fit sample of up to ``ReducerConfig.exact_knn_below`` points this costs about a
+    second on 2 cores, where pynndescent's search compiles a numba kernel that its cache
+    cannot keep (``nn_descent`` uses dynamic globals) in every new process; and the graph
+    is exact rather than approximate. A duplicate of a row may sort before the row itself:
+    the row is put first, the duplicate kept as its nearest other point."""
+    n = len(X)
+    k = min(n_neighbors + 1, n)
+    if metric == "cosine":
+        dist, idx = _cosine_knn(np.asarray(X, dtype=np.float32), k)
+    else:
+        from sklearn.neighbors import NearestNeighbors
+
+        dist, idx = NearestNeighbors(n_neighbors=k, metric=metric, algorithm="brute").fit(X).kneighbors(X)
+    rows = np.arange(n)[:, None]
+    others = np.argsort(idx == rows, axis=1, kind="stable")[:, : n_neighbors - 1]  # non-self first, in order
+    indices = np.hstack([rows, np.take_along_axis(idx, others, axis=1)]).astype(np.int32)
+    distances = np.hstack([np.zeros((n, 1)), np.take_along_axis(dist, others, axis=1)])
+    return indices, np.clip(distances, 0.0, None).astype(np.float32)
 
 
 _CACHED_PACKAGES = ("umap.", "pynndescent.")
@@ -101,3 +142,19 @@ def to_numpy(values) -> np.ndarray:
     elif hasattr(values, "to_numpy"):
         values = values.to_numpy()
     return np.asarray(values)
+
+
+def _cosine_knn(X: np.ndarray, k: int, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+    """(distances, indices) of every row's ``k`` nearest rows by cosine distance, nearest
+    first: one matrix product per ``chunk`` rows (a few hundred MB at most), then a
+    partial sort of each row."""
+    unit = X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+    dist, idx = np.empty((len(X), k), np.float64), np.empty((len(X), k), np.int64)
+    for lo in range(0, len(X), chunk):
+        d = 1.0 - unit[lo : lo + chunk] @ unit.T
+        part = np.argpartition(d, k - 1, axis=1)[:, :k]
+        near = np.take_along_axis(d, part, axis=1)
+        order = np.argsort(near, axis=1, kind="stable")
+        idx[lo : lo + chunk] = np.take_along_axis(part, order, axis=1)
+        dist[lo : lo + chunk] = np.take_along_axis(near, order, axis=1)
+    return dist, idx

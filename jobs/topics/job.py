@@ -25,7 +25,7 @@ from checkray.engine.runtime import choose_device, cluster_resources, wait_for
 from checkray.engine.stages import RunDir, Stage, StageContext, StageRunner
 from checkray.engine.topics.config import TopicsConfig
 from checkray.engine.topics.describe import describe_clusters
-from checkray.engine.topics.reduce import fit_sample_index, make_clusterer, make_reducer, to_numpy
+from checkray.engine.topics.reduce import exact_knn, fit_sample_index, make_clusterer, make_reducer, to_numpy
 from checkray.jobs.base import Job, JobResult, run_job
 from checkray.jobs.config import CheckrayConfig, load_config
 from checkray.jobs.console import item_progress
@@ -115,10 +115,16 @@ def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
     sample = sample.sort_by("pos")
     X = column_to_numpy(sample.column("embedding"))
 
-    reducer = make_reducer(t.reducer, device, cfg.seed)
+    # Fitted on every document (no transform pass to follow): the exact neighbour graph.
+    exact = device == "cpu" and n == len(sample_pos) <= t.reducer.exact_knn_below
+
+    def knn(points: np.ndarray):
+        return exact_knn(points, t.reducer.n_neighbors, t.reducer.metric) if exact else None
+
+    reducer = make_reducer(t.reducer, device, cfg.seed, knn=knn(X))
     reduced_sample = to_numpy(reducer.fit_transform(X))
     clusterer = make_clusterer(t.clusterer, device, cfg.seed).fit(reduced_sample)
-    mapper = make_reducer(t.reducer, device, cfg.seed, n_components=2)
+    mapper = make_reducer(t.reducer, device, cfg.seed, n_components=2, knn=knn(reduced_sample))
     map_sample = to_numpy(mapper.fit_transform(reduced_sample))
 
     if n == len(sample_pos):  # everything was in the sample: no second pass
