@@ -200,12 +200,20 @@ def cluster_plan(backend: str = "auto", pool_size: int | None = None, texts: int
     nodes = [n["Resources"].get("CPU", 0.0) for n in ray.nodes() if n.get("Alive")]
     gpus = float(ray.cluster_resources().get("GPU", 0.0))
     plan = plan_embedders([c for c in nodes if c > 0], gpus, backend, pool_size)
-    if texts is None or pool_size is not None or backend == "gpu":
+    if texts is None or pool_size is not None:
         return plan
+    return driver_plan(plan, texts, len(nodes), backend) or plan
+
+
+def driver_plan(plan: ActorPlan, texts: int, nodes: int, backend: str = "auto") -> ActorPlan | None:
+    """The plan that encodes ``texts`` texts in this process with every CPU of its node,
+    when ``embeds_in_driver`` allows it instead of ``plan``'s actors; else None."""
+    if backend == "gpu":
+        return None
     driver_cpus = driver_node_cpus()
-    if embeds_in_driver(plan, texts, len(nodes), driver_cpus, in_driver_below()):
-        return ActorPlan("cpu", 1, num_cpus=driver_cpus, num_gpus=0.0, threads=int(driver_cpus), in_driver=True)
-    return plan
+    if not embeds_in_driver(plan, texts, nodes, driver_cpus, in_driver_below()):
+        return None
+    return ActorPlan("cpu", 1, num_cpus=driver_cpus, num_gpus=0.0, threads=int(driver_cpus), in_driver=True)
 
 
 def in_driver_below() -> int:

@@ -3,7 +3,9 @@
 ``map_with_actors(data, ActorClass, kwargs, plan, batch_size=...)`` shards ``data`` (an
 Arrow table, or a Parquet path read by Ray Data), runs ``ActorClass(**kwargs)`` on
 ``ActorPoolStrategy(size=plan.pool_size)`` with the plan's CPUs/GPUs, and either returns
-the output table or writes Parquet shards (``write_to``). Every copy of this used to
+the output table or writes Parquet shards (``write_to``). A plan made to run in the
+driver (``ActorPlan.in_driver``: small encoder work on a one-node CPU Ray) maps a table
+here, through the same wrapper (``map_here``). Every copy of this used to
 differ in block sizing, order and errors; here they are decided once:
 
 * **Order**: output rows are in input order. A table gets a hidden position column; a
@@ -86,6 +88,8 @@ def map_with_actors(
     import ray
     import ray.data
 
+    if plan.in_driver and isinstance(data, pa.Table) and write_to is None:
+        return map_here(data, actor_cls, kwargs, batch_size=batch_size, schema=schema)
     if isinstance(data, pa.Table):
         if data.num_rows == 0 and schema is not None:
             return schema.empty_table()
@@ -127,5 +131,25 @@ def map_with_actors(
         if schema is not None:
             return schema.empty_table()
         raise InputError(f"{actor_cls.__name__}: no rows came back from the actor pool")
+    out = pa.concat_tables(parts, promote_options="default").sort_by(POSITION).drop_columns([POSITION])
+    return out.cast(schema) if schema is not None else out
+
+
+def map_here(
+    data: pa.Table, actor_cls: type, kwargs: Mapping[str, Any], *, batch_size: int, schema: pa.Schema | None = None
+) -> pa.Table:
+    """``map_with_actors`` for a plan that runs in this process (``ActorPlan.in_driver``):
+    one ``actor_cls(**kwargs)``, the same batches and order rules (``OrderedActor``), no
+    Ray Data, no actor process to start."""
+    if data.num_rows == 0 and schema is not None:
+        return schema.empty_table()
+    table = data.append_column(POSITION, pa.array(np.arange(data.num_rows), pa.int64()))
+    actor = OrderedActor(actor_cls, kwargs, POSITION)
+    parts = [actor(table.slice(i, batch_size)) for i in range(0, table.num_rows, batch_size)]
+    parts = [t for t in parts if t.num_rows]
+    if not parts:
+        if schema is not None:
+            return schema.empty_table()
+        raise InputError(f"{actor_cls.__name__}: no rows came back")
     out = pa.concat_tables(parts, promote_options="default").sort_by(POSITION).drop_columns([POSITION])
     return out.cast(schema) if schema is not None else out

@@ -370,6 +370,12 @@ def cluster_resources() -> dict[str, float]:
     return dict(ray.cluster_resources())
 
 
+def alive_node_count() -> int:
+    import ray
+
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
+
+
 def driver_node_cpus() -> float:
     """The CPUs Ray's node of this process offers. A cluster head started with
     ``--num-cpus=0`` (cluster.yaml) offers none: work that would run in the driver there

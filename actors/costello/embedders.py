@@ -113,10 +113,10 @@ def embed_all(
     them; the CPUs are shared among the models that have something to embed.
     ``stats``: filled with name -> texts embedded.
     """
-    from checkray.actors.embed_cache import fill_embeddings, lookup_embeddings
+    from checkray.actors.embed_cache import driver_plan, fill_embeddings, lookup_embeddings, plan_embedders
     from checkray.actors.pool import map_with_actors
     from checkray.engine.arrays import column_to_numpy
-    from checkray.engine.runtime import cluster_resources, plan_actor_pool
+    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool
 
     for spec in specs:
         check_spec(spec)
@@ -127,6 +127,13 @@ def embed_all(
         stats.update({name: len(f.todo) for name, f in found.items()})
     resources = cluster_resources() if todo else {}
 
+    # Few texts on a one-node CPU Ray: each encoder in turn in this process, every CPU its own.
+    here = None
+    if todo:
+        n_todo = len({t for group in todo for spec in group for t in found[spec.name].todo_texts})
+        cpu_plan = plan_embedders([resources.get("CPU", 1.0)], resources.get("GPU", 0.0), backend)
+        here = driver_plan(cpu_plan, n_todo, alive_node_count(), backend)
+
     def run(group: list[EmbedderSpec], share: int) -> dict[str, np.ndarray]:
         # The texts any member lacks, each once; every member takes its own rows back.
         missing = list(dict.fromkeys(t for spec in group for t in found[spec.name].todo_texts))
@@ -135,7 +142,7 @@ def embed_all(
         table = pa.table({"text": pa.array([missing[i] for i in order], pa.string())})
         # Each encoder's pool is ONE actor holding 1/share of the CPUs (threads to match); on
         # GPUs the encoders share them (a fraction each) instead of queueing for a whole one.
-        plan = plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
+        plan = here or plan_actor_pool(resources, backend, pool_size=share, gpu_fraction=1.0 / share)
         poolings = [spec.pooling for spec in group] if len(group) > 1 else []
         out = map_with_actors(
             table,
@@ -154,7 +161,7 @@ def embed_all(
     # Only kinds that share the CPUs run side by side (transformer passes): static word
     # vectors cost a tokenizer pass, and an actor of theirs holding half the CPUs would leave
     # that half idle while a transformer runs on the other (measured: bench_costello's fan-out).
-    encoders = [g for g in todo if embedder_kind(g[0].kind).shares_cpus] if parallel else []
+    encoders = [g for g in todo if embedder_kind(g[0].kind).shares_cpus] if parallel and here is None else []
     computed: dict[str, np.ndarray] = {}
     if len(encoders) > 1:
         with ThreadPoolExecutor(max_workers=len(encoders)) as pool:

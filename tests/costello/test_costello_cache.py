@@ -198,6 +198,9 @@ def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(r
         EmbedderSpec(name="mean", model=str(model), pooling="mean"),
         EmbedderSpec(name="short", model=str(model), pooling="mean", max_length=16),
     ]
+    from checkray.actors.embed_cache import IN_DRIVER_ENV
+
+    monkeypatch.setenv(IN_DRIVER_ENV, "0")  # the actor pools, whatever the size of the work
     starts = _record_actor_starts(monkeypatch)
     out = embed_all(WORDS, specs)
     started = [(s["spec"].name, s["threads"]) for s in starts]
@@ -205,3 +208,12 @@ def test_transformers_share_the_cpus_and_spacy_vectors_follow_with_all_of_them(r
     assert sorted(started[:2]) == [("mean", max(1, cpus // 2)), ("short", max(1, cpus // 2))]
     assert started[2] == ("vectors", cpus)  # after the transformers, every thread
     assert out["vectors"].shape == (len(WORDS), 300) and out["mean"].shape == (len(WORDS), 32)
+
+    # Small work in the driver (the default below runtime.embed_in_driver_below): one encoder
+    # after another in the specs' order, each with every CPU of the node, and the same vectors.
+    monkeypatch.setenv(IN_DRIVER_ENV, "100000")
+    starts.clear()
+    here = embed_all(WORDS, specs)
+    assert [(s["spec"].name, s["threads"]) for s in starts] == [(spec.name, cpus) for spec in specs]
+    for name in out:
+        np.testing.assert_allclose(here[name], out[name], atol=1e-5)

@@ -161,3 +161,31 @@ def test_the_driver_encodes_what_the_actors_would(ray_session, tmp_path, monkeyp
         assert [type(a) for a in pool.actors] == [EmbedWorker]  # no Ray actor was started
     want = embed_texts(TEXTS, model, plan=actors, block_rows=8)
     np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@pytest.mark.timeout(600)
+def test_map_with_actors_on_a_driver_plan_maps_here_with_the_same_rows(ray_session):
+    import pyarrow as pa
+
+    from checkray.actors.embedder import EmbeddingActor
+    from checkray.actors.pool import map_with_actors
+    from checkray.engine.runtime import ActorPlan
+
+    table = pa.table({"id": list(range(len(TEXTS))), "text": TEXTS})
+    kwargs = dict(model="builtin:minilm", encode_batch_size=8, threads=1)
+    actors = map_with_actors(table, EmbeddingActor, kwargs, ActorPlan("cpu", 2, 1.0, 0.0, 1), batch_size=7)
+    here = map_with_actors(
+        table, EmbeddingActor, kwargs, ActorPlan("cpu", 1, 2.0, 0.0, 2, in_driver=True), batch_size=7
+    )
+    assert here.column("id").to_pylist() == actors.column("id").to_pylist() == list(range(len(TEXTS)))
+    a, b = (np.stack(t.column("embedding").to_numpy(zero_copy_only=False)) for t in (actors, here))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    empty = map_with_actors(
+        table.slice(0, 0),
+        EmbeddingActor,
+        kwargs,
+        ActorPlan("cpu", 1, 2.0, 0.0, 2, in_driver=True),
+        batch_size=7,
+        schema=here.schema,
+    )
+    assert empty.num_rows == 0
