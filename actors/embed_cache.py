@@ -17,8 +17,8 @@ actors load the model while the driver reads the first chunk; else at the first 
 
 Small work on a local one-node CPU Ray (at most ``runtime.embed_in_driver_below`` texts,
 ``cluster_plan(texts=...)``) encodes in this process instead, with every CPU of the node:
-starting two encoder processes (each importing torch and loading the model) took 13-17 s
-on 2 cores before their first block, about as long as encoding 8,530 sentences.
+starting two encoder processes (each importing torch and loading the model) costs about as
+long on 2 cores as encoding the demo's 8,530 sentences (docs/performance.md).
 """
 
 from __future__ import annotations
