@@ -36,6 +36,7 @@ import pyarrow as pa
 from checkray.actors.assets import pin_model
 from checkray.engine.cache import ContentCache, text_digests
 from checkray.engine.errors import user_error
+from checkray.engine.memory import release_memory
 from checkray.engine.runtime import ActorPlan, driver_node_cpus, plan_actor_pool
 from checkray.engine.stages import reference_digest
 
@@ -336,12 +337,15 @@ class EmbedPool:
         if self.actors:
             self.times["close"] = time.perf_counter()
             EmbedPool.last_times = dict(self.times)
-        for actor in self.actors if not (self.plan and self.plan.in_driver) else ():
+        in_driver = bool(self.plan and self.plan.in_driver and self.actors)
+        for actor in self.actors if not in_driver else ():
             ray.kill(actor)
         self.actors, self.busy = [], []
         self.waiting.clear()
         self.running.clear()
         self.done.clear()
+        if in_driver:  # the model this process held
+            release_memory()
 
     def __enter__(self) -> EmbedPool:
         return self

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from checkray.engine.errors import InputError, user_error
+from checkray.engine.memory import release_memory
 from checkray.engine.runtime import ActorPlan
 
 POSITION = "_pos"  # hidden order column added to a table input
@@ -127,6 +128,12 @@ def map_with_actors(
         if cause is None:
             raise
         raise cause from None
+    return in_input_order(parts, actor_cls, schema)
+
+
+def in_input_order(parts: list[pa.Table], actor_cls: type, schema: pa.Schema | None) -> pa.Table:
+    """The mapped parts as one table in input order, the position column dropped (cast to
+    ``schema`` when given); an empty result is ``schema``'s empty table, or an error."""
     if not parts:
         if schema is not None:
             return schema.empty_table()
@@ -147,9 +154,6 @@ def map_here(
     actor = OrderedActor(actor_cls, kwargs, POSITION)
     parts = [actor(table.slice(i, batch_size)) for i in range(0, table.num_rows, batch_size)]
     parts = [t for t in parts if t.num_rows]
-    if not parts:
-        if schema is not None:
-            return schema.empty_table()
-        raise InputError(f"{actor_cls.__name__}: no rows came back")
-    out = pa.concat_tables(parts, promote_options="default").sort_by(POSITION).drop_columns([POSITION])
-    return out.cast(schema) if schema is not None else out
+    del actor
+    release_memory()  # the model this process held
+    return in_input_order(parts, actor_cls, schema)

@@ -67,3 +67,18 @@ class TreeRssSampler:
 
 def mib(nbytes: float) -> float:
     return nbytes / (1024 * 1024)
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the OS after a model held in this process is dropped
+    (an encoder run in the driver): a collection, then glibc's ``malloc_trim``, which
+    returns the freed arenas the allocator would otherwise keep resident. No-op where
+    there is no glibc."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
