@@ -37,7 +37,7 @@ from checkray.actors.assets import pin_model
 from checkray.engine.cache import ContentCache, text_digests
 from checkray.engine.errors import user_error
 from checkray.engine.memory import release_memory
-from checkray.engine.runtime import ActorPlan, driver_node_cpus, plan_actor_pool
+from checkray.engine.runtime import EMBED_IN_DRIVER_ENV, ActorPlan, driver_node_cpus, plan_actor_pool
 from checkray.engine.stages import reference_digest
 
 CHUNK_ROWS = 16_384  # rows looked up, embedded and written at a time by embed_texts
@@ -46,8 +46,7 @@ QUEUED_PER_ACTOR = 2  # blocks queued on each actor: one running, one waiting
 MAX_ACTORS_PER_NODE = 4  # CPU: model copies per node (memory) ...
 MAX_RESTARTS = 2  # ... bounded restarts and retries, as actors.pool
 MAX_TASK_RETRIES = 2
-# runtime.embed_in_driver_below, as set for this process and its workers (engine/runtime.py)
-IN_DRIVER_ENV = "CHECKRAY_EMBED_IN_DRIVER_BELOW"
+IN_DRIVER_ENV = EMBED_IN_DRIVER_ENV  # runtime.embed_in_driver_below (engine/runtime.py)
 IN_DRIVER_BELOW = 20_000
 
 

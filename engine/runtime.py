@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 # CPUs left free for Ray Data read/repartition/write tasks (each asks for 1 CPU) when
 # actors run on CPUs; with less, the pool waits forever for its input.
 DATA_TASK_RESERVE = 1.0
+# runtime.embed_in_driver_below, as set for this process and the workers it starts
+# (read by checkray.actors.embed_cache)
+EMBED_IN_DRIVER_ENV = "CHECKRAY_EMBED_IN_DRIVER_BELOW"
 
 
 def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
@@ -51,7 +54,7 @@ def init_ray(cfg: RuntimeConfig | None = None) -> str | None:
 
     if cfg.encoder != "auto" and not os.environ.get(ENCODER_ENV):  # --encoder wins
         set_encoder(cfg.encoder)
-    os.environ.setdefault("CHECKRAY_EMBED_IN_DRIVER_BELOW", str(cfg.embed_in_driver_below))  # actors/embed_cache.py
+    os.environ.setdefault(EMBED_IN_DRIVER_ENV, str(cfg.embed_in_driver_below))
     workers_print_to_stderr()
     address = os.environ.get("RAY_ADDRESS") or cfg.address
     if address:

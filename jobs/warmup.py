@@ -45,10 +45,10 @@ def warm_layout() -> None:
 
 def warm_encoder(model: str) -> Callable[[], str | None]:
     def export() -> str | None:
-        from checkray.engine.inference import resolve_encoder
+        from checkray.engine.inference import is_torch, resolve_encoder
 
         backend = resolve_encoder(gpu=False)
-        if backend not in ("onnx", "onnx-int8"):
+        if is_torch(backend):
             return f"not needed: the encoders run on {backend} on this CPU"
         from checkray.actors.embedder import load_sentence_transformer
 

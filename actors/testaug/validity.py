@@ -214,10 +214,11 @@ class FineTunedEncoder:
         import torch
         from scipy.special import softmax
 
-        from checkray.engine.inference import torch_autocast
+        from checkray.engine.inference import resolve_encoder, torch_autocast
 
         model, tokenizer = self.members[k]
         onnx = self._onnx_member(k)
+        backend = resolve_encoder()  # once: resolving ``auto`` asks Ray
         out = []
         for i in range(0, len(texts), 32):
             batch = texts[i : i + 32]
@@ -228,7 +229,7 @@ class FineTunedEncoder:
             enc = tokenizer(batch, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt").to(
                 model.device
             )  # a fine-tune on a GPU leaves its model there
-            with torch.no_grad(), torch_autocast():  # bf16 on CPU for torch-bf16
+            with torch.no_grad(), torch_autocast(backend):  # bf16 on CPU for torch-bf16
                 out.append(torch.softmax(model(**enc).logits.float(), dim=-1)[:, 1].cpu().numpy())
         return np.concatenate(out)
 

@@ -62,8 +62,8 @@ def make_reducer(
 
 
 def exact_knn(X: np.ndarray, n_neighbors: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's ``n_neighbors`` nearest rows by ``metric`` (brute force, scikit-learn),
-    itself first, as umap-learn's ``precomputed_knn`` wants them: (indices, distances).
+    """Every row's ``n_neighbors`` nearest rows by ``metric`` (brute force: matrix products
+    for cosine, scikit-learn otherwise), itself first, as umap-learn's ``precomputed_knn`` wants them: (indices, distances).
 
     For a fit sample of up to ``ReducerConfig.exact_knn_below`` points this costs about a
     second on 2 cores, where pynndescent's search compiles a numba kernel that its cache
