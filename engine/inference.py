@@ -2,9 +2,10 @@
 
 On CPU a small BERT-style encoder runs faster in ONNX Runtime than in PyTorch eager mode
 (1.5x for MiniLM on 2 cores, docs/performance.md), with the same vectors, so that is the
-default there; on a CPU whose matrix units multiply bfloat16 natively (Intel AMX), PyTorch
-under bf16 autocast is faster still (matmuls in bf16, layer norms and softmax in fp32;
-cosine to fp32 >= 0.9998 for MiniLM and mpnet), so that is the default on such a machine;
+default there; on a CPU that multiplies bfloat16 natively (Intel AMX, or AVX512-BF16 as on
+AMD Zen 4), PyTorch under bf16 autocast is as fast or faster still (matmuls in bf16, layer
+norms and softmax in fp32; cosine to fp32 >= 0.9998 for MiniLM and mpnet) and trains about
+twice as fast as fp32, so that is the default on such a machine;
 on a GPU, and for anything that trains, PyTorch stays. The setting is
 ``runtime.encoder`` (or ``--encoder``), one of ``ENCODERS``:
 
@@ -35,9 +36,10 @@ ENCODER_ENV = "CHECKRAY_ENCODER"
 Encoder = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 ENCODERS: tuple[str, ...] = ("auto", "torch", "torch-bf16", "onnx", "onnx-int8")
 TORCH_BACKENDS = ("torch", "torch-bf16")
-# The CPU flag of a matrix unit that multiplies bfloat16 natively (Sapphire Rapids and
-# later). AVX512-BF16 alone (Cooper Lake, Zen 4) is not counted: not measured here.
-NATIVE_BF16_FLAG = "amx_bf16"
+# The /proc/cpuinfo flags of native bfloat16 multiplication: Intel's AMX tiles (Sapphire
+# Rapids and later) and AVX512-BF16 dot products (Cooper Lake, AMD Zen 4). Measured on
+# both (docs/performance.md): bf16 inference at least ONNX fp32's speed, fine-tunes ~2x fp32.
+NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
 
 
 def check_encoder(value: str) -> str:
@@ -86,16 +88,21 @@ def torch_autocast(backend: str | None = None):
 
 @functools.lru_cache(maxsize=1)
 def cpu_native_bf16() -> bool:
-    """Whether this machine's CPU has a bf16 matrix unit (``NATIVE_BF16_FLAG`` in
-    /proc/cpuinfo; False where there is no such file)."""
+    """Whether this machine's CPU multiplies bf16 natively (``flags_native_bf16`` of its
+    first ``flags`` line in /proc/cpuinfo; False where there is no such file)."""
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith("flags"):
-                    return NATIVE_BF16_FLAG in line.split(":", 1)[1].split()
+                    return flags_native_bf16(line.split(":", 1)[1].split())
     except OSError:
         pass
     return False
+
+
+def flags_native_bf16(flags) -> bool:
+    """Whether a CPU with these /proc/cpuinfo ``flags`` has any of ``NATIVE_BF16_FLAGS``."""
+    return not set(NATIVE_BF16_FLAGS).isdisjoint(flags)
 
 
 def native_bf16() -> bool:
