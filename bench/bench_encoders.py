@@ -8,7 +8,7 @@ normalised), every core, the model already loaded (its load is timed and printed
   auto`` runs on CPU);
 * ``onnx-int8``: the same graph with dynamically quantised int8 weights;
 * ``torch-bf16``: ``encode`` under CPU bf16 autocast (what ``auto`` runs on a CPU with a
-  native bf16: Intel AMX or AVX512-BF16); run only on such a CPU (elsewhere it is emulated).
+  native bf16 matrix unit, Intel AMX); run only on such a CPU (elsewhere it is emulated).
 
 Arms run alternately ``--repeat`` times, best kept. Printed per arm: sentences/s, the
 ratio to PyTorch, the cosine of its vectors to PyTorch's (min and mean), and the physical

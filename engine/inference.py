@@ -2,10 +2,9 @@
 
 On CPU a small BERT-style encoder runs faster in ONNX Runtime than in PyTorch eager mode
 (1.5x for MiniLM on 2 cores, docs/performance.md), with the same vectors, so that is the
-default there; on a CPU that multiplies bfloat16 natively (Intel AMX, or AVX512-BF16 as on
-AMD Zen 4), PyTorch under bf16 autocast is as fast or faster still (matmuls in bf16, layer
-norms and softmax in fp32; cosine to fp32 >= 0.9998 for MiniLM and mpnet) and trains about
-twice as fast as fp32, so that is the default on such a machine;
+default there; on a CPU whose matrix units multiply bfloat16 natively (Intel AMX), PyTorch
+under bf16 autocast is faster still (matmuls in bf16, layer norms and softmax in fp32;
+cosine to fp32 >= 0.9998 for MiniLM and mpnet), so that is the default on such a machine;
 on a GPU, and for anything that trains, PyTorch stays. The setting is
 ``runtime.encoder`` (or ``--encoder``), one of ``ENCODERS``:
 
@@ -36,10 +35,12 @@ ENCODER_ENV = "CHECKRAY_ENCODER"
 Encoder = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 ENCODERS: tuple[str, ...] = ("auto", "torch", "torch-bf16", "onnx", "onnx-int8")
 TORCH_BACKENDS = ("torch", "torch-bf16")
-# The /proc/cpuinfo flags of native bfloat16 multiplication: Intel's AMX tiles (Sapphire
-# Rapids and later) and AVX512-BF16 dot products (Cooper Lake, AMD Zen 4). Measured on
-# both (docs/performance.md): bf16 inference at least ONNX fp32's speed, fine-tunes ~2x fp32.
-NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+# The /proc/cpuinfo flags of a bf16 matrix unit `auto` trusts: Intel's AMX tiles (Sapphire
+# Rapids and later). AVX512-BF16 alone (AMD Zen 4, Cooper Lake) is not: on a Zen 4 VM bf16
+# matched ONNX fp32 in a bench, but inside `checkray demo` the driver's encoders slowed 15x
+# and more (in MKL's bf16 GEMM under the CPU flash attention; cause not found), see
+# docs/performance.md.
+NATIVE_BF16_FLAGS = ("amx_bf16",)
 
 
 def check_encoder(value: str) -> str:
