@@ -39,6 +39,10 @@ class FineTuneConfig(Section):
     learning_rate: float = Field(default=5e-5, gt=0)
     weight_decay: float = Field(default=0.01, ge=0)
     warmup_ratio: float = Field(default=0.1, ge=0, lt=1)
+    # Batches of similar token length (``epoch_batches``): a batch pads to little more than
+    # its own texts, where a random one pads to its longest; on CPU the padding is most of
+    # the compute.
+    group_by_length: bool = True
 
 
 class ZooModel(Section):
@@ -144,6 +148,42 @@ def stratified_split(labels: np.ndarray, held_out: float, seed: int) -> np.ndarr
     mask = np.zeros(len(labels), dtype=bool)
     mask[test_idx] = True
     return mask
+
+
+# Batches sorted together by length (HF Trainer's LengthGroupedSampler uses the same run):
+# long enough that neighbours in length share a batch, short enough that an epoch still
+# mixes lengths across its course.
+LENGTH_GROUP_BATCHES = 50
+
+
+def epoch_batches(
+    lengths: np.ndarray, steps: int, rng: np.random.Generator, group_by_length: bool = True
+) -> list[np.ndarray]:
+    """One epoch of a fine-tune: ``steps`` batches of row indices covering every row once.
+
+    Random batches (a permutation split in ``steps``); with ``group_by_length``, the same
+    permutation is cut into runs of ``LENGTH_GROUP_BATCHES`` batches, each run is sorted by
+    token length (longest first) and re-split into batches of the same sizes, and the
+    batches are shuffled, so each batch holds texts of similar length and pads to little
+    more than them. Sizes and count are those of the random split."""
+    order = rng.permutation(len(lengths))
+    batches = np.array_split(order, steps)
+    if not group_by_length:
+        return batches
+    lengths = np.asarray(lengths)
+    grouped: list[np.ndarray] = []
+    for lo in range(0, len(batches), LENGTH_GROUP_BATCHES):
+        run = batches[lo : lo + LENGTH_GROUP_BATCHES]
+        rows = np.concatenate(run)
+        rows = rows[np.argsort(-lengths[rows], kind="stable")]
+        grouped.extend(np.split(rows, np.cumsum([len(b) for b in run])[:-1]))
+    return [grouped[i] for i in rng.permutation(len(grouped))]
+
+
+def padded_tokens(lengths: np.ndarray, batches: list[np.ndarray]) -> int:
+    """Token positions the batches compute, each padded to its longest text."""
+    lengths = np.asarray(lengths)
+    return int(sum(len(b) * int(lengths[b].max()) for b in batches if len(b)))
 
 
 def make_head(head: str, params: dict[str, Any], seed: int, threads: int = 1):

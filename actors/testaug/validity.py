@@ -252,7 +252,7 @@ class ValidityClassifier:
     encoder: str = "builtin:minilm"
     finetune: FineTuneConfig = field(
         default_factory=lambda: FineTuneConfig(
-            epochs=3, train_size=None, max_length=64, batch_size=16, learning_rate=5e-5
+            epochs=3, train_size=None, max_length=64, batch_size=16, learning_rate=5e-5, group_by_length=False
         )
     )
     meta: dict[str, Any] = field(default_factory=dict)

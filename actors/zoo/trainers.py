@@ -23,7 +23,16 @@ import pyarrow.dataset as pads
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.inference import resolve_encoder
 from checkray.engine.stages import RunDir
-from checkray.engine.training import FineTuneConfig, ZooConfig, ZooModel, accuracy, make_head, make_text_pipeline
+from checkray.engine.training import (
+    FineTuneConfig,
+    ZooConfig,
+    ZooModel,
+    accuracy,
+    epoch_batches,
+    make_head,
+    make_text_pipeline,
+    padded_tokens,
+)
 from checkray.engine.trust import SIGNATURE_SUFFIX, pickle_bytes
 
 SPLIT_STAGE = "split"
@@ -110,7 +119,9 @@ def fine_tune(
     optimizer = torch.optim.AdamW(_weight_decay_groups(model, cfg.weight_decay), lr=cfg.learning_rate)
     schedule = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     precision = precision if device == "cpu" else "fp32"
-    trainer = _Trainer(model, tokenizer, texts, target, cfg.max_length, optimizer, schedule, device, precision)
+    trainer = _Trainer(
+        model, tokenizer, texts, target, cfg.max_length, optimizer, schedule, device, precision, cfg.group_by_length
+    )
     start = time.perf_counter()
     losses = trainer.train(np.random.default_rng(seed), steps_per_epoch, total, on_step, on_epoch)
     model.eval()
@@ -120,6 +131,8 @@ def fine_tune(
         "train_sentences": len(texts),
         "device": device,
         "precision": precision,
+        "group_by_length": cfg.group_by_length,
+        "padded_tokens": trainer.padded_tokens,
         "loss_first": round(float(np.mean(losses[:tail])), 4),
         "loss_last": round(float(np.mean(losses[-tail:])), 4),
         "train_seconds": round(time.perf_counter() - start, 1),
@@ -155,6 +168,8 @@ class _Trainer:
     schedule: Any
     device: str
     precision: str = "fp32"  # or "bf16-autocast" (CPU)
+    group_by_length: bool = True  # ``epoch_batches``
+    padded_tokens: int = 0  # token positions computed so far, padding included
 
     def train(
         self,
@@ -166,12 +181,14 @@ class _Trainer:
     ) -> list[float]:
         """``total`` steps over shuffled epochs; the loss of each step."""
         losses: list[float] = []
+        lengths = self.token_lengths()
         self.model.train()
         while len(losses) < total:
-            for batch in np.array_split(rng.permutation(len(self.texts)), steps_per_epoch):
+            for batch in epoch_batches(lengths, steps_per_epoch, rng, self.group_by_length):
                 if len(losses) >= total:
                     break
                 losses.append(self.step(batch))
+                self.padded_tokens += padded_tokens(lengths, [batch])
                 if on_step is not None:
                     on_step(len(losses), total)
             else:  # a whole epoch (not cut short by ``total``)
@@ -180,6 +197,11 @@ class _Trainer:
                     on_epoch(len(losses) // steps_per_epoch, self.model)
                     self.model.train()
         return losses
+
+    def token_lengths(self) -> np.ndarray:
+        """Each text's token count as a step tokenizes it (truncated at ``max_length``)."""
+        ids = self.tokenizer(list(self.texts), truncation=True, max_length=self.max_length)["input_ids"]
+        return np.array([len(row) for row in ids])
 
     def step(self, batch: np.ndarray) -> float:
         """One optimizer step on the texts at ``batch``; its loss."""

@@ -109,9 +109,11 @@ class ValidityConfig(JobSection):
     calibrate: bool = False  # threshold of best accuracy on 20 % of the training cases, not 0.5
     ensemble: int = Field(default=1, ge=1)  # finetune: members of seeds seed..seed+n-1, P(valid) averaged
     # The paper (Table 8): lr 5e-6, batch 16, 10 epochs, length 128, for roberta-base on a GPU.
-    # mpnet on CPU: 4 epochs at 3e-5 scored best of the settings measured (docs/testaug.md).
+    # mpnet on CPU: 4 epochs at 3e-5 scored best of the settings measured (docs/testaug.md),
+    # with random batches: grouping by length would also put the oversampled copies of a
+    # minority case in one batch.
     finetune: FineTuneConfig = FineTuneConfig(
-        train_size=None, epochs=4, max_length=64, batch_size=16, learning_rate=3e-5
+        train_size=None, epochs=4, max_length=64, batch_size=16, learning_rate=3e-5, group_by_length=False
     )
 
     @field_validator("backend")

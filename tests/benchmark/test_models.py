@@ -223,6 +223,21 @@ def test_fine_tune_learns_and_saves_an_hf_dir(tmp_path, tiny_bert):
     assert np.mean(np.array(loaded.labels)[probs.argmax(1)] == np.array(GOLD)) >= 0.9
 
 
+def test_fine_tune_groups_batches_by_length_unless_told_not_to(tiny_bert):
+    from checkray.actors.zoo.trainers import fine_tune
+    from checkray.engine.training import FineTuneConfig
+
+    texts = [" ".join(["good"] * n) if n % 2 else " ".join(["bad"] * n) for n in range(1, 33)]
+    gold = ["positive" if n % 2 else "negative" for n in range(1, 33)]
+    runs = {}
+    for grouped in (True, False):
+        cfg = FineTuneConfig(train_size=None, epochs=1, max_length=40, batch_size=4, group_by_length=grouped)
+        _, _, runs[grouped] = fine_tune(str(tiny_bert), texts, gold, ["negative", "positive"], cfg, seed=0, threads=1)
+    assert runs[True]["group_by_length"] and not runs[False]["group_by_length"]
+    assert runs[True]["steps"] == runs[False]["steps"] == 8
+    assert runs[True]["padded_tokens"] < 0.7 * runs[False]["padded_tokens"]
+
+
 def test_fine_tune_calls_back_after_each_whole_epoch_without_changing_the_result(tiny_bert):
     from checkray.actors.zoo.trainers import fine_tune
     from checkray.engine.training import FineTuneConfig

@@ -13,7 +13,7 @@ import yaml
 from checkray.actors.models import load_model
 from checkray.engine.benchmark.registry import read_registry
 from checkray.engine.errors import ConfigError, InputError
-from checkray.engine.training import accuracy, stratified_split
+from checkray.engine.training import accuracy, epoch_batches, padded_tokens, stratified_split
 from checkray.jobs.config import load_config
 from tests.fakes.cli import run_cli
 from tests.fakes.tiny_hf import build_tiny_bert
@@ -110,6 +110,28 @@ def test_stratified_split_is_seeded_and_keeps_label_shares():
     with pytest.raises(ConfigError, match="at least 2"):
         stratified_split(np.array(["a"] * 10), 0.2, 0)
     assert accuracy(np.array([[0.9, 0.1], [0.2, 0.8]]), ["a", "b"], ["a", "a"]) == 0.5
+
+
+def test_length_grouped_batches_cover_each_row_once_and_pad_less():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 64, size=1200)
+    random = epoch_batches(lengths, 38, np.random.default_rng(1), group_by_length=False)
+    grouped = epoch_batches(lengths, 38, np.random.default_rng(1))
+    # the random split is the permutation the loop always drew: an old run reproduces
+    assert np.array_equal(np.concatenate(random), np.random.default_rng(1).permutation(1200))
+    assert sorted(len(b) for b in grouped) == sorted(len(b) for b in random)
+    assert np.array_equal(np.sort(np.concatenate(grouped)), np.arange(1200))
+    # similar lengths share a batch: far less padding than random batches
+    assert padded_tokens(lengths, grouped) < 0.6 * padded_tokens(lengths, random)
+    assert padded_tokens(lengths, grouped) >= lengths.sum()
+    # seeded; the batches' order is shuffled, not longest first
+    again = epoch_batches(lengths, 38, np.random.default_rng(1))
+    assert all(np.array_equal(a, b) for a, b in zip(grouped, again))
+    firsts = [int(lengths[b].max()) for b in grouped]
+    assert firsts != sorted(firsts, reverse=True)
+    # runs of LENGTH_GROUP_BATCHES batches: a long epoch is sorted within runs, not whole
+    many = epoch_batches(rng.integers(5, 64, size=32 * 120), 120, np.random.default_rng(2))
+    assert len(many) == 120 and all(len(b) == 32 for b in many)
 
 
 @pytest.mark.ray
