@@ -11,6 +11,7 @@ sentence-transformers pipeline run in NumPy, which costs nothing beside the forw
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -147,12 +148,33 @@ def onnx_sentence_encoder(
     return OnnxSentenceEncoder(path, graph, threads)
 
 
-class OnnxLogits:
-    """A sequence classifier's forward pass in ONNX Runtime: tokenizer output in, logits out."""
+def module_digest(model) -> str:
+    """sha256 of a transformers module's config and weights: what its traced graph computes.
 
-    def __init__(self, identity: dict[str, Any], model, tokenizer, precision: str = "fp32", threads: int | None = None):
+    A classifier's graph is keyed by this, not by the path it came from: a model handed over
+    in memory may name a path that is not a file here (the zoo's fine-tune names its place
+    in the zoo directory, relative to it), and two different models would then share one
+    cached graph."""
+    import hashlib
+
+    import torch
+
+    config = model.config.to_dict() if hasattr(model, "config") else {}
+    config.pop("_name_or_path", None)
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:32]
+
+
+class OnnxLogits:
+    """A sequence classifier's forward pass in ONNX Runtime: tokenizer output in, logits out.
+    The export is cached by ``module_digest`` of ``model``."""
+
+    def __init__(self, model, tokenizer, precision: str = "fp32", threads: int | None = None):
         path, graph = exported(
-            {**identity, "pipeline": "sequence-classification"},
+            {"model": {"weights": module_digest(model)}, "pipeline": "sequence-classification"},
             precision,
             lambda: (model, tokenizer, {}),
             output="logits",

@@ -93,13 +93,10 @@ def onnx_forward(spec: ModelSpec, model, tokenizer):
     backend = resolve_encoder()
     if is_torch(backend) or spec.trust_remote_code:  # remote code may not trace
         return None
-    from checkray.actors.assets import pin_model
     from checkray.actors.onnx_models import OnnxLogits
 
     threads = spec.options.get("threads")
-    return OnnxLogits(
-        {"model": pin_model(str(spec.path))}, model, tokenizer, precision_of(backend), int(threads) if threads else None
-    )
+    return OnnxLogits(model, tokenizer, precision_of(backend), int(threads) if threads else None)
 
 
 def load_hf(spec: ModelSpec) -> HFSequenceClassifier:

@@ -171,7 +171,8 @@ class FineTunedEncoder:
 
     def _onnx_member(self, k: int):
         """Member ``k``'s forward pass on ONNX Runtime, or None (PyTorch): a member trained in
-        this process (no folder to key its export by), on a GPU, or the setting says torch."""
+        this process (it stays on PyTorch, as its figures were measured), on a GPU, or the
+        setting says torch."""
         from checkray.engine.inference import is_torch, precision_of, resolve_encoder
 
         model, tokenizer = self.members[k]
@@ -180,10 +181,9 @@ class FineTunedEncoder:
         if is_torch(backend) or folder is None or model.device.type != "cpu":
             return None
         if k not in self._onnx:
-            from checkray.actors.assets import pin_model
             from checkray.actors.onnx_models import OnnxLogits
 
-            self._onnx[k] = OnnxLogits({"model": pin_model(folder)}, model, tokenizer, precision_of(backend))
+            self._onnx[k] = OnnxLogits(model, tokenizer, precision_of(backend))
         return self._onnx[k]
 
     def fit(self, texts: list[str], valid: list[int], seed: int, on_step: OnStep | None = None) -> dict[str, Any]:

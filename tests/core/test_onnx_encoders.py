@@ -228,3 +228,31 @@ def test_an_unknown_encoder_flag_is_one_line(monkeypatch):
     assert "encoder 'fp16': unknown (have: auto, torch, torch-bf16, onnx, onnx-int8)" in str(
         result.exception or result.output
     )
+
+
+def test_two_classifiers_named_by_one_path_never_share_a_graph(tmp_path, monkeypatch):
+    """A model handed over in memory (the zoo's fine-tune names its place relative to the
+    zoo directory, not a file here) is keyed by its weights: a second model under the same
+    name gets its own graph, not the first one's logits."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from checkray.actors.models.hf_model import HFSequenceClassifier
+    from checkray.actors.onnx_export import ROOT_ENV
+    from checkray.engine.benchmark.registry import ModelSpec
+
+    monkeypatch.setenv(ROOT_ENV, str(tmp_path / "onnx"))
+    spec = ModelSpec(name="ft", family="hf", path="stages/model-ft/model", labels=["negative", "positive"])
+    probs = {}
+    for seed in (0, 1):
+        path = build_tiny_bert(tmp_path / f"bert{seed}", TEXTS, seed=seed, initializer_range=0.5)
+        model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        monkeypatch.setenv(ENCODER_ENV, "torch")
+        reference = HFSequenceClassifier(spec, model, tokenizer).predict_proba(TEXTS)
+        monkeypatch.setenv(ENCODER_ENV, "onnx")
+        onnx = HFSequenceClassifier(spec, model, tokenizer)
+        assert onnx.onnx is not None
+        probs[seed] = onnx.predict_proba(TEXTS)
+        np.testing.assert_allclose(probs[seed], reference, atol=1e-5)
+    assert not np.allclose(probs[0], probs[1], atol=1e-3)
+    assert len(list((tmp_path / "onnx").iterdir())) == 2
