@@ -205,13 +205,16 @@ def cluster_plan(backend: str = "auto", pool_size: int | None = None, texts: int
     return driver_plan(plan, texts, len(nodes), backend) or plan
 
 
-def driver_plan(plan: ActorPlan, texts: int, nodes: int, backend: str = "auto") -> ActorPlan | None:
-    """The plan that encodes ``texts`` texts in this process with every CPU of its node,
-    when ``embeds_in_driver`` allows it instead of ``plan``'s actors; else None."""
+def driver_plan(
+    plan: ActorPlan, texts: int, nodes: int, backend: str = "auto", below: int | None = None
+) -> ActorPlan | None:
+    """The plan that encodes ``texts`` texts (or maps that many rows) in this process with
+    every CPU of its node, when ``embeds_in_driver`` allows it instead of ``plan``'s actors;
+    else None. ``below``: the most rows this process takes (default ``in_driver_below()``)."""
     if backend == "gpu":
         return None
     driver_cpus = driver_node_cpus()
-    if not embeds_in_driver(plan, texts, nodes, driver_cpus, in_driver_below()):
+    if not embeds_in_driver(plan, texts, nodes, driver_cpus, in_driver_below() if below is None else below):
         return None
     return ActorPlan("cpu", 1, num_cpus=driver_cpus, num_gpus=0.0, threads=int(driver_cpus), in_driver=True)
 

@@ -93,8 +93,9 @@ class RuntimeConfig(Section):
     num_gpus: int | None = Field(default=None, ge=0)  # local Ray only (tests fake a GPU)
     object_store_mb: int = Field(default=512, ge=64)
     # Embedding jobs of at most this many texts on a local one-node CPU Ray run the encoder
-    # in the driver process instead of starting encoder actors (actors/embed_cache.py);
-    # 0: always actors. Changes no vector.
+    # in the driver process instead of starting encoder actors (actors/embed_cache.py), and
+    # so do COSTELLO's mutations of at most 1,000 seeds (actors/costello/mutators.py);
+    # 0: always actors. Changes no vector and no variant.
     embed_in_driver_below: int = Field(default=20_000, ge=0, json_schema_extra=NOT_FINGERPRINTED)
     # Autoscaling clusters (cluster.yaml has GPU workers with min_workers: 0): ask the
     # autoscaler for this many GPUs on connecting and wait up to gpu_wait_s for them, so

@@ -141,15 +141,26 @@ class MutationActor:
         return pa.Table.from_pylist(rows, schema=ACTOR_SCHEMA)
 
 
+# Seeds few enough to mutate in the driver: each actor of a pool pays ~15-40 s to start
+# (spaCy, WordNet, the n-gram reference) for work of ~15 ms a seed on one core, so below
+# this a pool of two costs more than one mutator here (docs/performance.md).
+MUTATE_IN_DRIVER_BELOW = 1_000
+
+
 def mutate_corpus(
     seeds: pa.Table, settings: MutationSettings, *, backend: str = "cpu", batch_size: int = 64
 ) -> pa.Table:
-    """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool;
-    variants in seed order (VARIANT_SCHEMA)."""
+    """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool, or
+    in this process for a few seeds on a one-node CPU Ray (``MUTATE_IN_DRIVER_BELOW``,
+    ``runtime.embed_in_driver_below: 0`` turns it off); variants in seed order (VARIANT_SCHEMA)."""
+    from checkray.actors.embed_cache import driver_plan, in_driver_below
     from checkray.actors.pool import map_with_actors
-    from checkray.engine.runtime import cluster_resources, plan_actor_pool
+    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool
 
-    plan = plan_actor_pool(cluster_resources(), "cpu" if backend == "auto" else backend)
+    device = "cpu" if backend == "auto" else backend
+    plan = plan_actor_pool(cluster_resources(), device)
+    below = MUTATE_IN_DRIVER_BELOW if in_driver_below() else 0
+    plan = driver_plan(plan, seeds.num_rows, alive_node_count(), device, below) or plan
     return map_with_actors(
         seeds,
         MutationActor,
