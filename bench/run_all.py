@@ -12,6 +12,7 @@ from pathlib import Path
 SCRIPTS = [
     "bench_embedding.py",
     "bench_encoders.py",
+    "bench_finetune.py",
     "bench_clustering.py",
     "bench_memory.py",
     "bench_benchmark.py",

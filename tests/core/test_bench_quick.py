@@ -33,6 +33,7 @@ QUICK = {
     "bench_memory.py": (None, ["documents 1x / 10x"]),
     "bench_clustering.py": (None, ["cluster agreement (ARI)"]),
     "bench_encoders.py": (None, ["physical floor", "onnx-int8"]),
+    "bench_finetune.py": (None, ["grouped", "held-out accuracy"]),
     "bench_parsing.py": (None, []),
     "bench_costello.py": (None, ["costello_scoring", "costello_fanout", "costello_shared_pass", "costello_nn"]),
     "bench_llm_backends.py": (None, ["llamacpp decode", "transformers decode"]),
