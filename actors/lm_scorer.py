@@ -10,7 +10,8 @@ are sorted by length so padding costs little, and padding never changes a score 
 attention mask hides it and each row is scored on its own positions).
 
 ``score_sentences`` maps distinct sentences through a Ray Data pool of these actors
-(``map_with_actors``): one GPU per actor when Ray reports GPUs, else one CPU actor.
+(``map_with_actors``): one GPU per actor when Ray reports GPUs, else one CPU actor, or
+this process for a few sentences on a one-node CPU Ray.
 """
 
 from __future__ import annotations
@@ -74,16 +75,25 @@ class SentenceLogprobActor:
         return pa.table({"text": texts, "logprob": self.scorer.logprobs(texts)}, schema=SCORE_SCHEMA)
 
 
+# Below this many sentences a one-node CPU Ray scores them in this process: an actor's
+# start-up (seconds) is more than the scoring of a demo-sized expansion.
+SCORE_IN_DRIVER_BELOW = 2_000
+
+
 def score_sentences(texts: Sequence[str], model: str, *, backend: str = "auto") -> dict[str, float]:
     """Log-probability of every distinct sentence in ``texts`` under ``model`` (a Ray Data
-    actor pool: GPUs when Ray reports them and ``backend`` allows, else one CPU actor)."""
+    actor pool: GPUs when Ray reports them and ``backend`` allows, else one CPU actor; a
+    few sentences on a one-node CPU Ray in this process, ``SCORE_IN_DRIVER_BELOW``)."""
+    from checkray.actors.embed_cache import driver_plan, in_driver_below
     from checkray.actors.pool import map_with_actors
-    from checkray.engine.runtime import cluster_resources, plan_actor_pool
+    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool
 
     distinct = sorted(set(texts))
     if not distinct:
         return {}
     plan = plan_actor_pool(cluster_resources(), backend)
+    below = SCORE_IN_DRIVER_BELOW if in_driver_below() else 0
+    plan = driver_plan(plan, len(distinct), alive_node_count(), backend, below) or plan
     table = map_with_actors(
         pa.table({"text": distinct}),
         SentenceLogprobActor,

@@ -3,7 +3,7 @@
 Scores every seed and edited sentence of the annotated COSTELLO triples
 (``bench/data/annotations``, any version) with the check's scorer
 (``actors/lm_scorer.CausalLMScorer``), takes each triple's drop as the check does
-(``engine/costello/fluency.sentence_drop``, over the edits the check scores: both for CR1
+(``engine/lm_fluency.sentence_drop``, over the edits the check scores: both for CR1
 and CR4, CR2's farther and CR3's closer), and prints, per CR and ``max_drop``, how many
 triples the check would keep and how many of those were read right on all three, with
 the ROC AUC of the drop against the readers' ``fluent`` and all-three verdicts.
@@ -55,7 +55,7 @@ def main() -> None:
     from sklearn.metrics import roc_auc_score
 
     from checkray.actors.lm_scorer import CausalLMScorer
-    from checkray.engine.costello.fluency import sentence_drop
+    from checkray.engine.lm_fluency import sentence_drop
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="builtin:smollm2-135m-instruct")

@@ -4,19 +4,13 @@ The checked operators (``checked.py``) pick senses and collocations from WordNet
 movie-review n-grams; read at size, what they let through is a word in a sense the
 sentence does not use ("raw beef" -> "rude beef", "the deal is expected to close" ->
 "shut") or a synonym of the right sense that nobody would write there ("his finest
-chance"). A causal LM sees the whole sentence: such an edit costs the sentence
-log-probability. ``fluency`` compares each mutated sentence with its seed sentence and
-rejects the variant when the drop exceeds ``max_drop`` nats (for a matching pair, the
-larger drop of its two sentences). By default it scores CR4's pair substitutions only:
-the movie-review operators have the curated table, and there the check mostly rejected
-triples people had read as right. A rejected variant keeps its reason and reaches
-``rejected.parquet`` like any other check's; a variant that passes lists ``fluency`` in
-its checks. The scores come from ``actors/lm_scorer.py`` (a Ray actor pool).
-
-The drop is a sum over tokens, not a mean: one odd word in a long sentence is what it
-should catch, and a mean would dilute it. A rarer but correct word costs a little too;
-``max_drop`` was set on the triples read by people (docs/costello.md), not on this code's
-own output.
+chance"). ``fluency`` applies the shared LM check (``checkray.engine.lm_fluency``: the new
+sentence's log-probability against its seed's, at most ``max_drop`` nats lost) to the
+variants. By default it scores CR4's pair substitutions only: the movie-review operators
+have the curated table, and there the check mostly rejected triples people had read as
+right. A rejected variant keeps its reason and reaches ``rejected.parquet`` like any
+other check's; a variant that passes lists ``fluency`` in its checks. ``max_drop`` was set
+on the triples read by people (docs/costello.md), not on this code's own output.
 """
 
 from __future__ import annotations
@@ -26,24 +20,20 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from checkray.engine.config import Backend, Section
+from checkray.engine.lm_fluency import CHECK, LMFluencyCheck, sentence_drop, texts_of
 
-CHECK = "fluency"
 SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")  # what ``operators`` may list
 PAIR_SUBSTITUTIONS = ("pair_synonym", "pair_antonym")
 
 
-class FluencyCheck(Section):
-    """``costello.fluency``: the LM that scores sentences and the largest drop allowed."""
+class FluencyCheck(LMFluencyCheck):
+    """``costello.fluency``: the shared LM check, and the operators whose variants it scores."""
 
-    model: str = "builtin:smollm2-135m-instruct"  # builtin LLM alias, a GGUF file or a model directory
-    max_drop: float = Field(default=5.0, gt=0)  # nats of sentence log-probability a variant may lose
     # The matching-pair substitutions (CR4) by default. On the single-sentence operators the
     # curated table and movie-review n-grams already decide, and replayed on the CR1 triples
     # read since 18fc8cf's operators the check rejected 42 right triples and 5 wrong ones
     # (bench/costello_fluency_replay.py).
     operators: list[str] = Field(default_factory=lambda: list(PAIR_SUBSTITUTIONS))
-    backend: Backend = "auto"
 
     @field_validator("operators")
     @classmethod
@@ -52,10 +42,6 @@ class FluencyCheck(Section):
         if unknown:
             raise ValueError(f"operators {unknown} are not word substitutions (have: {', '.join(SUBSTITUTIONS)})")
         return value
-
-
-def _parts(text: str, text_pair: str | None) -> list[str]:
-    return [text] if text_pair is None else [text, text_pair]
 
 
 # CR1 and CR4 take a synonym and an antonym of the same word (triples.combine).
@@ -92,15 +78,9 @@ def sentences_to_score(
     texts: set[str] = set()
     for i in checked_rows(rows, operators):
         r = rows[i]
-        texts.update(_parts(*seeds[r["seed_id"]]))
-        texts.update(_parts(r["text"], r["text_pair"]))
+        texts.update(texts_of(*seeds[r["seed_id"]]))
+        texts.update(texts_of(r["text"], r["text_pair"]))
     return texts
-
-
-def sentence_drop(seed: tuple[str, str | None], variant: tuple[str, str | None], scores: Mapping[str, float]) -> float:
-    """The largest log-probability a variant's sentence lost against its seed sentence."""
-    pairs = zip(_parts(*seed), _parts(*variant))
-    return max((scores[s] - scores[v] for s, v in pairs if s != v), default=0.0)
 
 
 def apply_fluency(
