@@ -118,6 +118,8 @@ def _source(job: str, row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
         src = meta.get("representative") or meta.get("source_text") or prov.get("source_id")
         return f"prompt {prov.get('template_id')} (version {meta.get('version')}, {meta.get('split')}); from: {src}"
     if job == "testaug":
+        if meta.get("template") is not None:  # an expansion case: its new template and the case it came from
+            return f"expansion of {json.dumps(meta['template'])} from: {meta.get('source')}"
         return f"prompt {meta.get('prompt')} for: {meta.get('description')}"
     if job == "s2lct":
         if meta.get("kind") == "expansion":

@@ -11,8 +11,15 @@ from pydantic import Field, field_validator, model_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, JobSection, Section, repo_path
 from checkray.engine.llm import GenerationParams
+from checkray.engine.lm_fluency import LMFluencyCheck
 from checkray.engine.testaug.validity import VALIDITY_BACKENDS
 from checkray.engine.training import FineTuneConfig
+
+# The testaug expansion's fluency limit, set on expansion cases people read (docs/testaug.md).
+EXPANSION_MAX_DROP = 6.0
+# Expansion fields the validity stage's fingerprint leaves out: it never reads them, and
+# runs made before they existed keep their LLM labeler's checkpoint.
+LATER_EXPANSION_FIELDS = ("expansion_fluency", "expansion_draws")
 
 
 class PatchConfig(Section):
@@ -58,7 +65,15 @@ class TestAugConfig(JobSection):
     labeler_examples: int = Field(default=0, ge=0)
     label_generation: GenerationParams = GenerationParams(temperature=0.0, max_tokens=8)
     expansion_match: Literal["filling", "pool"] = "filling"  # §4.3 text / Table 12 behaviour
-    expansion_per_template: int = Field(default=5, ge=1)
+    expansion_per_template: int = Field(default=5, ge=1)  # cases kept from each new template
+    # A drawn expansion case whose text loses more than max_drop nats of LM log-probability
+    # against the case its template came from is refused (a pool word that does not fit the
+    # sentence: "The restaurant is not a fast airline."); null turns the check off.
+    expansion_fluency: LMFluencyCheck | None = LMFluencyCheck(max_drop=EXPANSION_MAX_DROP)
+    # Cases drawn from each new template, of which the first expansion_per_template that
+    # pass every check are kept (null: 3 x expansion_per_template with the fluency check,
+    # else expansion_per_template), so refusals cost little yield.
+    expansion_draws: int | None = Field(default=None, ge=1)
     max_expansion_per_description: int = Field(default=200, ge=0)
     spacy: str = "builtin:sm"
     baseline_nsamples: int = Field(default=100, ge=1)  # template-only suite, cases per template
@@ -67,6 +82,12 @@ class TestAugConfig(JobSection):
     # fingerprint the resolved models themselves, so naming them never re-asks the LLM.
     models: str | None = Field(default=None, json_schema_extra=NOT_FINGERPRINTED)
     patch: PatchConfig = PatchConfig()
+
+    def expansion_candidates(self) -> int:
+        """Cases drawn from each new template (``expansion_draws``)."""
+        if self.expansion_draws is not None:
+            return self.expansion_draws
+        return self.expansion_per_template * (3 if self.expansion_fluency else 1)
 
     @field_validator("spec")
     @classmethod

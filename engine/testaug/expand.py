@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from checkray.engine.case_checks import apply_checks, rejected_table
 from checkray.engine.errors import InputError
+from checkray.engine.lm_fluency import CHECK, LMFluencyCheck, sentence_drop, texts_of
 from checkray.engine.templates.expand import Slot, Template, TemplateRecord, build_template, expand_template
 from checkray.engine.testaug.checks import expansion_checks, with_description
 from checkray.engine.testaug.prompt import Description, SeedCase, normalize, seed_keys, shown_seed
@@ -185,25 +186,123 @@ class ExpansionSettings:
     """What the expansion reads of the ``testaug:`` section."""
 
     match: str = "filling"  # "filling": a seed's own slot filling; "pool": any filler of the slot
-    per_template: int = 5  # cases drawn from each new template
+    per_template: int = 5  # cases kept from each new template
     max_per_description: int = 200  # new cases of one description in all
+    candidates: int | None = None  # cases drawn from each new template (None: per_template)
+
+    @property
+    def drawn(self) -> int:
+        return max(self.candidates or self.per_template, self.per_template)
+
+
+@dataclass
+class TemplateDraw:
+    """One new template and its drawn cases that passed the rule checks, in draw order."""
+
+    key: str
+    texts: list[str]
+    slots: list[str]
+    template_id: str
+    source: tuple[str, str | None]  # the kept case the template was made from
+    candidates: list[dict]
+    refused: list[dict]  # drawn cases the rule checks refused, with reasons
 
 
 @dataclass
 class Expansion:
-    """New templates made from kept cases and the new cases drawn from them (the expand
-    stage's ``data`` and ``templates`` tables, ``EXPANSION_SCHEMA`` and ``TEMPLATES_SCHEMA``)."""
+    """New templates made from kept cases and their rule-checked draws; ``select`` keeps
+    the first ``per_template`` of each that pass the LM fluency check too and gives the
+    expand stage's ``data`` and ``templates`` tables (``EXPANSION_SCHEMA``,
+    ``TEMPLATES_SCHEMA``) and ``rejected``."""
 
-    cases: list[dict] = field(default_factory=list)
-    templates: list[dict] = field(default_factory=list)
-    rejected: list[dict] = field(default_factory=list)  # drawn cases the checks rejected, with reasons
+    draws: list[TemplateDraw] = field(default_factory=list)
+    descriptions: dict[str, Description] = field(default_factory=dict)
 
-    def tables(self) -> dict[str, pa.Table]:
+    def texts_to_score(self) -> set[str]:
+        """Every source text and candidate text the fluency check compares."""
+        out: set[str] = set()
+        for draw in self.draws:
+            out.update(texts_of(*draw.source))
+            for c in draw.candidates:
+                out.update(texts_of(c["text"], c["text_pair"]))
+        return out
+
+    def select(
+        self,
+        settings: ExpansionSettings,
+        check: LMFluencyCheck | None = None,
+        scores: Mapping[str, float] | None = None,
+    ) -> dict[str, pa.Table]:
+        """The stage's tables: per template, its candidates in order until ``per_template``
+        are kept (and ``max_per_description`` per description); with ``check``, a candidate
+        whose text loses more than ``check.max_drop`` nats against its source is refused.
+        A template met once a description is full is not used, its refusals not counted."""
+        cases, templates, rejected = [], [], []
+        produced: dict[str, int] = {}
+        for draw in self.draws:
+            done = produced.get(draw.key, 0)
+            if done >= settings.max_per_description:
+                continue
+            fresh, refused = _kept_candidates(draw, settings, check, scores or {}, done)
+            produced[draw.key] = done + len(fresh)
+            rejected += with_description(draw.refused + refused, self.descriptions[draw.key], "testaug-expansion")
+            templates.append(
+                {
+                    "key": draw.key,
+                    "template": json.dumps(draw.texts),
+                    "slots": draw.slots,
+                    "template_id": draw.template_id,
+                    "source": draw.source[0],
+                    "cases": len(fresh),
+                }
+            )
+            cases += [_case_row(draw, c) for c in fresh]
         return {
-            "data": pa.Table.from_pylist(self.cases, schema=EXPANSION_SCHEMA),
-            "templates": pa.Table.from_pylist(self.templates, schema=TEMPLATES_SCHEMA),
-            "rejected": rejected_table(self.rejected),
+            "data": pa.Table.from_pylist(cases, schema=EXPANSION_SCHEMA),
+            "templates": pa.Table.from_pylist(templates, schema=TEMPLATES_SCHEMA),
+            "rejected": rejected_table(rejected),
         }
+
+
+def _kept_candidates(
+    draw: TemplateDraw,
+    settings: ExpansionSettings,
+    check: LMFluencyCheck | None,
+    scores: Mapping[str, float],
+    produced: int,
+) -> tuple[list[dict], list[dict]]:
+    """(kept, refused by the fluency check) of one template's candidates, in draw order;
+    candidates past the last one kept are never looked at, like cases never drawn."""
+    kept, refused = [], []
+    room = min(settings.per_template, settings.max_per_description - produced)
+    for c in draw.candidates:
+        if len(kept) >= room:
+            break
+        if check is None:
+            kept.append(c)
+            continue
+        drop = sentence_drop(draw.source, (c["text"], c["text_pair"]), scores)
+        if drop > check.max_drop:
+            reason = (
+                f"costs the sentence {drop:.1f} nats against its source under {check.model} (limit {check.max_drop:g})"
+            )
+            refused.append({**c, "check": CHECK, "reason": reason})
+        else:
+            kept.append({**c, "checks": [*c["checks"], CHECK]})
+    return kept, refused
+
+
+def _case_row(draw: TemplateDraw, c: Mapping[str, Any]) -> dict:
+    return {
+        "key": draw.key,
+        "text": c["text"],
+        "text_pair": c["text_pair"],
+        "template": json.dumps(draw.texts),
+        "template_id": draw.template_id,
+        "source": draw.source[0],
+        "filling": json.dumps(c["filling"]),
+        "checks": c["checks"],
+    }
 
 
 def expand_description(
@@ -217,20 +316,21 @@ def expand_description(
 ) -> None:
     """§4.3 for one description: each kept case (``key``, ``text``, ``text_pair``,
     ``seeds``: the seeds its prompt showed) whose content words fill its seeds' slots
-    becomes a new template, expanded with the seed pools; only sentences not in ``seen``
-    (updated) are drawn, at most ``settings.max_per_description`` in all. ``nlp``: spaCy."""
+    becomes a new template, expanded with the seed pools; ``settings.drawn`` cases of each
+    are drawn and rule-checked, only sentences not in ``seen`` (updated). ``nlp``: spaCy."""
     templates = {x.template_id: x for x in d.templates}
-    produced, made = 0, []
+    made = []
+    out.descriptions[d.key] = d
     for r in kept:
         shown = [shown_seed(s) for s in json.loads(r["seeds"])]
         docs = [nlp(x) for x in (r["text"], r["text_pair"]) if x is not None]
         new = case_template(docs, seed_candidates(shown, templates, settings.match))
-        if new is None or new.texts in made or produced >= settings.max_per_description:
+        if new is None or new.texts in made:
             continue  # a template met before draws the same cases again
         made.append(new.texts)
         try:
             template, drawn = expand_new_template(
-                new, d.capability, d.label, d.description, settings.per_template, seed, f"{d.key}: {r['text']}"
+                new, d.capability, d.label, d.description, settings.drawn, seed, f"{d.key}: {r['text']}"
             )
         except InputError:  # e.g. {a:slot} over a pool with an empty filler: not a usable template
             continue
@@ -241,38 +341,19 @@ def expand_description(
             ],
             expansion_checks(d, seen),
         )
-        out.rejected += with_description(outcome.rejected, d, "testaug-expansion")
-        fresh = outcome.kept[: settings.max_per_description - produced]
-        produced += len(fresh)
-        out.templates.append(
-            {
-                "key": d.key,
-                "template": json.dumps(new.texts),
-                "slots": sorted(new.slots),
-                "template_id": template.template_id,
-                "source": r["text"],
-                "cases": len(fresh),
-            }
+        source = (r["text"], r["text_pair"])
+        out.draws.append(
+            TemplateDraw(
+                d.key, new.texts, sorted(new.slots), template.template_id, source, outcome.kept, outcome.rejected
+            )
         )
-        out.cases += [
-            {
-                "key": d.key,
-                "text": c["text"],
-                "text_pair": c["text_pair"],
-                "template": json.dumps(new.texts),
-                "template_id": template.template_id,
-                "source": r["text"],
-                "filling": json.dumps(c["filling"]),
-                "checks": c["checks"],
-            }
-            for c in fresh
-        ]
 
 
 def expand_cases(
     descs: Sequence[Description], kept: Sequence[Mapping[str, Any]], nlp, settings: ExpansionSettings, seed: int
 ) -> Expansion:
-    """§4.3 over every description: new sentences only, never a seed case or a kept case."""
+    """§4.3 over every description: new sentences only, never a seed case or a kept case;
+    ``Expansion.select`` then keeps what reaches the suite."""
     out = Expansion()
     for d in descs:
         seen = seed_keys(d) | {(normalize(r["text"]), normalize(r["text_pair"] or "")) for r in kept}

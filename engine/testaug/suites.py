@@ -9,7 +9,7 @@ import json
 
 import pyarrow as pa
 
-from checkray.engine.schema import make_cases
+from checkray.engine.schema import case_id, make_cases
 from checkray.engine.templates.expand import expand
 from checkray.engine.testaug.prompt import Description
 
@@ -25,9 +25,10 @@ def build_suites(
     baseline_nsamples: int,
     generator: str,
     seed: int,
-) -> tuple[pa.Table, pa.Table]:
+) -> tuple[pa.Table, pa.Table, list[dict]]:
     """(TestAug suite: ``<suite>-gpt`` + ``<suite>-expansion``, template-only baseline
-    suite of ``baseline_nsamples`` cases per template), in the test-case schema.
+    suite of ``baseline_nsamples`` cases per template, in the test-case schema; the
+    repeated cases left out, as rejected rows: ``first_of_each_case``).
     ``valid``: the judged cases (``VALIDITY_SCHEMA``), ``expanded``: the expansion's cases."""
     by_key = {d.key: d for d in descs}
     rows = []
@@ -74,7 +75,36 @@ def build_suites(
         }
         for r in base.cases.to_pylist()
     ]
-    return make_cases(rows), make_cases(base_rows)
+    unique, repeats = first_of_each_case(rows)
+    return make_cases(unique), make_cases(base_rows), repeats
+
+
+def first_of_each_case(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(rows, repeats): a case two descriptions produced alike (same suite, text, pair and
+    label, so one case id: "I thought the weather would be rainy, but it wasn't." under two
+    "I thought ..." descriptions) stays once, under the first; the repeats are returned as
+    ``rejected.parquet`` rows (check ``duplicate``)."""
+    first: dict[str, str] = {}
+    unique, repeats = [], []
+    for r in rows:
+        cid = case_id(r["suite"], r["text"], r["text_pair"], r["expected_label"])
+        if cid not in first:
+            first[cid] = r["meta"]["description_key"]
+            unique.append(r)
+            continue
+        repeats.append(
+            {
+                "suite": r["suite"],
+                "capability": r["capability"],
+                "text": r["text"],
+                "text_pair": r["text_pair"],
+                "expected_label": r["expected_label"],
+                "check": "duplicate",
+                "reason": f"the same case as one of description {first[cid]}",
+                "meta": {"description": r["meta"]["description_key"]},
+            }
+        )
+    return unique, repeats
 
 
 def _case(

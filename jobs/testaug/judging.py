@@ -12,7 +12,7 @@ from checkray.engine.llm import GenerationParams, LLMConfig
 from checkray.engine.llm_checkpoint import StageChat
 from checkray.engine.prompts import load_prompt
 from checkray.engine.stages import Stage, StageContext, file_digest
-from checkray.engine.testaug.config import TestAugConfig
+from checkray.engine.testaug.config import LATER_EXPANSION_FIELDS, TestAugConfig
 from checkray.engine.testaug.judges import (
     CaseJudges,
     Labeler,
@@ -95,8 +95,11 @@ def validity_stage(t: TestAugConfig, llm: LLMConfig, descs: list[Description], c
         run,
         inputs=("parse",),
         config=[
-            # the top-up target does not change what this stage decides (``jobs/testaug/topup.py``)
-            t.model_copy(update={"min_kept": 0, "max_prompts_per_description": None}),
+            # the top-up target does not change what this stage decides (``jobs/testaug/topup.py``),
+            # nor do the expansion's later fields (the LLM labeler is not asked again for them)
+            t.model_copy(update={"min_kept": 0, "max_prompts_per_description": None}).view(
+                *(f for f in TestAugConfig.model_fields if f not in LATER_EXPANSION_FIELDS)
+            ),
             llm,
             load_prompt("testaug_validity").sections,
             load_prompt("testaug_validity_examples").sections,

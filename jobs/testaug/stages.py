@@ -10,6 +10,7 @@ from dataclasses import asdict
 import pyarrow as pa
 
 from checkray.engine.benchmark.registry import ModelSpec
+from checkray.engine.case_checks import rejected_table
 from checkray.engine.stages import RunDir, Stage, StageContext
 from checkray.engine.testaug.config import TestAugConfig
 from checkray.engine.testaug.expand import ExpansionSettings, expand_cases
@@ -20,22 +21,35 @@ from checkray.engine.testaug.tables import table5_suites, testaug_table4, testau
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.config import CheckrayConfig
 
-EXPAND_VERSION = "4"  # 4: expansion cases pass the automatic checks
+EXPAND_VERSION = "5"  # 4: expansion cases pass the automatic checks; 5: and the LM fluency check
 BENCHMARK_DIR = "benchmark"  # the benchmark's run, inside the testaug run
 
 
 def expand_stage(t: TestAugConfig, descs: list[Description], seed: int) -> Stage:
     """Kept cases whose content words fill their seeds' slots become new templates, expanded
-    with the seed pools (spaCy ``testaug.spacy``)."""
+    with the seed pools (spaCy ``testaug.spacy``); with ``testaug.expansion_fluency``, a
+    drawn case that reads much worse than its source under the LM is refused
+    (``checkray.engine.lm_fluency``) and the next one drawn takes its place."""
 
     def run(ctx: StageContext):
         from checkray.actors.spacy_nlp import load_spacy
 
         kept = [r for r in ctx.input("topup").to_pylist() if r["kept"]]
-        settings = ExpansionSettings(t.expansion_match, t.expansion_per_template, t.max_expansion_per_description)
-        return expand_cases(descs, kept, load_spacy(t.spacy), settings, seed).tables()
+        check = t.expansion_fluency
+        settings = ExpansionSettings(
+            t.expansion_match, t.expansion_per_template, t.max_expansion_per_description, t.expansion_candidates()
+        )
+        expansion = expand_cases(descs, kept, load_spacy(t.spacy), settings, seed)
+        scores = _lm_scores(expansion.texts_to_score(), check) if check else None
+        return expansion.select(settings, check, scores)
 
     return Stage("expand", run, inputs=("topup",), config=[t, seed], version=EXPAND_VERSION)
+
+
+def _lm_scores(texts: set[str], check) -> dict[str, float]:
+    from checkray.actors.lm_scorer import score_sentences
+
+    return score_sentences(sorted(texts), check.model, backend=check.backend)
 
 
 def suites_stage(t: TestAugConfig, descs: list[Description], generator: str, seed: int) -> Stage:
@@ -46,7 +60,7 @@ def suites_stage(t: TestAugConfig, descs: list[Description], generator: str, see
 
     def run(ctx: StageContext):
         valid = ctx.input("topup")
-        suite, baseline = build_suites(
+        suite, baseline, repeats = build_suites(
             descs,
             valid,
             ctx.input("expand"),
@@ -62,6 +76,7 @@ def suites_stage(t: TestAugConfig, descs: list[Description], generator: str, see
             descs,
             t.suite,
         )
+        rejected = pa.concat_tables([rejected, rejected_table(repeats)])
         return {
             "suite": suite,
             "baseline": baseline,
@@ -69,7 +84,9 @@ def suites_stage(t: TestAugConfig, descs: list[Description], generator: str, see
             "rejected": rejected,
         }
 
-    return Stage("suites", run, inputs=("parse", "topup", "expand"), config=[t, generator, seed], version="2")
+    return Stage(
+        "suites", run, inputs=("parse", "topup", "expand"), config=[t, generator, seed], version="3"
+    )  # 3: repeats across descriptions
 
 
 def diversity_stage(t: TestAugConfig, descs: list[Description]) -> Stage:

@@ -90,10 +90,11 @@ def test_a_wrongly_labelled_generated_case_is_not_expanded(descs):
     kept, rejected, _ = _flawed_round(descs)
     wrong = "No one admires that food, it is wonderful."
     assert wrong in {r["text"] for r in rejected if r["check"] == "polarity"}
-    expansion = expand_cases(descs, kept, load_spacy("builtin:sm"), ExpansionSettings(), 0)
-    assert expansion.cases and wrong not in {c["source"] for c in expansion.cases}
-    assert not any("wonderful" in c["text"] for c in expansion.cases if c["key"] == "d01")
-    assert all(c["checks"] == ["duplicate", "description_words", "polarity", "contradiction"] for c in expansion.cases)
+    settings = ExpansionSettings()
+    cases = expand_cases(descs, kept, load_spacy("builtin:sm"), settings, 0).select(settings)["data"].to_pylist()
+    assert cases and wrong not in {c["source"] for c in cases}
+    assert not any("wonderful" in c["text"] for c in cases if c["key"] == "d01")
+    assert all(c["checks"] == ["duplicate", "description_words", "polarity", "contradiction"] for c in cases)
 
 
 def test_suite_rows_carry_their_checks_and_rejections_include_the_validity_filter(descs):
@@ -102,8 +103,8 @@ def test_suite_rows_carry_their_checks_and_rejections_include_the_validity_filte
     for i, c in enumerate(judged):
         c.kept, c.decided_by = i % 2 == 0, "llm labeler"
     valid = cases_table(judged)
-    expanded = expand_cases(descs, kept[:0], None, ExpansionSettings(), 0).tables()
-    suite, _ = build_suites(
+    expanded = expand_cases(descs, kept[:0], None, ExpansionSettings(), 0).select(ExpansionSettings())
+    suite, _, _ = build_suites(
         descs, valid, expanded["data"], suite="testaug", baseline_nsamples=2, generator="fake", seed=0
     )
     assert all(c[-1] == "validity (llm labeler)" and "polarity" in c for c in suite.column("checks").to_pylist())
@@ -134,3 +135,35 @@ def test_the_hand_written_template_suite_is_not_rejected():
             cases += 1
             assert polarity_reason(texts[0], t.label) is None and contradiction_reason(texts[0]) is None, texts
     assert cases == 300
+
+
+def test_a_case_two_descriptions_wrote_alike_is_kept_once_and_the_repeat_recorded():
+    """Read in a TestAug run: "I thought the weather would be rainy, but it wasn't." kept
+    under two "I thought ..." descriptions of one label gave two rows of one case id."""
+    from checkray.engine.testaug.suites import first_of_each_case
+
+    def row(key, text, label="neutral"):
+        return {
+            "suite": "testaug-gpt",
+            "capability": "Temporal",
+            "text": text,
+            "text_pair": None,
+            "expected_label": label,
+            "meta": {"description_key": key},
+        }
+
+    rows = [
+        row("d14", "It rained."),
+        row("d16", "It rained."),
+        row("d16", "It rained.", "negative"),
+        row("d16", "Sun."),
+    ]
+    unique, repeats = first_of_each_case(rows)
+    assert [(r["meta"]["description_key"], r["expected_label"]) for r in unique] == [
+        ("d14", "neutral"),
+        ("d16", "negative"),
+        ("d16", "neutral"),
+    ]
+    assert [(r["check"], r["meta"]["description"]) for r in repeats] == [("duplicate", "d16")]
+    assert "description d14" in repeats[0]["reason"]
+    assert rejected_table(repeats).num_rows == 1

@@ -145,3 +145,90 @@ def test_closest_other_length_matches_sacrebleu():
         counts, sizes = Counter(lens), sorted(set(lens))
         for i, h in enumerate(lens):
             assert _closest_other_length(h, counts, sizes) == scorer._get_closest_ref_len(h, lens[:i] + lens[i + 1 :])
+
+
+# ---------------------------------------------------------------- the LM fluency check
+
+
+def _draw(key, source, texts, refused=()):
+    from checkray.engine.testaug.expand import TemplateDraw
+
+    cands = [{"text": t, "text_pair": None, "filling": {"noun": t}, "checks": ["duplicate"]} for t in texts]
+    gone = [{"text": t, "text_pair": None, "check": "polarity", "reason": "r"} for t in refused]
+    return TemplateDraw(key, [f"{key} {{noun}}"], ["noun"], f"t-{source}", (source, None), cands, gone)
+
+
+def _expansion(*draws):
+    from checkray.engine.testaug.expand import Expansion
+
+    out = Expansion(list(draws))
+    for draw in draws:  # what with_description reads of a description
+        out.descriptions[draw.key] = type("D", (), {"key": draw.key, "capability": "Vocabulary", "label": "negative"})()
+    return out
+
+
+def test_a_case_the_lm_finds_much_worse_than_its_source_is_refused_and_the_next_drawn_kept():
+    from checkray.engine.lm_fluency import LMFluencyCheck
+    from checkray.engine.testaug.expand import ExpansionSettings
+
+    scores = {
+        "The food is bad.": -20.0,
+        "The meal is bad.": -22.0,
+        "The airline is bad.": -31.0,
+        "The dish is bad.": -23.0,
+        "The plate is bad.": -24.0,
+    }
+    draw = _draw(
+        "d01",
+        "The food is bad.",
+        ["The meal is bad.", "The airline is bad.", "The dish is bad.", "The plate is bad."],
+        refused=["The cake is bad."],
+    )
+    settings = ExpansionSettings(per_template=2, candidates=6)
+    out = _expansion(draw).select(settings, LMFluencyCheck(max_drop=5.0), scores)
+    kept = out["data"].to_pylist()
+    assert [c["text"] for c in kept] == ["The meal is bad.", "The dish is bad."]
+    assert all(c["checks"] == ["duplicate", "fluency"] for c in kept)
+    rejected = out["rejected"].to_pylist()
+    # the rule check's refusal and the LM's, with its drop; "The plate" was never looked at
+    assert [(r["text"], r["check"]) for r in rejected] == [
+        ("The cake is bad.", "polarity"),
+        ("The airline is bad.", "fluency"),
+    ]
+    assert "11.0 nats" in rejected[1]["reason"] and "limit 5" in rejected[1]["reason"]
+    assert out["templates"].to_pylist()[0]["cases"] == 2
+
+
+def test_without_the_check_the_first_drawn_cases_are_kept_up_to_each_limit():
+    from checkray.engine.testaug.expand import ExpansionSettings
+
+    a = _draw("d01", "A.", ["a1", "a2", "a3"], refused=["a0"])
+    b = _draw("d01", "B.", ["b1", "b2"], refused=["b0"])
+    c = _draw("d01", "C.", ["c1"], refused=["c0"])  # met once d01 is full: not used, refusals not counted
+    out = _expansion(a, b, c).select(ExpansionSettings(per_template=2, max_per_description=3))
+    assert [r["text"] for r in out["data"].to_pylist()] == ["a1", "a2", "b1"]
+    assert [r["text"] for r in out["rejected"].to_pylist()] == ["a0", "b0"]
+    assert [t["cases"] for t in out["templates"].to_pylist()] == [2, 1]
+
+
+def test_the_check_draws_three_times_the_kept_cases_unless_told_and_is_off_with_null():
+    from checkray.engine.testaug.config import TestAugConfig
+
+    assert TestAugConfig().expansion_fluency is not None and TestAugConfig().expansion_candidates() == 15
+    assert TestAugConfig(expansion_fluency=None).expansion_candidates() == 5
+    assert TestAugConfig(expansion_draws=8).expansion_candidates() == 8
+
+
+def test_the_validity_stage_fingerprint_ignores_the_later_expansion_fields():
+    """A run made before the fluency check existed keeps its LLM labeler's checkpoint."""
+    from checkray.engine.stages import _jsonable
+    from checkray.engine.testaug.config import LATER_EXPANSION_FIELDS, TestAugConfig
+
+    def validity_view(t):
+        return t.view(*(f for f in TestAugConfig.model_fields if f not in LATER_EXPANSION_FIELDS))
+
+    on, off = TestAugConfig(), TestAugConfig(expansion_fluency=None, expansion_draws=3)
+    assert _jsonable(validity_view(on)) == _jsonable(validity_view(off))
+    before = {k: v for k, v in _jsonable(on).items() if k not in LATER_EXPANSION_FIELDS}
+    assert _jsonable(validity_view(on)) == before
+    assert _jsonable(on) != _jsonable(off)  # the expand stage, which reads them, does rerun
