@@ -80,7 +80,50 @@ def clean_output(text: str) -> str:
 
 def artefact_reason(text: str) -> str | None:
     m = _ARTEFACT.search(text or "")
-    return f"prompt/reasoning label {m.group(0)!r} left in the text" if m else unfinished_reason(text)
+    if m:
+        return f"prompt/reasoning label {m.group(0)!r} left in the text"
+    return unfinished_reason(text) or missing_word_reason(text)
+
+
+# An article right before a finite verb: the noun between them was left out ("that the was
+# a bad meal", read in a TestAug run). "will" and "can" are left out: they are nouns too.
+_ARTICLE_VERB = re.compile(r"\b(?:the|an?)\s+(?:is|are|was|were|has|have|had|does|did)\b(?!-)", re.IGNORECASE)
+
+
+def missing_word_reason(text: str) -> str | None:
+    """Why ``text`` reads as missing a word (None: it does not): an article followed by a
+    verb, where the noun it introduces should stand; else ``article_reason``."""
+    m = _ARTICLE_VERB.search(text or "")
+    return f"a word missing after the article ({m.group(0)!r})" if m else article_reason(text)
+
+
+# "an" before a consonant sound, "a" before a vowel sound ("an European service", "an Swiss
+# airline", read in a TestAug run). Spelling decides, with the usual exceptions: a silent h
+# takes "an"; eu-, uni-, use-, one- sound a consonant and take "a". Capitals only words
+# (acronyms: "an MBA", "a UN report") and single letters are read aloud and skipped.
+_ARTICLE_WORD = re.compile(r"\b(an?)\s+([A-Za-z][a-z]+)\b")
+_SILENT_H = ("hour", "honest", "honor", "honour", "heir")
+_EITHER = ("hist", "homa", "herb", "hotel", "humbl")  # "an historical" is written too
+_CONSONANT_VOWEL = ("eu", "unic", "unif", "unio", "uniq", "unis", "unit", "univ", "unil", "use", "usu", "util")
+_CONSONANT_VOWEL += ("one", "once", "ubiq", "ufo")
+
+
+def _vowel_sound(word: str) -> bool:
+    w = word.lower()
+    if w.startswith(_SILENT_H):
+        return True
+    return w[0] in "aeiou" and not w.startswith(_CONSONANT_VOWEL)
+
+
+def article_reason(text: str) -> str | None:
+    """Why ``text``'s a/an disagrees with the next word's sound (None: it does not)."""
+    for m in _ARTICLE_WORD.finditer(text or ""):
+        article, word = m.group(1).lower(), m.group(2)
+        if word.lower() in ("a", "an") or word.lower().startswith(_EITHER):
+            continue
+        if (article == "an") != _vowel_sound(word):
+            return f"the article does not fit the word after it ({m.group(0)!r})"
+    return None
 
 
 # Words no English sentence ends on: articles, prepositions, conjunctions, possessives.

@@ -1,7 +1,8 @@
 """The automatic checks of TestAug's generated cases (``checkray.engine.llm_output``):
 run on every parsed case before the validity filter, and on the expansion's cases.
 
-Generated cases: artefact -> prompt leak (n-grams of the generation prompt's instructions
+Generated cases: artefact (a prompt label left in, a cut-off phrase, an article right
+before a verb or not fitting the next word) -> prompt leak (n-grams of the generation prompt's instructions
 and the description that no seed holds) -> near copy of a seed (word overlap >=
 ``testaug.near_copy_overlap``) -> duplicate (of a seed or a case met before) ->
 description words (the polarity of the words the description names: a negated negative
@@ -10,7 +11,8 @@ word, a positive question answered "no"; ``description_rules.py``) -> polarity
 on a negated negative word alone: "not very bad" is not positive, "not sad" not negative)
 -> contradiction. A case that fails is not judged, kept or expanded: a wrongly labelled
 generated seed never becomes a template. Expansion cases: duplicate -> description words ->
-polarity -> contradiction.
+polarity -> contradiction, then the LM fluency check against their source case
+(``expand.Expansion.select``, ``testaug.expansion_fluency``).
 """
 
 from __future__ import annotations

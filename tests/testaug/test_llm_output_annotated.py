@@ -58,3 +58,41 @@ def test_a_generation_cut_off_mid_phrase_is_an_artefact():
     assert "cut off" in artefact_reason("The story is good and")
     for text in ("Lame comedy", "The plot is dull.", "I loved her", '"Great fun"', "It was a joy (mostly)"):
         assert artefact_reason(text) is None, text
+
+
+def test_an_article_right_before_a_verb_is_a_word_missing():
+    """Read in a TestAug run of configs/testaug_sentiment.yaml: "I don't think, given the time
+    that I've been eating, that the was a bad meal." (a kept case, then 13 expansions of it)."""
+    reason = artefact_reason("I don't think, given the time that I've been eating, that the was a bad meal.")
+    assert reason and "word missing" in reason and "'the was'" in reason
+    assert "word missing" in artefact_reason("Was a is good.")
+    for text in (
+        "A will was found.",
+        "The have-nots lost.",
+        "The film was bad.",
+        "An is-this-real moment.",
+        "The can is empty.",
+    ):
+        assert artefact_reason(text) is None, text
+
+
+def test_an_article_that_does_not_fit_the_next_word_is_an_artefact():
+    """Read in a TestAug run: "Do I think that was an European service? Yes", "an Swiss
+    airline" (kept cases, then 10 expansions of them); SST-2 itself holds "an small slice"."""
+    for text in ("Do I think that was an European service? Yes", "It was an Swiss airline.", "a excellent one"):
+        assert "article does not fit" in artefact_reason(text), text
+    for text in (
+        "an hour ago",
+        "a European airline",
+        "a unique film",
+        "an unimaginative plot",
+        "He has an MBA",
+        "a UN report",
+        "an honest man",
+        "an historical epic",
+        "a historical epic",
+        "a one-off",
+        "an uninspired end",
+    ):
+        text += "."  # complete sentences: a phrase ending on its noun is not cut off
+        assert artefact_reason(text) is None, text
