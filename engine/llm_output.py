@@ -82,7 +82,29 @@ def artefact_reason(text: str) -> str | None:
     m = _ARTEFACT.search(text or "")
     if m:
         return f"prompt/reasoning label {m.group(0)!r} left in the text"
-    return unfinished_reason(text) or missing_word_reason(text)
+    return markup_reason(text) or unfinished_reason(text) or missing_word_reason(text)
+
+
+_PAIRS = {"(": ")", "[": "]"}
+
+
+def markup_reason(text: str) -> str | None:
+    """Why ``text`` holds markup no test case has (None: it does not): a brace, which is a
+    template's slot syntax or a JSON answer's ("{ I have been confused about ...", read in a
+    TestAug run), or a bracket opened and never closed, or closed and never opened."""
+    text = text or ""
+    for brace in "{}":
+        if brace in text:
+            return f"markup {brace!r} left in the text"
+    for opening, closing in _PAIRS.items():
+        depth = 0
+        for ch in text:
+            depth += (ch == opening) - (ch == closing)
+            if depth < 0:
+                break
+        if depth:
+            return f"an unbalanced {opening!r}{closing!r} in the text"
+    return None
 
 
 # An article right before a finite verb: the noun between them was left out ("that the was

@@ -2,7 +2,7 @@
 run on every parsed case before the validity filter, and on the expansion's cases.
 
 Generated cases: artefact (a prompt label left in, a cut-off phrase, an article right
-before a verb or not fitting the next word) -> prompt leak (n-grams of the generation prompt's instructions
+before a verb or not fitting the next word, a brace or unbalanced bracket) -> prompt leak (n-grams of the generation prompt's instructions
 and the description that no seed holds) -> near copy of a seed (word overlap >=
 ``testaug.near_copy_overlap``) -> duplicate (of a seed or a case met before) ->
 description words (the polarity of the words the description names: a negated negative

@@ -50,7 +50,7 @@ def generation_stage(
         run,
         inputs=("representatives",),
         config=[m, llm, base_seed, prompts, chat_id],
-        version="3",  # 2: cleaned answers, automatic checks, the rejected table; 3: a word missing after an article, a/an not fitting the next word
+        version="4",  # 2: cleaned answers, automatic checks, the rejected table; 3: a word missing after an article, a/an not fitting the next word; 4: a brace or unbalanced bracket
     )
 
 

@@ -96,3 +96,12 @@ def test_an_article_that_does_not_fit_the_next_word_is_an_artefact():
     ):
         text += "."  # complete sentences: a phrase ending on its noun is not cut off
         assert artefact_reason(text) is None, text
+
+
+def test_a_brace_or_an_unbalanced_bracket_is_markup_left_in_the_case():
+    # read in a TestAug run at size: a JSON answer's opening brace kept in the case
+    assert artefact_reason("{ I have been confused about the terms, but now I understand them.") is not None
+    assert artefact_reason("The plot (if there is one) drags.") is None
+    assert artefact_reason("The plot (if there is one drags.") is not None
+    assert artefact_reason("The plot if there is one) drags.") is not None
+    assert artefact_reason("The cast [all of it] shines.") is None
