@@ -1,15 +1,16 @@
 """TestAug's expansion fluency check replayed on expansion cases people read.
 
-Joins the annotated TestAug cases of the given batches (``bench/data/annotations``) to the
-expansion cases of the run they came from (its ``expand`` stage, or a saved copy of that
-table: ``text``, ``source``), scores each case and its source with the check's scorer
+Takes each annotated expansion's source sentence from the case itself (its ``source``:
+"expansion of [template] from: <source>", as ``bench/annotate.py`` writes it), or joins the
+cases to the run's ``expand`` table (``--expansion``: ``text``, ``source``), then scores each case and its source with the check's scorer
 (``actors/lm_scorer.CausalLMScorer``), takes the drop as the check does
 (``engine/lm_fluency.sentence_drop``), and prints the ROC AUC of the drop against the
 readers' ``fluent`` and all-three verdicts, then per ``max_drop`` how many read cases the
 check keeps and how many of those and of the refused ones were read right.
 
-    .venv/bin/python bench/testaug_fluency_replay.py --expansion RUN/stages/expand/data.parquet \
-        --batches dev-atsize-XXXX-testaug [--limits 3,5,8]
+    .venv/bin/python bench/testaug_fluency_replay.py \
+        --batches dev-atsize-a4cb394-small-testaug-expansions [--limits 3,5,8] \
+        [--expansion RUN/stages/expand/data.parquet]
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ from pathlib import Path
 from common import setup_env  # noqa: E402
 
 ANNOTATIONS = Path(__file__).parent / "data" / "annotations"
+_FROM = " from: "
+
+
+def source_in_case(row: dict) -> str | None:
+    """The sentence an annotated expansion was filled from, as its review names it."""
+    source = row.get("source") or ""
+    if not source.startswith("expansion of ") or _FROM not in source:
+        return None
+    return source.split(_FROM, 1)[1]
 
 
 def read_judged(batches: list[str]) -> list[dict]:
@@ -47,16 +57,24 @@ def main() -> None:
     from checkray.engine.lm_fluency import DEFAULT_MODEL, sentence_drop
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--expansion", required=True, help="the run's expand table (parquet: text, text_pair, source)")
+    parser.add_argument(
+        "--expansion", help="the run's expand table (parquet: text, text_pair, source); default: each case's own source"
+    )
     parser.add_argument("--batches", required=True, help="annotation batches, comma-separated")
     parser.add_argument("--model", default=DEFAULT_MODEL)
     parser.add_argument("--limits", default="3,5,8")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
 
-    source_of = {(r["text"], r["text_pair"]): r["source"] for r in pq.read_table(args.expansion).to_pylist()}
-    judged = [r for r in read_judged(args.batches.split(",")) if (r["text"], r["text_pair"]) in source_of]
-    rows = [(r, (source_of[(r["text"], r["text_pair"])], None)) for r in judged]  # sentiment: one text
+    judged = read_judged(args.batches.split(","))
+    if args.expansion:
+        table = {(r["text"], r["text_pair"]): r["source"] for r in pq.read_table(args.expansion).to_pylist()}
+        source_of = [table.get((r["text"], r["text_pair"])) for r in judged]
+    else:
+        source_of = [source_in_case(r) for r in judged]
+    rows = [(r, (src, None)) for r, src in zip(judged, source_of) if src]  # sentiment: one text
+    if not rows:
+        raise SystemExit("no annotated expansion case with a known source in the given batches")
     sentences = sorted({t for r, src in rows for t in (r["text"], src[0])})
     start = time.perf_counter()
     scores = dict(zip(sentences, CausalLMScorer(args.model, args.threads).logprobs(sentences)))
