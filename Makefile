@@ -30,12 +30,14 @@ $(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
 	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { test -x $(BIN)/python || $(PY) -m venv $(VENV); CMAKE_ARGS="$(LLAMA_CPP_CMAKE)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(WHEELS) llama-cpp-python==$(LLAMA_CPP_VERSION); }
 	touch $@
 
-# The tested set, exactly: every package pinned in $(LOCK), installed without resolving.
+# The tested set, exactly: every package pinned in $(LOCK), installed without resolving,
+# then byte-compiled on every core (jobs/warmup.py: no process pays for compiling imports).
 $(BIN)/.installed: pyproject.toml setup.py $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile --no-deps --ignore-requires-python -r $(LOCK)
 	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/python -m checkray.jobs.warmup --bytecode
 	touch $@
 
 # Once per venv: compile umap-learn's numba kernels and export the default encoder to ONNX

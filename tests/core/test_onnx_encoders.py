@@ -4,6 +4,8 @@ float error, int8 close but never served for fp32, exports cached and reused."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -201,11 +203,34 @@ def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypa
         raise OSError("disk full")
 
     monkeypatch.setattr(warmup, "STEPS", [("fine", lambda: None), ("broken", broken), ("moot", lambda: "not needed")])
-    assert warmup.main() == 0
+    assert warmup.main([]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("warm-up: fine: ") and out[0].endswith(" s")
     assert out[1] == "warm-up: broken: skipped (OSError: disk full)"
     assert out[2] == "warm-up: moot: not needed"
+    monkeypatch.setattr(warmup, "BYTECODE", ("bytecode", lambda: "only this"))
+    assert warmup.main(["--bytecode"]) == 0  # the install step's: the bytecode alone
+    assert capsys.readouterr().out.splitlines() == ["warm-up: bytecode: only this"]
+    assert warmup.main(["--fast"]) == 2
+
+
+def test_bytecode_is_written_where_the_environment_forbids_writing_it(tmp_path, monkeypatch):
+    # PYTHONDONTWRITEBYTECODE stops imports from writing .pyc files, not compileall
+    import sysconfig
+
+    from checkray.jobs import warmup
+
+    package = tmp_path / "site" / "pkg"
+    package.mkdir(parents=True)
+    (package / "mod.py").write_text("VALUE = 1\n")
+    (package / "newer.py").write_text("def f[T](a): return a\n")  # another Python's syntax
+    monkeypatch.setattr(
+        sysconfig, "get_paths", lambda: {"purelib": str(tmp_path / "site"), "platlib": str(tmp_path / "site")}
+    )
+    monkeypatch.setattr(warmup, "OWN_LAYERS", ())
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert warmup.compile_bytecode() is None
+    assert [p.name.split(".")[0] for p in (package / "__pycache__").glob("*.pyc")] == ["mod"]
 
 
 def test_warmup_exports_only_where_the_encoders_run_on_onnx(monkeypatch):
