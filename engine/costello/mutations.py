@@ -384,8 +384,9 @@ def shared_substitutions(a: Sequence[Token], b: Sequence[Token], kind: Kind, per
         if any(t.tag not in (tok.tag,) for t in (b[j] for j in b_index[key])):
             continue  # "loves" vs "love": one replacement would not fit both
         for repl in _wordnet_candidates(key[0], tok.pos, kind)[:1]:
-            ra = {k: match_case(repl, a[k].text) for k, t in enumerate(a) if (t.lemma.lower(), t.pos) == key}
-            rb = {k: match_case(repl, b[k].text) for k in b_index[key]}
+            at = [k for k, t in enumerate(a) if (t.lemma.lower(), t.pos) == key]
+            ra = {j: w for k in at for j, w in replace_word(a, k, repl).items()}  # a/an fixed too
+            rb = {j: w for k in b_index[key] for j, w in replace_word(b, k, repl).items()}
             out.append(
                 Variant(f"pair_{kind}", detokenize(a, ra), detokenize(b, rb), index=i, word=tok.text, replacement=repl)
             )

@@ -135,6 +135,8 @@ def test_shared_word_substitution_changes_both_sentences(nlp):
     assert syn.replacement in syn.text.lower() and syn.replacement in syn.text_pair.lower()
     (ant,) = shared_substitutions(a, b, "antonym")
     assert ant.replacement == "old" and "old building" in ant.text and "old building" in ant.text_pair
+    # the article before the swapped word follows it in both sentences ("a old building" read at size)
+    assert "an old building" in ant.text and ant.text_pair.startswith("An old building")
 
 
 # ------------------------------------------------------------------ CR assembly
