@@ -117,7 +117,10 @@ def nearest_neighbour_distances(
             numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         dist = np.empty(stop - start, dtype=np.float32)
         idx = np.empty(stop - start, dtype=np.int64)
-        _l1_kernel()(X, start, stop, dist, idx)
+        from checkray.engine.openmp import nesting_kept
+
+        with nesting_kept():  # numba's OpenMP layer would leave nesting on for PyTorch
+            _l1_kernel()(X, start, stop, dist, idx)
         return exact_distances(X, np.arange(start, stop), idx, metric)
     T = torch.from_numpy(np.array(X, copy=True)).to(device)  # object-store arrays are read-only
     with torch.no_grad():

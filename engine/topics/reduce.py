@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from checkray.engine.config import ClustererConfig, ReducerConfig
+from checkray.engine.openmp import nesting_kept
 from checkray.engine.runtime import Device
 
 
@@ -51,7 +52,7 @@ def make_reducer(
             kwargs["precomputed_knn"] = knn
             # umap-learn warns at fit that such a model cannot transform; it is never asked to
             warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
-    return UMAP(
+    umap = UMAP(
         n_components=n_components or cfg.n_components,
         n_neighbors=cfg.n_neighbors,
         min_dist=cfg.min_dist,
@@ -59,6 +60,23 @@ def make_reducer(
         random_state=seed,
         **kwargs,
     )
+    return umap if device == "gpu" else NestingKeptReducer(umap)
+
+
+class NestingKeptReducer:
+    """umap-learn's UMAP with OpenMP nesting restored after each call (its numba kernels
+    turn nesting on, which slows PyTorch in the same process: ``engine/openmp.py``)."""
+
+    def __init__(self, umap):
+        self.umap = umap
+
+    def fit_transform(self, X: np.ndarray) -> np.ndarray:
+        with nesting_kept():
+            return self.umap.fit_transform(X)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        with nesting_kept():
+            return self.umap.transform(X)
 
 
 def exact_knn(X: np.ndarray, n_neighbors: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
