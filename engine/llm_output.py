@@ -15,6 +15,8 @@ that reject a candidate with its reason:
   (TextBlob where VADER knows no word) of the clause that decides: the text after the last
   contrastive marker ("but", "however", "yet"), else the whole sentence; strongly against
   the expected label (|score| >= ``POLARITY_AGAINST``) is a rejection;
+* ``pair pronoun``: "neither", "either" or "both" standing for a pair that the sentence
+  never names ("One crime story is unusual ..., and neither is well told");
 * ``contradiction``: two clauses not joined by a contrastive marker whose polarities are
   both strong and opposite ("interesting, leaving you cold"; "not disappointing at all, it
   is very disappointing").
@@ -168,6 +170,50 @@ def unfinished_reason(text: str) -> str | None:
     last, before = words[-1].lower(), (words[-2].lower() if len(words) > 1 else "")
     if last in _NEVER_LAST or before in _ARTICLES:
         return f"cut off mid-phrase ('... {' '.join(words[-2:])}')"
+    return None
+
+
+# ------------------------------------------------------------------------ reference
+
+# "neither", "either" or "both" standing alone for a pair, as the subject of the verb after
+# it ("One crime story is unusual ..., and neither is well told", read in a demo MFT whose
+# source named two stories). In an inversion ("neither is it as smart", "neither do
+# cliches") the word means "nor" and the verb's subject follows it: that is English.
+_PAIR_PRONOUN = re.compile(
+    r"\b(neither|either|both)\s+(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|works?|worked"
+    r"|seems?|seemed|manages?|managed|succeeds?|succeeded|comes?|came|holds?|held|feels?|felt|makes?|made)\b",
+    re.IGNORECASE,
+)
+# Words that name (or point back at) more than one thing before the pronoun.
+_PAIR_NAMING = frozenset("two both pair couple duo each either neither they them we us these those".split())
+_SUBJECT_TAGS = frozenset({"PRP", "NN", "NNS", "NNP", "NNPS"})
+
+
+def _names_a_pair(token: Any) -> bool:
+    """A plural noun, a word like "two" or "they", or the second of coordinated nominals."""
+    if token.tag_ in ("NNS", "NNPS") or token.lower_ in _PAIR_NAMING:
+        return True
+    return token.dep_ == "conj" and token.pos_ in ("NOUN", "PROPN", "PRON")
+
+
+def pair_pronoun_reason(text: str, parse: Callable[[str], Any]) -> str | None:
+    """Why ``text`` says "neither"/"either"/"both" of a pair it never names (None: it does
+    not). A one-sentence case has no earlier sentence to name the pair, so the words
+    before the pronoun must: a plural noun, coordinated nouns, "two", "they". ``parse``: a
+    spaCy pipeline (called only when the pattern occurs)."""
+    matches = list(_PAIR_PRONOUN.finditer(text or ""))
+    if not matches:
+        return None
+    doc = parse(text)
+    for m in matches:
+        word = next((t for t in doc if t.idx == m.start()), None)
+        if word is None or not (word.pos_ == "PRON" or word.dep_ in ("nsubj", "nsubjpass")):
+            continue  # "either ... or", a determiner
+        after = next((t for t in doc[word.i + 2 :] if t.lower_ not in ("n't", "not")), None)
+        if after is not None and (after.tag_ in _SUBJECT_TAGS or after.pos_ == "PRON"):
+            continue  # an inversion: "neither is it as smart"
+        if not any(_names_a_pair(t) for t in doc[: word.i]):
+            return f"{m.group(1)!r} stands for a pair the sentence never names ({m.group(0)!r})"
     return None
 
 
@@ -405,6 +451,15 @@ def artefact_check() -> Check:
         "artefact",
         lambda r: artefact_reason(r["text"]) or artefact_reason(r.get("text_pair") or ""),
         "label left in, or cut off mid-phrase",
+    )
+
+
+def pair_pronoun_check(parse: Callable[[str], Any]) -> Check:
+    """``pair_pronoun_reason`` on every text of a row; ``parse``: a spaCy pipeline."""
+    return row_check(
+        "pair pronoun",
+        lambda r: pair_pronoun_reason(r["text"], parse) or pair_pronoun_reason(r.get("text_pair") or "", parse),
+        "'neither'/'both' of a pair the sentence never names",
     )
 
 

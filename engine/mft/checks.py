@@ -1,7 +1,7 @@
 """The automatic checks of Li et al.'s generated MFTs and paraphrases
 (``checkray.engine.llm_output``), run per split x version before the LLM's label check.
 
-Originals: artefact -> prompt leak (n-grams of the generation prompt's instructions and
+Originals: artefact -> one sentence -> pair pronoun ("neither" of a pair never named) -> prompt leak (n-grams of the generation prompt's instructions and
 its few-shot example that the representative does not hold) -> near copy of the
 representative (word overlap >= ``mft.near_copy_overlap``) -> polarity (VADER/TextBlob on
 the deciding clause strongly against the label) -> contradiction; then de-duplication
@@ -26,6 +26,7 @@ from checkray.engine.llm_output import (
     contradiction_check,
     instruction_text,
     near_copy_check,
+    pair_pronoun_check,
     polarity_check,
     prompt_leak_check,
     vader_compound,
@@ -72,12 +73,14 @@ def content_checks(
     representative: Callable[[Mapping[str, Any]], str],
     expected: Callable[[Mapping[str, Any]], str],
     near_copy: float,
+    parse: Callable[[str], Any] | None = None,
 ) -> list[Check]:
-    """artefact, one sentence, prompt leak, near copy (of the representative), polarity,
-    contradiction."""
+    """artefact, one sentence, pair pronoun (with a spaCy ``parse``), prompt leak, near copy
+    (of the representative), polarity, contradiction."""
     return [
         artefact_check(),
         row_check("one sentence", lambda r: one_sentence_reason(r["text"]), "more than one sentence"),
+        *([pair_pronoun_check(parse)] if parse is not None else []),
         prompt_leak_check(instructions, sources),
         near_copy_check(lambda r: [representative(r)], near_copy),
         polarity_check(expected),

@@ -124,6 +124,7 @@ class VersionSteps:
     target: VersionTarget
     log: GateLog
     lap: Lap = field(default_factory=Lap)
+    parse: Callable[[str], Any] | None = None  # a spaCy pipeline, for the pair-pronoun check
     rejected: list[dict] = field(default_factory=list)  # candidates a check rejected, with reasons
     seen: set = field(default_factory=set)  # normalized texts met in this version
     reps: dict[str, str] = field(default_factory=dict)  # representative id -> its text
@@ -167,7 +168,12 @@ class VersionSteps:
             return instructions + " " + (self.example_texts.get(r["label"], "") if not with_original else "")
 
         return content_checks(
-            prompt_text, sources, lambda r: self.reps.get(r["source_id"], ""), self.expected, self.m.near_copy_overlap
+            prompt_text,
+            sources,
+            lambda r: self.reps.get(r["source_id"], ""),
+            self.expected,
+            self.m.near_copy_overlap,
+            parse=self.parse,
         )
 
     def gate(self, name: str, kept: int, dropped: int, note: str = "") -> None:
@@ -280,11 +286,13 @@ def generate_version(
     target: VersionTarget,
     log: GateLog,
     rejected: list[dict] | None = None,
+    parse: Callable[[str], Any] | None = None,
 ) -> list[dict]:
     """The cases of one split x version that passed every gate. ``reps`` are the split's
     representative documents, ``docs`` all its documents (few-shot examples come from them);
-    the candidates a check rejected are appended to ``rejected``."""
-    steps = VersionSteps(m, chat, embed, target, log)
+    the candidates a check rejected are appended to ``rejected``; ``parse`` (a spaCy
+    pipeline) turns the pair-pronoun check on."""
+    steps = VersionSteps(m, chat, embed, target, log, parse=parse)
     examples = steps.examples(docs, {r["label"] for r in reps})
     kept = steps.dedupe(steps.generate(reps, examples))
     paraphrased = steps.paraphrase(kept)

@@ -41,7 +41,7 @@ def generation_stage(
         log = GateLog(on_add=print_gate)
         with StageChat(chat, ctx, chat_id, llm.part_size, progress=progress(split, version)) as stage_chat:
             rejected: list[dict] = []
-            cases = generate_version(reps, docs, m, stage_chat, embed, target, log, rejected)
+            cases = generate_version(reps, docs, m, stage_chat, embed, target, log, rejected, parse=parse_text)
         return version_tables(cases, log, rejected)
 
     prompts = [(load_prompt(name).sections, load_prompt(name).grammar) for name in PROMPTS]
@@ -50,8 +50,19 @@ def generation_stage(
         run,
         inputs=("representatives",),
         config=[m, llm, base_seed, prompts, chat_id],
-        version="4",  # 2: cleaned answers, automatic checks, the rejected table; 3: a word missing after an article, a/an not fitting the next word; 4: a brace or unbalanced bracket
+        # 2: cleaned answers, automatic checks, the rejected table; 3: a word missing after an
+        # article, a/an not fitting the next word; 4: a brace or unbalanced bracket; 5: the
+        # pair-pronoun check
+        version="5",
     )
+
+
+def parse_text(text: str):
+    """spaCy's default pipeline on ``text``, loaded on the first call (most runs never
+    meet a "neither" that needs it)."""
+    from checkray.actors.spacy_nlp import load_spacy
+
+    return load_spacy()(text)
 
 
 def collect_stage(names: Sequence[str]) -> Stage:

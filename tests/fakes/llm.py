@@ -39,7 +39,8 @@ class RuleBasedChat:
     def flaws(self, text: str) -> list[str]:
         """What a small model writes besides good cases (the annotated demo's failures): a
         case behind an ``Explanation:`` label, the prompt's words, the input copied, a
-        self-contradiction, a second sentence that leaves the review, and the first case again."""
+        self-contradiction, a second sentence that leaves the review, the first case again, and
+        a "neither" of a pair the sentence never names."""
         if not self.flawed:
             return []
         return [
@@ -49,6 +50,7 @@ class RuleBasedChat:
             "Test Case 8: mixed\nCustomer Review: The documentary is wonderful, it is truly terrible.",
             "Test Case 9: again\nCustomer Review: The soundtrack alone is worth the ticket.",
             "Test Case 10: drift\nCustomer Review: The plot is dull. The director later lost his job.",
+            "Test Case 11: pair\nCustomer Review: One crime story is unusual, and neither is well told.",
         ]
 
     def __call__(self, messages_list, params) -> list[Generation]:

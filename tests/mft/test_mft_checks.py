@@ -8,8 +8,9 @@ from contextlib import nullcontext
 
 import pyarrow as pa
 
+from checkray.actors.spacy_nlp import load_spacy
 from checkray.engine.case_checks import REJECTED_SCHEMA
-from checkray.engine.llm_output import prompt_leak_reason, word_overlap
+from checkray.engine.llm_output import pair_pronoun_reason, prompt_leak_reason, word_overlap
 from checkray.engine.mft.checks import one_sentence_reason, prompt_instructions, sentence_count
 from checkray.engine.mft.config import MFTConfig
 from checkray.engine.mft.generation import (
@@ -68,21 +69,30 @@ def test_near_copies_of_the_representative_are_refused_at_the_stated_threshold()
 def test_flawed_answers_are_rejected_with_reasons_and_the_kept_cases_carry_their_checks():
     m = MFTConfig(paraphrases=1, label_words={"positive": "positive", "negative": "negative"})
     rejected: list[dict] = []
-    cases = generate_version(DOCS, DOCS, m, _FlawedChat(), _embed, VersionTarget("test", 1, 7), GateLog(), rejected)
+    target = VersionTarget("test", 1, 7)
+    cases = generate_version(DOCS, DOCS, m, _FlawedChat(), _embed, target, GateLog(), rejected, parse=load_spacy())
     reasons = {r["check"]: r["reason"] for r in rejected}
-    assert {"one sentence", "prompt leak", "near copy", "duplicate", "polarity", "contradiction", "llm label"} <= set(
-        reasons
-    )
+    checks = {"one sentence", "pair pronoun", "prompt leak", "near copy", "duplicate", "polarity", "contradiction"}
+    assert checks | {"llm label"} <= set(reasons)
+    assert "'neither' stands for a pair" in reasons["pair pronoun"]
     assert "minimum" in reasons["prompt leak"] or "functional" in reasons["prompt leak"]
     texts = [c["text"] for c in cases]
     assert not any(d["text"] in texts for d in DOCS)  # no representative copied
     # a near-copy is still paraphrased (its paraphrases checked against the representative)
     copied = {d["text"] for d in DOCS}
     assert any(r.get("paraphrase_of") in copied for r in [*rejected, *cases])
-    assert not any("minimum" in t or "Explanation" in t or "truly terrible" in t for t in texts)
+    assert not any("minimum" in t or "Explanation" in t or "truly terrible" in t or "neither" in t for t in texts)
     assert len(texts) == len({t.lower() for t in texts})
     for c in cases:
-        assert c["checks"][:6] == ["artefact", "one sentence", "prompt leak", "near copy", "polarity", "contradiction"]
+        assert c["checks"][:7] == [
+            "artefact",
+            "one sentence",
+            "pair pronoun",
+            "prompt leak",
+            "near copy",
+            "polarity",
+            "contradiction",
+        ]
         assert c["checks"][-1] == "llm label"
     tables = version_tables(cases, GateLog(), rejected)
     assert tables["rejected"].schema == REJECTED_SCHEMA and tables["rejected"].num_rows == len(rejected)
@@ -112,6 +122,26 @@ def test_duplicates_across_versions_are_removed_and_kept_with_their_reason():
     assert merged["data"].column("text").to_pylist() == ["A fine film.", "Great cast.", "A warm story."]
     (row,) = merged["rejected"].to_pylist()
     assert row["check"] == "duplicate across versions" and row["text"] == "a fine film"
+
+
+def test_neither_or_both_of_a_pair_the_sentence_never_names_is_refused():
+    nlp = load_spacy()
+    # read in a demo MFT: its source named "both the crime story and the love story"
+    demo = "One crime story is unusual but it doesn't fit well together, and neither is well told."
+    assert "'neither' stands for a pair" in pair_pronoun_reason(demo, nlp)
+    assert pair_pronoun_reason("Both are great.", nlp)
+    fine = [
+        "both the crime story and the love story are unusual . but they don't fit well together and neither is well told .",
+        "The acting and the script are weak, and neither is worth your time.",
+        "The leads are fine but neither is memorable.",
+        "Neither film works.",  # a determiner
+        "I liked both of them.",
+        "It's not a particularly good film , but neither is it a monsterous one .",  # inversion: "nor"
+        "And neither do cliches , no matter how ` inside ' they are .",
+        "Muccino either does n't notice when his story ends or just ca n't tear himself away .",
+    ]
+    for text in fine:
+        assert pair_pronoun_reason(text, nlp) is None, text
 
 
 def test_an_mft_is_one_sentence():
