@@ -195,6 +195,20 @@ class RunDir:
         with self.fs.open_input_stream(self.path(rel)) as src:
             return src.read().decode("utf-8")
 
+    def supersede(self, names: Iterable[str]) -> str | None:
+        """Move the run's own top-level files ``names`` (an earlier run's published outputs
+        that the current one no longer stands behind) under ``stages/superseded/<time>/``:
+        kept, never deleted, and no longer read as the run's results. Returns that folder
+        (None: nothing to move). Names the run does not own are left where they are."""
+        moving = [n for n in dict.fromkeys(names) if "/" not in n and n in self._owned and self.exists(n)]
+        if not moving:
+            return None
+        dest = f"{STAGES}/superseded/{_now().replace(':', '')}-{uuid.uuid4().hex[:6]}"
+        self.fs.create_dir(self.path(dest), recursive=True)
+        for name in moving:
+            self.fs.move(self.path(name), self.path(dest, name))
+        return dest
+
     def delete_dir(self, rel: str) -> None:
         """Delete a directory under ``stages/``: the only place a run ever deletes."""
         if rel != STAGES and not rel.startswith(f"{STAGES}/"):

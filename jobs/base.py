@@ -27,6 +27,7 @@ waiting on its own Ray work), for independent stages such as the zoo's models.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from abc import ABC, abstractmethod
@@ -37,7 +38,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from checkray.engine.benchmark.registry import ModelSpec
 from checkray.engine.config import JobSection
-from checkray.engine.errors import InputError
+from checkray.engine.errors import EmptySuiteError, InputError
 from checkray.engine.report import Section as ReportSection
 from checkray.engine.report import write_page
 from checkray.engine.runtime import init_ray
@@ -48,6 +49,7 @@ from checkray.jobs.runlog import DRY_RUN_ENV, RUN_LOG, DryRun
 
 C = TypeVar("C", bound=JobSection)
 
+log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 
 
@@ -175,7 +177,11 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
             warn_if_not_shared(run)
         runner = StageRunner(run, on_stage=stage_printer(job.name), max_error_share=job.cfg.runtime.max_error_share)
         job.runner = runner
-        _run_stages(job, runner)
+        try:
+            _run_stages(job, runner)
+        except EmptySuiteError:
+            _supersede_published(run)
+            raise
         sections = job.publish(runner)
         extra = _publish_validity(job, run, sections)
         if job.report_file:
@@ -213,6 +219,26 @@ def run_job(job: Job, out: str | None = None) -> JobResult:
         if first and outer is not None:  # a run inside a stage: that stage is not done either
             outer.mark_incomplete(f"its '{job.name}' run in {run.uri} is incomplete ({first})")
     return JobResult(job, run, sections, dict(runner.done), time.perf_counter() - start)
+
+
+def _supersede_published(run: RunDir) -> None:
+    """A rerun that keeps no test case leaves no earlier run's suite, report and manifest
+    at the top of the directory, where the run index and a reader would take them for
+    this run's: they move under ``stages/superseded/`` (the checkpoints stay)."""
+    if not run.exists(MANIFEST):
+        return
+    try:
+        old = json.loads(run.read_text(MANIFEST))
+    except (ValueError, OSError):
+        return
+    if not isinstance(old, dict):
+        return
+    if old.get("reviewed"):  # a person's review hangs on that manifest: it stays, and says so
+        log.warning("%s: kept no test case; the earlier run's outputs stay (they carry a review)", run.uri)
+        return
+    moved = run.supersede([MANIFEST, *(old.get("published") or [])])
+    if moved:
+        log.info("%s: the earlier run's published outputs moved to %s (this run kept no test case)", run.uri, moved)
 
 
 def _publish_validity(job: Job, run: RunDir, sections: list[ReportSection]) -> list[str]:

@@ -243,6 +243,48 @@ def test_packaged_specs_named_relatively_are_found_from_any_directory(tmp_path, 
     assert cfg.section("templates").spec == "configs/suites/sentiment_templates.jsonl"  # the working directory's first
 
 
+def test_a_rerun_that_keeps_no_case_moves_the_earlier_suite_aside(tmp_path):
+    """The earlier run's suite, report and manifest would read as this run's in the run
+    index; they move under stages/superseded/ (kept, not deleted) and the error stands."""
+    import json
+
+    import pyarrow as pa
+
+    from checkray.engine.errors import EmptySuiteError
+    from checkray.engine.stages import Stage
+    from checkray.jobs.base import Job, run_job
+    from checkray.jobs.config import CheckrayConfig
+
+    class Generating(Job):
+        name, title, uses_ray, published = "mft", "checkray · mft", False, ("suite.parquet",)
+        keep = True
+
+        def stages(self):
+            def generate(ctx):
+                if not self.keep:
+                    raise EmptySuiteError("the mft job kept no test case: every generation was dropped")
+                return {"data": pa.table({"text": ["A fine film."]})}
+
+            yield Stage("generate", generate, config=[self.keep])
+
+        def publish(self, runner):
+            runner.run.write_table("suite.parquet", runner.output("generate"))
+            return []
+
+    out = str(tmp_path / "run")
+    run_job(Generating(CheckrayConfig()), out)
+    assert (tmp_path / "run" / "suite.parquet").exists() and (tmp_path / "run" / "manifest.json").exists()
+    empty = Generating(CheckrayConfig())
+    empty.keep = False
+    with pytest.raises(EmptySuiteError):
+        run_job(empty, out)
+    assert not (tmp_path / "run" / "suite.parquet").exists() and not (tmp_path / "run" / "manifest.json").exists()
+    (moved,) = (tmp_path / "run" / "stages" / "superseded").iterdir()
+    assert sorted(p.name for p in moved.iterdir()) == ["manifest.json", "report.html", "suite.parquet"]
+    assert json.loads((moved / "manifest.json").read_text())["published"] == ["suite.parquet", "report.html"]
+    assert not (tmp_path / "run" / "report.html").exists()
+
+
 def test_a_method_that_kept_no_case_does_not_stop_the_run(tmp_path, capsys):
     """Every generation of one method dropped (each with its reason): the run says so in
     the console and the report and goes on to the next method; its suites are unchanged."""
