@@ -1,8 +1,9 @@
 """The automatic checks of Li et al.'s generated MFTs and paraphrases
 (``checkray.engine.llm_output``), run per split x version before the LLM's label check.
 
-Originals: artefact -> one sentence -> pair pronoun ("neither" of a pair never named) -> prompt leak (n-grams of the generation prompt's instructions and
-its few-shot example that the representative does not hold) -> near copy of the
+Originals: artefact -> one sentence -> pair pronoun ("neither" of a pair never named) ->
+prompt leak (n-grams of the generation prompt's instructions and its few-shot example
+that the representative does not hold) -> near copy of the
 representative (word overlap >= ``mft.near_copy_overlap``) -> polarity (VADER/TextBlob on
 the deciding clause strongly against the label) -> contradiction; then de-duplication
 (normalized text met before in this version, then embedding cosine >=
