@@ -45,6 +45,11 @@ class CostelloConfig(JobSection):
     # The table's sentences are seeds too, even when the corpus lacks them (the paper's CR3
     # seeds are the IMDB contrast-set reviews, not SST sentences).
     inversion_seeds: bool = False
+    # "text": each table entry is one inversion, as written (the paper's whole IMDB reviews).
+    # "sentence": the entries cut into the single sentences their edit changed, each kept
+    # only as one clean inversion (engine/costello/contrast_sentences.py); the sentence as
+    # written is the seed, the edit the farther sentence.
+    inversion_unit: Literal["text", "sentence"] = "text"
     # CR3's positive: "word" (one polarity-guarded synonym, as CR1) or "dense" (the
     # authors' code: every notional word swapped for a random WordNet synonym w.p. 0.5).
     cr3_synonym: Literal["word", "dense"] = "word"
@@ -141,6 +146,7 @@ class MutationSettings(Section):
 
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     inversions: str | None = None  # the semantic-inversion table (CR3)
+    inversion_unit: Literal["text", "sentence"] = "text"  # CostelloConfig.inversion_unit
     polarity_guard: bool = True
     per_word: int = Field(default=1, ge=1)  # synonyms / antonyms kept per word
     context_checks: bool = True  # checked operators (engine/costello/checked.py)

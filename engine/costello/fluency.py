@@ -22,8 +22,11 @@ from pydantic import Field, field_validator
 
 from checkray.engine.lm_fluency import CHECK, LMFluencyCheck, sentence_drop, texts_of
 
-SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")  # what ``operators`` may list
+SUBSTITUTIONS = ("synonym", "antonym", "pair_synonym", "pair_antonym")
 PAIR_SUBSTITUTIONS = ("pair_synonym", "pair_antonym")
+# What ``operators`` may list: the substitutions, and CR3's inversion when it is a sentence
+# of the table (``inversion_unit: sentence``), whose edit is scored against the sentence as written.
+CHECKABLE = SUBSTITUTIONS + ("inversion",)
 
 
 class FluencyCheck(LMFluencyCheck):
@@ -34,21 +37,41 @@ class FluencyCheck(LMFluencyCheck):
     # read since 18fc8cf's operators the check rejected 42 right triples and 5 wrong ones
     # (bench/costello_fluency_replay.py).
     operators: list[str] = Field(default_factory=lambda: list(PAIR_SUBSTITUTIONS))
+    # A limit of its own for an operator (else ``max_drop``): a contrast-set edit swaps a
+    # polar word for its opposite, which costs more than a synonym does (docs/costello.md).
+    operator_max_drop: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("operators")
     @classmethod
-    def _substitutions_only(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(SUBSTITUTIONS))
+    def _checkable_only(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(CHECKABLE))
         if unknown:
-            raise ValueError(f"operators {unknown} are not word substitutions (have: {', '.join(SUBSTITUTIONS)})")
+            raise ValueError(f"operators {unknown} cannot be scored (have: {', '.join(CHECKABLE)})")
         return value
+
+    @field_validator("operator_max_drop")
+    @classmethod
+    def _positive_limits(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(CHECKABLE))
+        if unknown:
+            raise ValueError(
+                f"operator_max_drop names {unknown}, which cannot be scored (have: {', '.join(CHECKABLE)})"
+            )
+        if any(limit <= 0 for limit in value.values()):
+            raise ValueError("operator_max_drop limits must be positive")
+        return value
+
+    def limit(self, operator: str) -> float:
+        """The largest drop a variant of ``operator`` may have."""
+        return self.operator_max_drop.get(operator, self.max_drop)
 
 
 # CR1 and CR4 take a synonym and an antonym of the same word (triples.combine).
 SAME_WORD = {"synonym": "antonym", "antonym": "synonym", "pair_synonym": "pair_antonym", "pair_antonym": "pair_synonym"}
 # CR3 takes a seed's first synonym and CR2 its first antonym, at any word: the first few
-# of each are scored, so one the LM rejects has a scored successor.
-FIRST_OF = ("synonym", "antonym")
+# of each are scored, so one the LM rejects has a scored successor. A seed has at most one
+# inversion.
+FIRST_OF = ("synonym", "antonym", "inversion")
 
 
 def checked_rows(rows: Sequence[Mapping[str, Any]], operators: Sequence[str], first: int = 3) -> list[int]:
@@ -95,12 +118,11 @@ def apply_fluency(
     for i in checked_rows(rows, check.operators):
         r = out[i]
         drop = sentence_drop(seeds[r["seed_id"]], (r["text"], r["text_pair"]), scores)
-        if drop > check.max_drop:
+        limit = check.limit(r["op"])
+        if drop > limit:
+            edit = f"'{r['word']}' -> '{r['replacement']}'" if r["word"] else f"the {r['op']}"
             r["check"] = CHECK
-            r["reason"] = (
-                f"'{r['word']}' -> '{r['replacement']}' costs the sentence {drop:.1f} nats "
-                f"under {check.model} (limit {check.max_drop:g})"
-            )
+            r["reason"] = f"{edit} costs the sentence {drop:.1f} nats under {check.model} (limit {limit:g})"
         else:
             r["checks"] = ",".join(c for c in (r["checks"] or "", CHECK) if c)
     return out

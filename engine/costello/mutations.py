@@ -290,19 +290,29 @@ def normalize(text: str) -> str:
 INVERSION_RELATIONS = ("synon_contr", "CR3")
 
 
-def read_inversions(path: str | Path) -> dict[str, str]:
+InversionUnit = Literal["text", "sentence"]
+
+
+def read_inversions(path: str | Path, unit: InversionUnit = "text") -> dict[str, str]:
     """A reference table of (sentence, reversed) pairs, normalized sentence -> reversed.
 
     Either JSON lines ``{"sentence": ..., "reversed": ...}``, or a released-triples JSON
     (``{relation: [[seed, closer, farther], ...]}``) whose CR3 relation (``synon_contr``
     or ``CR3``) pairs each seed with its farther sentence: the paper's contrast set as
-    its authors published it."""
-    p = Path(path)
+    its authors published it. ``unit="sentence"``: the table's pairs cut into the single
+    sentences their edit changed (``contrast_sentences.py``), the refused ones left out."""
+    if unit == "sentence":
+        return {normalize(p.sentence): p.reversed for p in inversion_sentence_pairs(path) if p.check is None}
+    return {normalize(sentence): reversed_ for sentence, reversed_ in _table_pairs(Path(path))}
+
+
+def _table_pairs(p: Path) -> list[tuple[str, str]]:
+    """(sentence, reversed) in the table's order, each a non-empty string (one-line errors)."""
     if not p.is_file():
         raise InputError(f"{p}: inversion table not found")
     if p.suffix.lower() == ".json":
         return _inversions_from_triples(p)
-    table: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
     for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -318,13 +328,13 @@ def read_inversions(path: str | Path) -> dict[str, str]:
             or not reversed_.strip()
         ):
             raise InputError(f"{p}:{n}: 'sentence' and 'reversed' must be non-empty strings")
-        table[normalize(sentence)] = reversed_.strip()
-    if not table:
+        pairs.append((sentence.strip(), reversed_.strip()))
+    if not pairs:
         raise InputError(f"{p}: inversion table is empty")
-    return table
+    return pairs
 
 
-def _inversions_from_triples(p: Path) -> dict[str, str]:
+def _inversions_from_triples(p: Path) -> list[tuple[str, str]]:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -332,24 +342,41 @@ def _inversions_from_triples(p: Path) -> dict[str, str]:
     relation = next((r for r in INVERSION_RELATIONS if isinstance(data, dict) and r in data), None)
     if relation is None:
         raise InputError(f"{p}: no inversion relation ({' or '.join(INVERSION_RELATIONS)}) in this triples file")
-    table: dict[str, str] = {}
+    pairs: dict[str, tuple[str, str]] = {}
     for n, item in enumerate(data[relation]):
         if not (isinstance(item, list) and len(item) >= 3 and all(isinstance(t, str) and t.strip() for t in item[:3])):
             raise InputError(f"{p}: {relation}[{n}]: expected [seed, closer, farther] strings")
-        table.setdefault(normalize(item[0]), item[2].strip())
-    if not table:
+        pairs.setdefault(normalize(item[0]), (item[0].strip(), item[2].strip()))
+    if not pairs:
         raise InputError(f"{p}: {relation} is empty")
-    return table
+    return list(pairs.values())
 
 
-def inversion_sentences(path: str | Path) -> list[str]:
-    """The table's own sentences as written (seeds for CR3 when the corpus lacks them)."""
+def inversion_sentence_pairs(path: str | Path) -> list:
+    """Every sentence-level pair of the table (``contrast_sentences.SentencePair``), kept or
+    refused, with the sentence as its reviewer wrote it first. A released-triples file's
+    seed is the contrast set's edit and its farther text the review as written, so their
+    order is swapped; a JSON-lines table's ``sentence`` is taken as written."""
     p = Path(path)
+    return list(_sentence_pairs(str(p.resolve()), p.stat().st_mtime_ns if p.is_file() else 0))
+
+
+@lru_cache(maxsize=4)
+def _sentence_pairs(path: str, mtime: int) -> tuple:
+    from checkray.engine.costello.contrast_sentences import sentence_inversions
+
+    p = Path(path)
+    pairs = _table_pairs(p)
     if p.suffix.lower() == ".json":
-        data = json.loads(p.read_text(encoding="utf-8"))
-        relation = next(r for r in INVERSION_RELATIONS if r in data)
-        return list(dict.fromkeys(item[0].strip() for item in data[relation]))
-    return [json.loads(line)["sentence"].strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        pairs = [(reversed_, sentence) for sentence, reversed_ in pairs]
+    return tuple(sentence_inversions(pairs))
+
+
+def inversion_sentences(path: str | Path, unit: InversionUnit = "text") -> list[str]:
+    """The table's own sentences as written (seeds for CR3 when the corpus lacks them)."""
+    if unit == "sentence":
+        return list(dict.fromkeys(p.sentence for p in inversion_sentence_pairs(path) if p.check is None))
+    return list(dict.fromkeys(sentence for sentence, _ in _table_pairs(Path(path))))
 
 
 def inversion(text: str, table: dict[str, str]) -> list[Variant]:

@@ -273,3 +273,24 @@ def rejected_variants(
                 }
             )
     return rejected_table(rows)
+
+
+def rejected_inversion_pairs(refused: pa.Table, suite: str) -> pa.Table:
+    """``rejected.parquet``'s rows for the inversion table's sentence pairs that the cut
+    refused (``contrast_sentences.refused_table``): each under CR3 with its check and reason."""
+    from checkray.engine.case_checks import rejected_table
+
+    rows = [
+        {
+            "case_id": case_id(METHOD, suite, "inversion", r["sentence"], r["reversed"], r["check"]),
+            "suite": suite,
+            "capability": "CR3",
+            "text": r["reversed"],
+            "check": r["check"],
+            "reason": r["reason"],
+            "source": r["sentence"],
+            "meta": {"operator": "inversion", "review": r["review"]},
+        }
+        for r in refused.to_pylist()
+    ]
+    return rejected_table(rows)

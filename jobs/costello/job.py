@@ -38,12 +38,18 @@ from checkray.engine.cache import CacheConfig, open_cache
 from checkray.engine.case_checks import empty_rejected
 from checkray.engine.corpus import corpus_fingerprint, read_corpus
 from checkray.engine.costello.config import CostelloConfig, EmbedderSpec, MutationSettings
-from checkray.engine.costello.mutations import Variant, inversion_sentences, read_inversions
+from checkray.engine.costello.mutations import (
+    Variant,
+    inversion_sentence_pairs,
+    inversion_sentences,
+    read_inversions,
+)
 from checkray.engine.costello.scoring import texts_to_embed
 from checkray.engine.costello.triples import (
     Seed,
     assemble,
     counts_per_cr,
+    rejected_inversion_pairs,
     rejected_variants,
     triple_table,
     triples_to_cases,
@@ -89,6 +95,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
         "seeds",
         "inversions",
         "inversion_seeds",
+        "inversion_unit",
         "pairs",
         "classifier_train",
         "dictionary_size",
@@ -98,7 +105,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
 
     def run(ctx: StageContext):
         corpus = read_corpora(cfg.corpus, cc.more_corpora)
-        inv = read_inversions(repo_path(cc.inversions)) if cc.inversions and cc.generate else None
+        inv = read_inversions(repo_path(cc.inversions), cc.inversion_unit) if cc.inversions and cc.generate else None
         idx = pick_seeds(corpus, cc.seeds, inv, seed) if cc.generate else np.array([], dtype=np.int64)
         seeds = corpus.take(pa.array(idx, pa.int64())).select(["id", "text", "label"])
         seeds = seeds.append_column("text_pair", pa.nulls(seeds.num_rows, pa.string()))
@@ -106,7 +113,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
         if inv and cc.inversion_seeds:
             # The paper's CR3 seeds are the reference table's own sentences (IMDB reviews).
             have = {t.strip() for t in seeds.column("text").to_pylist()}
-            extra = [t for t in inversion_sentences(repo_path(cc.inversions)) if t not in have]
+            extra = [t for t in inversion_sentences(repo_path(cc.inversions), cc.inversion_unit) if t not in have]
             parts.append(
                 pa.table(
                     {
@@ -123,6 +130,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
         words = dictionary_words(corpus.column("text").to_pylist(), cc.dictionary_size, seed)
         return {
             "seeds": pa.concat_tables([t.cast(SEED_SCHEMA) for t in parts]),
+            "inversions_refused": refused_inversions(cc),
             "train": corpus.take(pa.array(train, pa.int64())).select(["id", "text", "label"]),
             "dictionary": pa.table({"word": pa.array(words, pa.string())}),
         }
@@ -135,8 +143,19 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
     return Stage("seeds", run, config=[cc, cfg.corpus, seed], external=external)
 
 
+def refused_inversions(cc: CostelloConfig) -> pa.Table:
+    """The table's sentence pairs that its cut refused (``inversion_unit: sentence``), so the
+    triples stage can publish them in ``rejected.parquet``; empty for whole texts."""
+    from checkray.engine.costello.contrast_sentences import refused_table
+
+    cut = cc.inversions and cc.generate and cc.inversion_unit == "sentence"
+    return refused_table(inversion_sentence_pairs(repo_path(cc.inversions)) if cut else [])
+
+
 def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
-    cc = cc.view("pipeline", "inversions", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks")
+    cc = cc.view(
+        "pipeline", "inversions", "inversion_unit", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks"
+    )
 
     def run(ctx: StageContext):
         from checkray.actors.costello.mutators import VARIANT_SCHEMA, mutate_corpus
@@ -147,6 +166,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
         settings = MutationSettings(
             pipeline=cc.pipeline,
             inversions=repo_path(cc.inversions) if cc.inversions else None,
+            inversion_unit=cc.inversion_unit,
             polarity_guard=cc.polarity_guard,
             gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
             dense_seed=seed if cc.cr3_synonym == "dense" else None,
@@ -195,7 +215,12 @@ def triples_stage(cc: CostelloConfig) -> Stage:
             positive = "synonym_dense" if cc.cr3_synonym == "dense" else "synonym"
             cr2 = "shift" if cc.context_checks else "synonym"
             triples = assemble(seeds, variants, cc.suite, cc.per_seed, positive, cr2)
-            rejected = rejected_variants(seeds, variants, triples, cc.suite)
+            rejected = pa.concat_tables(
+                [
+                    rejected_variants(seeds, variants, triples, cc.suite),
+                    rejected_inversion_pairs(ctx.input("seeds", "inversions_refused"), cc.suite),
+                ]
+            )
             # Seeds taken from the inversion table (IMDB reviews for the paper) are there for CR3 only.
             triples = [t for t in triples if not t.seed.id.startswith(INVERSION_SEED) or t.capability == "CR3"]
             if not triples and not cc.triples:

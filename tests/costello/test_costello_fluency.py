@@ -114,7 +114,7 @@ def test_only_word_substitutions_can_be_scored():
     from pydantic import ValidationError
 
     assert FluencyCheck().operators == ["pair_synonym", "pair_antonym"]
-    with pytest.raises(ValidationError, match="not word substitutions"):
+    with pytest.raises(ValidationError, match="cannot be scored"):
         FluencyCheck(operators=["gender"])
 
 

@@ -1,0 +1,159 @@
+"""CR3 at sentence level: the sentences a contrast set's editors changed, one pair each.
+
+The paper's CR3 negatives are the IMDB contrast set (Gardner et al. 2020): whole reviews
+that people edited until the sentiment reversed. Read whole, such a triple is not English
+a person would sign (docs/costello.md): every review carries several hand edits, and in a
+long review at least one of them is clumsy ("it's made almost such fab impression on me").
+Read sentence by sentence, most single edits are clean ("The theme music is excellent!"
+-> "The theme music is dull!"). So ``inversion_unit: sentence`` aligns each review with its
+edit, takes every sentence the editors changed as a (sentence, reversed sentence) pair and
+keeps the pairs that read as one clean inversion:
+
+* ``not_a_sentence``: both texts are whole sentences (a capital or digit first, ``.``, ``!``
+  or ``?`` last, 4-40 words); the review splitter leaves fragments around ``(...!)``.
+* ``edit_span``: the edit is one stretch of at most ``MAX_SPAN`` tokens on each side and not
+  a bare deletion. Read one by one, a pair whose editor rewrote more is mostly not fluent
+  ("Could thing they didn't try someone like Danny Devito!!!"), or no longer an inversion.
+* ``polarity_flip``: two lexicons (VADER and TextBlob, ``llm_output.polarity``) score the two
+  sentences on opposite sides, each at least ``MIN_POLARITY`` away from neutral, so the edit
+  reverses what the sentence says on its own, not only in its review's context
+  ("Cheap Canadian Production." -> "A Canadian Production.").
+
+The sentence as its reviewer wrote it is the seed and the edit the farther sentence, so two
+of a triple's three sentences are a person's own writing. The LM check
+(``costello.fluency`` with ``inversion`` among its operators) then refuses edits that cost
+the sentence too much log-probability. Every refused pair keeps its reason.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+MIN_WORDS, MAX_WORDS = 4, 40
+MAX_SPAN = 3  # tokens an edit may change on each side
+MIN_POLARITY = 0.1  # |polarity| each side of a flip must reach
+MIN_ALIGNMENT = 0.5  # word-level similarity for two sentences to be one sentence edited
+
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
+_OPENS = re.compile(r"""^["'(]*[A-Z0-9]""")
+_ENDS = re.compile(r"""[.!?]["']*$""")  # not ")": the splitter cuts "... (as the title character!)" there
+
+
+@dataclass(frozen=True)
+class SentencePair:
+    """One sentence of a review and the contrast set's edit of it."""
+
+    sentence: str
+    reversed: str
+    review: int  # the (review, edit) pair it came from, by position
+    check: str | None = None  # the rule that refused it; None: kept
+    reason: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a review; an HTML line break (IMDB's ``<br />``) always ends one."""
+    out: list[str] = []
+    for paragraph in _BREAK.sub("\n", text).split("\n"):
+        if paragraph.strip():
+            out += [s.text.strip() for s in _sentencizer()(paragraph.strip()).sents if s.text.strip()]
+    return out
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(a=_tokens(a.lower()), b=_tokens(b.lower()), autojunk=False).ratio()
+
+
+def aligned_sentences(original: str, edited: str) -> list[tuple[str, str]]:
+    """(original sentence, edited sentence) for every sentence the edit changed: sentences
+    aligned as sequences, and inside each replaced block the most similar pairs matched one
+    to one (at least ``MIN_ALIGNMENT`` alike), in the review's order."""
+    a, b = split_sentences(original), split_sentences(edited)
+    pairs: list[tuple[int, int]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op != "replace":
+            continue
+        scored = sorted(
+            ((_similarity(a[i], b[j]), i, j) for i in range(i1, i2) for j in range(j1, j2)),
+            key=lambda s: (-s[0], s[1], s[2]),
+        )
+        used_a: set[int] = set()
+        used_b: set[int] = set()
+        for ratio, i, j in scored:
+            if ratio >= MIN_ALIGNMENT and i not in used_a and j not in used_b:
+                used_a.add(i)
+                used_b.add(j)
+                pairs.append((i, j))
+    return [(a[i], b[j]) for i, j in sorted(pairs)]
+
+
+def _edit_spans(sentence: str, reversed_: str) -> list[tuple[list[str], list[str]]]:
+    a, b = _tokens(sentence), _tokens(reversed_)
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    return [(a[i1:i2], b[j1:j2]) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"]
+
+
+def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
+    """(check, reason) when the pair is not one clean sentence-level inversion, else None."""
+    from checkray.engine.llm_output import polarity
+
+    for text in (sentence, reversed_):
+        words = len(text.split())
+        if not (_OPENS.match(text) and _ENDS.search(text)) or not MIN_WORDS <= words <= MAX_WORDS:
+            return "not_a_sentence", f"'{text}' is not one whole sentence of {MIN_WORDS}-{MAX_WORDS} words"
+    spans = _edit_spans(sentence, reversed_)
+    if len(spans) != 1:
+        return "edit_span", f"the edit changes {len(spans)} places, not one"
+    old, new = spans[0]
+    if not new:
+        return "edit_span", f"the edit only deletes '{' '.join(old)}'"
+    if max(len(old), len(new)) > MAX_SPAN:
+        return "edit_span", f"the edit rewrites '{' '.join(old)}' -> '{' '.join(new)}' (over {MAX_SPAN} tokens)"
+    before, after = polarity(sentence), polarity(reversed_)
+    if before * after >= 0 or min(abs(before), abs(after)) < MIN_POLARITY:
+        return "polarity_flip", f"polarity {before:+.2f} -> {after:+.2f}: the sentence's sentiment is not reversed"
+    return None
+
+
+def sentence_inversions(pairs: Iterable[tuple[str, str]]) -> list[SentencePair]:
+    """Every edited sentence of the (original, edited) review pairs, kept or refused."""
+    out: list[SentencePair] = []
+    for review, (original, edited) in enumerate(pairs):
+        for sentence, reversed_ in aligned_sentences(original, edited):
+            refused = refusal(sentence, reversed_)
+            check, reason = refused if refused else (None, None)
+            out.append(SentencePair(sentence, reversed_, review, check, reason))
+    return out
+
+
+def refused_table(pairs: Iterable[SentencePair]):
+    """The refused pairs as a table (sentence, reversed, review, check, reason)."""
+    import pyarrow as pa
+
+    rows = [p for p in pairs if p.check is not None]
+    return pa.table(
+        {
+            "sentence": pa.array([p.sentence for p in rows], pa.string()),
+            "reversed": pa.array([p.reversed for p in rows], pa.string()),
+            "review": pa.array([p.review for p in rows], pa.int64()),
+            "check": pa.array([p.check for p in rows], pa.string()),
+            "reason": pa.array([p.reason for p in rows], pa.string()),
+        }
+    )

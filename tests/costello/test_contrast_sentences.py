@@ -1,0 +1,162 @@
+"""CR3 at sentence level: a contrast set's (review, edit) pairs cut into the sentences the
+edit changed, each kept only as one clean inversion; the table read that way, and the job
+publishing what the cut refused."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from checkray.engine.costello.contrast_sentences import (
+    aligned_sentences,
+    refusal,
+    refused_table,
+    sentence_inversions,
+    split_sentences,
+)
+from checkray.engine.costello.fluency import FluencyCheck, apply_fluency
+from checkray.engine.costello.mutations import inversion_sentences, normalize, read_inversions
+
+WRITTEN = (
+    "A spoiler.<br /><br />The theme music is excellent! The plot is thin. "
+    "The acting is bad and the plot is dull. I liked the ending."
+)
+EDITED = (
+    "A spoiler.<br /><br />The theme music is dull! The plot is thin. "
+    "The acting is good and the plot is fun. I hated the ending."
+)
+
+
+def test_reviews_split_at_line_breaks_and_sentence_ends():
+    assert split_sentences("Great film.<br /><br />I loved it! The end came too soon.") == [
+        "Great film.",
+        "I loved it!",
+        "The end came too soon.",
+    ]
+
+
+def test_only_the_sentences_the_edit_changed_are_paired_in_order():
+    assert aligned_sentences(WRITTEN, EDITED) == [
+        ("The theme music is excellent!", "The theme music is dull!"),
+        ("The acting is bad and the plot is dull.", "The acting is good and the plot is fun."),
+        ("I liked the ending.", "I hated the ending."),
+    ]
+    # sentences rewritten beyond recognition are not paired with anything
+    assert aligned_sentences("It was bad. Truly.", "What a triumph of cinema from start to end.") == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "reversed_", "check", "reason"),
+    [
+        ("The theme music is excellent!", "The theme music is dull!", None, None),
+        ("I was surprised at how good it was.", "I was surprised at how disappointing it was.", None, None),
+        ("albeit a small one which proves useless.", "albeit a small one which proves useful.", "not_a_sentence", ""),
+        (
+            "Despite their young age, Huppert (as the title!)",
+            "Despite their age, Huppert (as the lead!)",
+            "not_a_sentence",
+            "",
+        ),
+        ("It is bad.", "It is good.", "not_a_sentence", "4-40 words"),
+        ("The acting is bad and the plot is dull.", "The acting is good and the plot is fun.", "edit_span", "2 places"),
+        ("It is a truly great film to watch.", "It is a film to watch.", "edit_span", "only deletes 'truly great'"),
+        ("The movie is great fun.", "The movie is a complete and utter waste of time.", "edit_span", "over 3 tokens"),
+        ("The horror here is hilarious.", "The horror here is hilariously good.", "polarity_flip", "not reversed"),
+    ],
+)
+def test_a_pair_is_kept_only_as_one_clean_inversion(sentence, reversed_, check, reason):
+    refused = refusal(sentence, reversed_)
+    if check is None:
+        assert refused is None
+    else:
+        assert refused is not None and refused[0] == check and reason in refused[1]
+
+
+def test_every_edited_sentence_is_listed_kept_or_refused_with_its_review():
+    pairs = sentence_inversions(
+        [(WRITTEN, EDITED), ("It was fine. I loved every minute.", "It was fine. I hated every minute.")]
+    )
+    assert [(p.review, p.check) for p in pairs] == [(0, None), (0, "edit_span"), (0, None), (1, None)]
+    refused = refused_table(pairs).to_pylist()
+    assert [(r["sentence"], r["check"], r["review"]) for r in refused] == [
+        ("The acting is bad and the plot is dull.", "edit_span", 0)
+    ]
+
+
+def _released(tmp_path) -> str:
+    # the released file's CR3 seed is the contrast set's edit, its farther text the review as written
+    path = tmp_path / "released.json"
+    path.write_text(json.dumps({"synon_contr": [[EDITED, "unused closer", WRITTEN]]}))
+    return str(path)
+
+
+def test_the_table_read_by_sentence_seeds_the_sentence_as_written(tmp_path):
+    path = _released(tmp_path)
+    assert read_inversions(path, "sentence") == {
+        "the theme music is excellent!": "The theme music is dull!",
+        "i liked the ending.": "I hated the ending.",
+    }
+    assert inversion_sentences(path, "sentence") == ["The theme music is excellent!", "I liked the ending."]
+    # whole texts, as the paper: the edit is the seed
+    assert read_inversions(path) == {normalize(EDITED): WRITTEN}
+    assert inversion_sentences(path) == [EDITED]
+
+
+def test_jsonl_tables_keep_their_direction(tmp_path):
+    path = tmp_path / "inv.jsonl"
+    path.write_text(
+        json.dumps({"sentence": "The film is truly great!", "reversed": "The film is truly dreadful!"}) + "\n"
+    )
+    assert read_inversions(path, "sentence") == {"the film is truly great!": "The film is truly dreadful!"}
+
+
+def test_inversions_are_scored_with_a_limit_of_their_own():
+    seeds = {"s": ("The theme music is excellent!", None)}
+    rows = [
+        dict(seed_id="s", op="inversion", text=t, text_pair=None, index=-1, word=None, replacement=None)
+        | dict(checks="profanity", check=None, reason=None)
+        for t in ("The theme music is dull!", "The theme music is thing!")
+    ]
+    scores = {
+        "The theme music is excellent!": -20.0,
+        "The theme music is dull!": -27.0,
+        "The theme music is thing!": -33.0,
+    }
+    check = FluencyCheck(max_drop=5.0, operators=["inversion"], operator_max_drop={"inversion": 10.0})
+    kept, refused = apply_fluency(rows, seeds, scores, check)
+    assert kept["check"] is None and kept["checks"] == "profanity,fluency"
+    assert refused["check"] == "fluency" and refused["reason"].startswith("the inversion costs the sentence 13.0 nats")
+    assert "(limit 10)" in refused["reason"]
+
+
+def test_limits_name_scorable_operators():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="cannot be scored"):
+        FluencyCheck(operator_max_drop={"gender": 3.0})
+    with pytest.raises(ValidationError, match="must be positive"):
+        FluencyCheck(operator_max_drop={"inversion": 0.0})
+
+
+@pytest.mark.ray
+@pytest.mark.timeout(600)
+def test_costello_job_builds_cr3_from_table_sentences_and_publishes_refused_pairs(
+    ray_session, rt_corpus, tmp_path, capsys
+):
+    from tests.costello.test_costello_job import run_small_costello
+
+    table = _released(tmp_path)
+    code, out = run_small_costello(
+        rt_corpus, tmp_path, f"  inversions: {table}\n  inversion_seeds: true\n  inversion_unit: sentence\n"
+    )
+    assert code == 0, capsys.readouterr()
+    cases = pq.read_table(out / "triples.parquet").to_pylist()
+    cr3 = {c["text"] for c in cases if c["capability"] == "CR3" and c["test_type"] == "MFT"}
+    farther = {c["text"] for c in cases if c["capability"] == "CR3" and c["relation"] == "farther"}
+    assert cr3 and cr3 <= {"The theme music is excellent!", "I liked the ending."}
+    assert farther <= {"The theme music is dull!", "I hated the ending."}
+    rejected = pq.read_table(out / "rejected.parquet").to_pylist()
+    refused = [r for r in rejected if r["check"] == "edit_span"]
+    assert [(r["capability"], r["source"]) for r in refused] == [("CR3", "The acting is bad and the plot is dull.")]
