@@ -240,6 +240,28 @@ def context_score(tokens: Sequence[Token], i: int, form: str, ref: ReferenceMode
     return score, attested
 
 
+_VOWELS = re.compile(r"[aeiouy]")
+_DOUBLED = re.compile(r"(.)\1+")
+
+
+def spelling_variant(word: str, candidate: str) -> bool:
+    """Whether ``candidate`` spells ``word`` another way (favorite / favourite, humorous /
+    humourous, theater / theatre, gray / grey): the same first letter, the same consonants
+    in order (doubled letters and s/z counted once) and most letters alike, so short words
+    that differ in a vowel (bad / bid) are other words. WordNet lists such pairs as
+    synonyms, and as a closer sentence one tests nothing."""
+    import difflib
+
+    a, b = word.lower(), candidate.lower()
+    if a == b or a[:1] != b[:1] or difflib.SequenceMatcher(a=a, b=b).ratio() < 0.75:
+        return False
+
+    def skeleton(w: str) -> str:
+        return _DOUBLED.sub(r"\1", _VOWELS.sub("", w.replace("z", "s")))
+
+    return skeleton(a) == skeleton(b)
+
+
 def word_checks(
     tokens: Sequence[Token],
     i: int,
@@ -260,6 +282,8 @@ def word_checks(
     if form is None or " " in form or "_" in form:
         return base, passed, "sense", f"'{candidate_lemma}' has no single-word {tok.tag} form"
     variant = Variant(kind, detokenize(tokens, replace_word(tokens, i, form)), index=i, word=tok.text, replacement=form)
+    if kind == "synonym" and spelling_variant(tok.text, form):
+        return variant, passed, "sense", f"'{form}' is another spelling of '{tok.text}', not another word"
     passed.append("sense")
     if position:
         check, why = position.split(":", 1)

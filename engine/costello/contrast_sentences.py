@@ -12,8 +12,12 @@ keeps the pairs that read as one clean inversion:
 * ``not_a_sentence``: both texts are whole sentences (a capital or digit first, ``.``, ``!``
   or ``?`` last, 4-40 words); the review splitter leaves fragments around ``(...!)``.
 * ``edit_span``: the edit is one stretch of at most ``MAX_SPAN`` tokens on each side and not
-  a bare deletion. Read one by one, a pair whose editor rewrote more is mostly not fluent
-  ("Could thing they didn't try someone like Danny Devito!!!"), or no longer an inversion.
+  a bare deletion (nor a word replaced by an article alone: "glimpses of sad characters" ->
+  "of the characters"). Read one by one, a pair whose editor rewrote more is mostly not
+  fluent ("Could thing they didn't try someone like Danny Devito!!!"), or no longer an
+  inversion.
+* ``unknown_word``: every word the edit puts in is English: seen in the reference corpus
+  of reviews or in lemminflect's dictionary (editors' typos: "EXICTEMENT").
 * ``polarity_flip``: two lexicons (VADER and TextBlob, ``llm_output.polarity``) score the two
   sentences on opposite sides, each at least ``MIN_POLARITY`` away from neutral, so the edit
   reverses what the sentence says on its own, not only in its review's context
@@ -41,6 +45,8 @@ MIN_ALIGNMENT = 0.5  # word-level similarity for two sentences to be one sentenc
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _OPENS = re.compile(r"""^["'(]*[A-Z0-9]""")
+# What a replaced word may not become alone: the edit then only deletes it.
+_DETERMINERS = frozenset("a an the this that these those its his her their my your our".split())
 _ENDS = re.compile(r"""[.!?]["']*$""")  # not ")": the splitter cuts "... (as the title character!)" there
 
 
@@ -110,6 +116,16 @@ def _edit_spans(sentence: str, reversed_: str) -> list[tuple[list[str], list[str
     return [(a[i1:i2], b[j1:j2]) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"]
 
 
+def known_word(word: str) -> bool:
+    """Seen in the reference corpus of reviews (``costello/context.py``) or an English word
+    of lemminflect's dictionary (any inflection: "abhorred", "lousiest")."""
+    from lemminflect import getAllLemmas
+
+    from checkray.engine.costello.context import reference_model
+
+    return reference_model().count(word.lower()) > 0 or bool(getAllLemmas(word.lower()))
+
+
 def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
     """(check, reason) when the pair is not one clean sentence-level inversion, else None."""
     from checkray.engine.llm_output import polarity
@@ -122,10 +138,16 @@ def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
     if len(spans) != 1:
         return "edit_span", f"the edit changes {len(spans)} places, not one"
     old, new = spans[0]
-    if not new:
-        return "edit_span", f"the edit only deletes '{' '.join(old)}'"
+    if not [w for w in new if w.lower() not in _DETERMINERS]:
+        return "edit_span", f"the edit only deletes '{' '.join(old)}'" + (f" (for '{' '.join(new)}')" if new else "")
     if max(len(old), len(new)) > MAX_SPAN:
         return "edit_span", f"the edit rewrites '{' '.join(old)}' -> '{' '.join(new)}' (over {MAX_SPAN} tokens)"
+    unknown = [w for w in new if w.isalpha() and not known_word(w)]
+    if unknown:
+        return (
+            "unknown_word",
+            f"the edit puts in {', '.join(repr(w) for w in unknown)}, no word of the reviews or the dictionary",
+        )
     before, after = polarity(sentence), polarity(reversed_)
     if before * after >= 0 or min(abs(before), abs(after)) < MIN_POLARITY:
         return "polarity_flip", f"polarity {before:+.2f} -> {after:+.2f}: the sentence's sentiment is not reversed"

@@ -64,6 +64,14 @@ def test_only_the_sentences_the_edit_changed_are_paired_in_order():
         ("It is a truly great film to watch.", "It is a film to watch.", "edit_span", "only deletes 'truly great'"),
         ("The movie is great fun.", "The movie is a complete and utter waste of time.", "edit_span", "over 3 tokens"),
         ("The horror here is hilarious.", "The horror here is hilariously good.", "polarity_flip", "not reversed"),
+        ("It shows glimpses of sad characters.", "It shows glimpses of the characters.", "edit_span", "(for 'the')"),
+        (
+            "I could not hide my response, BOREDOM.",
+            "I could not hide my response, EXICTEMENT.",
+            "unknown_word",
+            "EXICTEMENT",
+        ),
+        ("She has loved the episodes she has seen.", "She has abhorred the episodes she has seen.", None, None),
     ],
 )
 def test_a_pair_is_kept_only_as_one_clean_inversion(sentence, reversed_, check, reason):

@@ -391,3 +391,17 @@ def test_a_pair_word_is_read_in_its_first_sense(parsed_nlp):
     (disappear,) = [v for v in antonyms if v.replacement == "disappear"]
     assert disappear.check == "sense" and "sense 2" in disappear.reason
     assert not [v for v in antonyms if not v.check]
+
+
+def test_another_spelling_of_the_word_is_no_synonym(nlp):
+    from checkray.engine.costello.checked import spelling_variant
+
+    pairs = [("favorite", "favourite"), ("theater", "theatre"), ("gray", "grey"), ("travelled", "traveled")]
+    assert all(spelling_variant(a, b) for a, b in pairs)
+    assert not any(spelling_variant(a, b) for a, b in [("bad", "bid"), ("fine", "fun"), ("awful", "terrible")])
+    ref = ref_of("my favorite film .", "my favourite film .", "my preferred film .")
+    tokens, ents = run(nlp, "my favorite film .")
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "favorite"]
+    (british,) = [v for v in out if v.replacement == "favourite"]
+    assert british.check == "sense" and "another spelling of 'favorite'" in british.reason
+    assert "favourite" not in [v.replacement for v in out if not v.check]
