@@ -67,16 +67,29 @@ def write_batch(out: Path, units: list[dict], meta: dict) -> None:
     print(f"wrote {out} ({len(units)} cases) and {meta_path(out).name}")
 
 
+def _texts(unit: dict) -> tuple:
+    return tuple(unit.get(k) for k in ("capability", "text", "text_pair", "closer", "farther"))
+
+
+def unread_units(pool: list[dict], batches: list[Path]) -> list[dict]:
+    """The units of ``pool`` that no batch holds, matched by id or by texts: a triple's id
+    names its seed's position, which moves when the seeds before it change."""
+    read: set = set()
+    for batch in batches:
+        for line in batch.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                case = json.loads(line)
+                read |= {case["case_id"], _texts(case)}
+    return [u for u in pool if u["case_id"] not in read and _texts(u) not in read]
+
+
 def sample_command(args: argparse.Namespace) -> None:
     root = Path(args.run)
     units, digests = units_of_run(root)
     pool = units.get(args.generator, [])
     if not pool:
         raise SystemExit(f"error: {root}: no {args.generator} cases (have: {', '.join(sorted(units)) or 'none'})")
-    exclude = set()
-    for other in args.exclude or []:
-        exclude |= {json.loads(line)["case_id"] for line in Path(other).read_text().splitlines() if line.strip()}
-    pool = [u for u in pool if u["case_id"] not in exclude]
+    pool = unread_units(pool, [Path(p) for p in args.exclude or []])
     picked = random.Random(args.seed).sample(pool, min(args.n, len(pool)))
     meta = {
         "run": str(args.run_label or root),

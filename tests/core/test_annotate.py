@@ -1,0 +1,31 @@
+"""``bench/annotate.py``'s draw: a case read before is not drawn again, even when the run
+that made it numbered its triples differently."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _annotate():
+    spec = importlib.util.spec_from_file_location("annotate", ROOT / "bench" / "annotate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cases_read_before_are_left_out_by_id_or_by_texts(tmp_path):
+    annotate = _annotate()
+    triple = dict(capability="CR3", text="It is bad.", text_pair=None, closer="It is awful.", farther="It is good.")
+    batch = tmp_path / "read.jsonl"
+    batch.write_text(json.dumps({"case_id": "t7", **triple}) + "\n" + json.dumps({"case_id": "c1", "text": "x"}) + "\n")
+    pool = [
+        {"case_id": "t9", **triple},  # the same triple, renumbered by a later run
+        {"case_id": "c1", "capability": "CR1", "text": "y"},  # the same id
+        {"case_id": "t8", **triple, "farther": "It is great."},
+    ]
+    assert [u["case_id"] for u in annotate.unread_units(pool, [batch])] == ["t8"]
+    assert annotate.unread_units(pool, []) == pool
