@@ -65,7 +65,7 @@ def mutate_one(
     variants = substitutions(tokens, "synonym", **words) + substitutions(tokens, "antonym", **words)
     variants += gender_swap(tokens, settings.gender_pairs)
     if inversions:
-        inverted = inversion(text, inversions)
+        inverted = inversion(text, inversions, settings.inversion_unit)
         if inverted and settings.dense_seed is not None:
             variants += dense_synonyms(tokens, settings.dense_seed)
         variants += inverted
@@ -94,7 +94,7 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
     variants += checked_substitutions(tokens, "antonym", ref, senses=senses, **words)
     variants += checked_gender_swap(tokens, ref, ents=ents, extra_pairs=settings.gender_pairs)
     if inversions:
-        inverted = inversion(text, inversions)
+        inverted = inversion(text, inversions, settings.inversion_unit)
         if inverted and settings.dense_seed is not None:
             variants += [profanity_checked(text, v) for v in dense_synonyms(tokens, settings.dense_seed)]
         variants += [profanity_checked(text, v) for v in inverted]

@@ -10,7 +10,8 @@ edit, takes every sentence the editors changed as a (sentence, reversed sentence
 keeps the pairs that read as one clean inversion:
 
 * ``not_a_sentence``: both texts are whole sentences (a capital or digit first, ``.``, ``!``
-  or ``?`` last, 4-40 words); the review splitter leaves fragments around ``(...!)``.
+  or ``?`` last, 4-40 words, not ending on a dotted abbreviation); the review splitter
+  leaves fragments around ``(...!)`` and cuts "... so bad that my i.q." at its periods.
 * ``edit_span``: the edit is one stretch of at most ``MAX_SPAN`` tokens on each side and not
   a bare deletion (nor a word replaced by an article alone: "glimpses of sad characters" ->
   "of the characters"). Read one by one, a pair whose editor rewrote more is mostly not
@@ -18,6 +19,9 @@ keeps the pairs that read as one clean inversion:
   inversion.
 * ``unknown_word``: every word the edit puts in is English: seen in the reference corpus
   of reviews or in lemminflect's dictionary (editors' typos: "EXICTEMENT").
+* ``edit_grammar``: the edit leaves no article that disagrees with the word after it or
+  stands before a verb ("a awkward movie", "a egregiously distorting film") where the
+  sentence as written had none.
 * ``polarity_flip``: two lexicons (VADER and TextBlob, ``llm_output.polarity``) score the two
   sentences on opposite sides, each at least ``MIN_POLARITY`` away from neutral, so the edit
   reverses what the sentence says on its own, not only in its review's context
@@ -47,6 +51,7 @@ _TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _OPENS = re.compile(r"""^["'(]*[A-Z0-9]""")
 # What a replaced word may not become alone: the edit then only deletes it.
 _DETERMINERS = frozenset("a an the this that these those its his her their my your our".split())
+_ABBREVIATION_END = re.compile(r"""(?:\b[A-Za-z]\.){2,}["']*$""")  # "my i.q.", "the U.S."
 _ENDS = re.compile(r"""[.!?]["']*$""")  # not ")": the splitter cuts "... (as the title character!)" there
 
 
@@ -128,11 +133,12 @@ def known_word(word: str) -> bool:
 
 def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
     """(check, reason) when the pair is not one clean sentence-level inversion, else None."""
-    from checkray.engine.llm_output import polarity
+    from checkray.engine.llm_output import missing_word_reason, polarity
 
     for text in (sentence, reversed_):
         words = len(text.split())
-        if not (_OPENS.match(text) and _ENDS.search(text)) or not MIN_WORDS <= words <= MAX_WORDS:
+        whole = _OPENS.match(text) and _ENDS.search(text) and not _ABBREVIATION_END.search(text)
+        if not whole or not MIN_WORDS <= words <= MAX_WORDS:
             return "not_a_sentence", f"'{text}' is not one whole sentence of {MIN_WORDS}-{MAX_WORDS} words"
     spans = _edit_spans(sentence, reversed_)
     if len(spans) != 1:
@@ -148,10 +154,20 @@ def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
             "unknown_word",
             f"the edit puts in {', '.join(repr(w) for w in unknown)}, no word of the reviews or the dictionary",
         )
+    broken = missing_word_reason(reversed_)
+    if broken and not missing_word_reason(sentence):
+        return "edit_grammar", f"the edit breaks the sentence: {broken}"
     before, after = polarity(sentence), polarity(reversed_)
     if before * after >= 0 or min(abs(before), abs(after)) < MIN_POLARITY:
         return "polarity_flip", f"polarity {before:+.2f} -> {after:+.2f}: the sentence's sentiment is not reversed"
     return None
+
+
+def edit_of(sentence: str, reversed_: str) -> tuple[str, str]:
+    """(the words the edit took out, the words it put in), each joined by spaces; for a pair
+    of more than one edit, those of the first."""
+    spans = _edit_spans(sentence, reversed_)
+    return (" ".join(spans[0][0]), " ".join(spans[0][1])) if spans else ("", "")
 
 
 def sentence_inversions(pairs: Iterable[tuple[str, str]]) -> list[SentencePair]:

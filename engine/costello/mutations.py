@@ -379,9 +379,18 @@ def inversion_sentences(path: str | Path, unit: InversionUnit = "text") -> list[
     return list(dict.fromkeys(sentence for sentence, _ in _table_pairs(Path(path))))
 
 
-def inversion(text: str, table: dict[str, str]) -> list[Variant]:
+def inversion(text: str, table: dict[str, str], unit: InversionUnit = "text") -> list[Variant]:
+    """The table's reversal of ``text``; a sentence-level one names its edit (``word`` the
+    words taken out, ``replacement`` those put in), so CR3's closer can take the same word."""
     reversed_ = table.get(normalize(text))
-    return [Variant("inversion", reversed_)] if reversed_ else []
+    if not reversed_:
+        return []
+    if unit == "sentence":
+        from checkray.engine.costello.contrast_sentences import edit_of
+
+        old, new = edit_of(text, reversed_)
+        return [Variant("inversion", reversed_, word=old or None, replacement=new or None)]
+    return [Variant("inversion", reversed_)]
 
 
 # ------------------------------------------------------------------ semantic matching pairs

@@ -72,6 +72,8 @@ def test_only_the_sentences_the_edit_changed_are_paired_in_order():
             "EXICTEMENT",
         ),
         ("She has loved the episodes she has seen.", "She has abhorred the episodes she has seen.", None, None),
+        ("The Ladies Man is a funny movie.", "The Ladies Man is a awkward movie.", "edit_grammar", "'a awkward'"),
+        ("This movie was so bad that my i.q.", "This movie was so good that my i.q.", "not_a_sentence", ""),
     ],
 )
 def test_a_pair_is_kept_only_as_one_clean_inversion(sentence, reversed_, check, reason):
@@ -168,3 +170,22 @@ def test_costello_job_builds_cr3_from_table_sentences_and_publishes_refused_pair
     rejected = pq.read_table(out / "rejected.parquet").to_pylist()
     refused = [r for r in rejected if r["check"] == "edit_span"]
     assert [(r["capability"], r["source"]) for r in refused] == [("CR3", "The acting is bad and the plot is dull.")]
+
+
+def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
+    from checkray.engine.costello.mutations import Variant, inversion
+    from checkray.engine.costello.triples import Seed, combine, rejected_variants
+
+    seed = Seed("inversion-0", "They all agreed that the film was great.")
+    table = {normalize(seed.text): "They all agreed that the film was awful."}
+    (inverted,) = inversion(seed.text, table, "sentence")
+    assert (inverted.word, inverted.replacement) == ("great", "awful")
+    assert inversion(seed.text, table)[0].word is None  # a whole text names no edit
+    agreed = Variant("synonym", "They all fit that the film was great.", index=2, word="agreed", replacement="fit")
+    great = Variant("synonym", "They all agreed that the film was excellent.", index=7, word="great")
+    (triple,) = combine(seed, [agreed, great, inverted])
+    assert triple.capability == "CR3" and triple.positive is great
+    # no synonym of the edited word: no CR3 triple, and the inversion says why in rejected.parquet
+    assert combine(seed, [agreed, inverted]) == []
+    (row,) = rejected_variants([seed], {seed.id: [agreed, inverted]}, [], "s").to_pylist()
+    assert row["check"] == "cr3_closer" and "edited words 'great'" in row["reason"]
