@@ -256,12 +256,16 @@ _JOB_OF_METHOD = {"template": "templates", "mft": "mft", "testaug": "testaug", "
 
 ESTIMATES_FILE = Path(__file__).resolve().parent / "data" / "validity_estimates.json"
 MIN_CAPABILITY_CASES = 10  # fewer judged cases of a capability: its generator's figure stands
+# Fewer judged cases of a generator in a code version's batches: that version does not
+# replace an earlier one's estimate (5 cases give a 95 % interval 60 points wide).
+MIN_ESTIMATE_CASES = 20
 
 
 def current_batches(batches: Sequence[Batch]) -> dict[str, list[Batch]]:
     """Per generator, the batches that describe it today: the ``final`` part when there is
     one, else ``dev``; of those, only the code version drawn last (older versions judged a
-    generator that has since changed)."""
+    generator that has since changed) among the versions with at least
+    ``MIN_ESTIMATE_CASES`` judged cases of it (the newest version when none has)."""
     out: dict[str, list[Batch]] = {}
     for generator in GENERATORS:
         mine = [b for b in batches if any(c.generator == generator for c in b.cases)]
@@ -269,9 +273,18 @@ def current_batches(batches: Sequence[Batch]) -> dict[str, list[Batch]]:
             continue
         part = "final" if any(b.part == "final" for b in mine) else "dev"
         mine = [b for b in mine if b.part == part]
-        newest = max(mine, key=lambda b: str(b.meta.get("drawn", "")))
-        version = newest.meta.get("code_version")
-        out[generator] = [b for b in mine if b.meta.get("code_version") == version]
+        by_version: dict[Any, list[Batch]] = {}
+        for b in mine:
+            by_version.setdefault(b.meta.get("code_version"), []).append(b)
+
+        def judged(group: list[Batch], generator: str = generator) -> int:
+            return sum(c.generator == generator for b in group for c in b.cases)
+
+        def drawn(group: list[Batch]) -> str:
+            return max(str(b.meta.get("drawn", "")) for b in group)
+
+        enough = [g for g in by_version.values() if judged(g) >= MIN_ESTIMATE_CASES] or list(by_version.values())
+        out[generator] = max(enough, key=drawn)
     return out
 
 

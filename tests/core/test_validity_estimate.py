@@ -146,3 +146,13 @@ def test_every_generating_job_declares_its_suite():
 
     for cls in (TemplatesJob, MFTJob, TestAugJob, S2lctJob, CostelloJob):
         assert cls.suite_file in cls.published, cls.name
+
+
+def test_a_handful_of_cases_does_not_replace_a_larger_estimate(tmp_path):
+    _batch(tmp_path, "big", _judged("mft", "A", 30, 24), part="final", code_version="v1", drawn="2026-01-01")
+    _batch(tmp_path, "few", _judged("mft", "A", 5, 0), part="final", code_version="v2", drawn="2026-02-01")
+    est = build_estimates(read_batches([tmp_path]))
+    assert est["mft"]["judged_on"]["code_version"] == "v1" and est["mft"]["overall"]["n"] == 30
+    _batch(tmp_path, "more", _judged("mft", "B", 15, 15), part="final", code_version="v2", drawn="2026-02-02")
+    est = build_estimates(read_batches([tmp_path]))  # v2 now has 20 judged: it describes the generator
+    assert est["mft"]["judged_on"]["code_version"] == "v2" and est["mft"]["overall"]["n"] == 20
