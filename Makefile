@@ -42,9 +42,10 @@ $(BIN)/.installed: pyproject.toml setup.py $(LOCK)
 
 # Once per venv: compile umap-learn's numba kernels and export the default encoder to ONNX
 # (jobs/warmup.py), so the first job on a new machine does not pay for them. `make demo`
-# runs it; the tests compile what they use themselves.
+# runs it; the tests compile what they use themselves. The install step just wrote the
+# bytecode, so it is not checked again here.
 $(BIN)/.warm: $(BIN)/.installed
-	$(BIN)/python -m checkray.jobs.warmup
+	$(BIN)/python -m checkray.jobs.warmup --no-bytecode
 	touch $@
 
 # Opt-in: llama-cpp-python (local_engine: llama-cpp-python; `python -m llama_cpp.server`), from the wheel in WHEELS.

@@ -211,6 +211,9 @@ def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypa
     monkeypatch.setattr(warmup, "BYTECODE", ("bytecode", lambda: "only this"))
     assert warmup.main(["--bytecode"]) == 0  # the install step's: the bytecode alone
     assert capsys.readouterr().out.splitlines() == ["warm-up: bytecode: only this"]
+    monkeypatch.setattr(warmup, "STEPS", [warmup.BYTECODE, ("fine", lambda: "done")])
+    assert warmup.main(["--no-bytecode"]) == 0  # make's warm-up, after the install step compiled
+    assert capsys.readouterr().out.splitlines() == ["warm-up: fine: done"]
     assert warmup.main(["--fast"]) == 2
 
 
