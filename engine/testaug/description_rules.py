@@ -21,9 +21,20 @@ polarity (VADER + AFINN, ``engine/lang/polarity``) against them:
                        past", "used to", "at first" ...) does not read strongly against X,
                        nor its present clause against Y ("I absolutely love this restaurant,
                        but in the past I would not like it." under past positive, now negative)
+                       and a word marks the change over time ("used to", "at first", "in
+                       the past", "now", "these days", "no longer"): "I am grateful for the
+                       job, but I am not sure about my work-life balance" is mixed, not
+                       changed
 ``I thought something was X, but it was Y``
                        the clause before "but" (the expectation) does not read strongly
                        against X, nor the one after it against Y
+``My opinion is more important than others' when expressing X sentiment``
+                       someone else's opinion is in the case ("others", "people", "my
+                       friends", "I had heard ...") and its clause does not read X: the case
+                       sets the writer's X opinion against theirs ("I like you, but others
+                       hate you"); "I think you are so smart, I wish I could learn more"
+                       holds no other opinion, "I appreciate your kindness, my friends
+                       appreciate your kindness" no contrast
 
 A clause reads strongly against a polarity when VADER/TextBlob (``llm_output.polarity``)
 score it at least ``CLAUSE_AGAINST`` the other way (for neutral: that far either way); a
@@ -50,6 +61,9 @@ USED_TO = re.compile(
     re.IGNORECASE,
 )
 THOUGHT = re.compile(r"\bI thought something was (positive|negative|neutral), but it was (positive|negative|neutral)\b")
+MINE = re.compile(
+    r"\bmy opinion is more important than others'? when expressing (positive|negative|neutral) sentiment", re.IGNORECASE
+)
 # The two clauses of a contrast: at "but", "although", "even though", a semicolon, or a
 # comma before a time phrase ("I dislike this restaurant, in the past I would value it").
 _CONTRAST_SPLIT = re.compile(
@@ -58,6 +72,19 @@ _CONTRAST_SPLIT = re.compile(
 _PRESENT = re.compile(r"\b(?:now|nowadays|these days|today)\b", re.IGNORECASE)
 _PAST = re.compile(r"\b(?:in the past|used to|at first|once|previously|back then|before)\b", re.IGNORECASE)
 CLAUSE_AGAINST = 0.3
+# A change over time names a time: a past ("used to", "at first") or a present ("now").
+_NOW = re.compile(r"\b(?:now|nowadays|these days|today|anymore|any more|no longer)\b", re.IGNORECASE)
+_WHEN = re.compile(
+    r"\b(?:in the past|used to|at first|initially|previously|back then|before|once|originally|earlier)\b",
+    re.IGNORECASE,
+)
+# Someone else's opinion: other people, or what the writer heard or was told.
+_OTHERS = re.compile(
+    r"\b(?:others?|other people|people|everyone|everybody|they|friends?|critics?|reviewers?|"
+    r"heard|told|says?|said|rumou?rs?)\b",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r",?\s+(?:but|although|even though|though|yet|while|whereas)\s+|;\s*|,\s*", re.IGNORECASE)
 
 _TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|n't")
 NEGATORS = NEGATOR_WORDS | {"n't"}
@@ -154,6 +181,29 @@ def description_reason(description: str, text: str) -> str | None:
         return contrast_reason(text, m.group(1).lower(), m.group(2).lower(), by_time=True)
     if m := THOUGHT.search(description):
         return contrast_reason(text, m.group(1).lower(), m.group(2).lower(), by_time=False)
+    if m := MINE.search(description):
+        return others_reason(text, m.group(1).lower())
+    return None
+
+
+def time_change_reason(text: str) -> str | None:
+    """Why ``text`` tells no change of opinion over time (None: a word marks a time, past or
+    present: "used to", "at first", "in the past", "now", "these days", "no longer")."""
+    if _NOW.search(text) or _WHEN.search(text):
+        return None
+    return "no change over time: no word marks a past or present opinion ('used to', 'at first', 'now', ...)"
+
+
+def others_reason(text: str, wanted: str) -> str | None:
+    """Why ``text`` does not set the writer's ``wanted`` opinion against someone else's."""
+    clauses = [c for c in _CLAUSES.split(text.strip()) if c.strip()]
+    theirs = [c for c in clauses if _OTHERS.search(c)]
+    if not theirs:
+        return "no one else's opinion in it (others, people, friends, what the writer heard)"
+    for clause in theirs:
+        score = polarity(clause)
+        if wanted != "neutral" and score * (1 if wanted == "positive" else -1) >= CLAUSE_AGAINST:
+            return f"the others' clause {clause.strip()!r} reads {wanted} too ({score:+.2f}): no contrast with the writer's"
     return None
 
 
@@ -172,7 +222,10 @@ def _clause_reason(clause: str, wanted: str, which: str) -> str | None:
 
 def contrast_reason(text: str, first: str, second: str, by_time: bool) -> str | None:
     """The two clauses of a contrast against the polarities the description gives them:
-    ``first`` the past (or expectation), ``second`` the present (or outcome)."""
+    ``first`` the past (or expectation), ``second`` the present (or outcome); a change
+    over time must tell both ends (``time_change_reason``)."""
+    if by_time and (why := time_change_reason(text)):
+        return why
     parts = _CONTRAST_SPLIT.split(text.strip(), maxsplit=1)
     if len(parts) != 2:
         return None

@@ -20,6 +20,8 @@ POSITIVE_WORDS = "A positive sentiment sentence with positive words."
 WAS_POSITIVE = "I used to have positive sentiment to something, but now I have negative sentiment to it."
 WAS_NEGATIVE = "I used to have negative sentiment to something, but now I have positive sentiment to it."
 THOUGHT_NEGATIVE = "I thought something was negative, but it was neutral."
+MINE_POSITIVE = "My opinion is more important than others' when expressing positive sentiment."
+MINE_NEGATIVE = "My opinion is more important than others' when expressing negative sentiment."
 
 
 @pytest.mark.parametrize(
@@ -43,6 +45,15 @@ THOUGHT_NEGATIVE = "I thought something was negative, but it was neutral."
         (WAS_NEGATIVE, "I feel sad about this restaurant, although in the past I didn't like it at all.", "present"),
         (WAS_NEGATIVE, "I loved this restaurant, but now I regret my decision.", "its past clause 'I loved this"),
         (THOUGHT_NEGATIVE, "I thought that the weather would be sunny, but it was not.", "expectation clause"),
+        (WAS_POSITIVE, "Anything.", "no change over time"),
+        (
+            WAS_NEGATIVE,
+            "I am grateful for the job opportunity, but I am not sure about my work-life balance.",
+            "no change over time",
+        ),
+        (MINE_POSITIVE, "I think you are so smart, I wish I could learn more.", "no one else's opinion"),
+        (MINE_POSITIVE, "I appreciate your kindness, my friends appreciate your kindness.", "reads positive too"),
+        (MINE_POSITIVE, "I highly value you, some people appreciate your recommendation.", "no contrast"),
     ],
 )
 def test_cases_against_their_description(description, text, reason):
@@ -62,12 +73,15 @@ def test_cases_against_their_description(description, text, reason):
         (POS_Q_NO, "Do I think it is an incredible restaurant? No"),  # TextBlob knows "incredible"
         (POSITIVE_WORDS, "The plane exceeded my expectations."),  # no word against it: kept
         (NEUTRAL_WORDS, "The flight leaves at noon."),
-        (WAS_POSITIVE, "Anything."),
         (WAS_POSITIVE, "I used to love this restaurant, but now I dislike going there."),
         (WAS_POSITIVE, "I dislike this restaurant, in the past I would value it."),  # past clause second
         (WAS_NEGATIVE, "I like this restaurant, but I was unhappy in the past."),
         (WAS_NEGATIVE, "I really enjoy this new book, but in the past I was never a big reader."),  # neutral past: kept
         (THOUGHT_NEGATIVE, "I thought I would be frustrated with the flight, but I was not."),
+        (WAS_NEGATIVE, "I really admire this book, even though I was skeptical at first."),  # a present tense
+        (MINE_POSITIVE, "I think you are brilliant, but I had heard you were boring."),
+        (MINE_NEGATIVE, "I think you are awful, although people say you are wonderful."),
+        (MINE_NEGATIVE, "I dislike this service even though my friends adore it."),
         (
             "I thought something was neutral, but it was not neutral.",
             "I thought it was an action movie, but it wasn't.",
