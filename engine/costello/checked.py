@@ -36,6 +36,7 @@ beside a content-word neighbour (``context_fit``).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -250,8 +251,6 @@ def spelling_variant(word: str, candidate: str) -> bool:
     in order (doubled letters and s/z counted once) and most letters alike, so short words
     that differ in a vowel (bad / bid) are other words. WordNet lists such pairs as
     synonyms, and as a closer sentence one tests nothing."""
-    import difflib
-
     a, b = word.lower(), candidate.lower()
     if a == b or a[:1] != b[:1] or difflib.SequenceMatcher(a=a, b=b).ratio() < 0.75:
         return False

@@ -72,12 +72,8 @@ _CONTRAST_SPLIT = re.compile(
 _PRESENT = re.compile(r"\b(?:now|nowadays|these days|today)\b", re.IGNORECASE)
 _PAST = re.compile(r"\b(?:in the past|used to|at first|once|previously|back then|before)\b", re.IGNORECASE)
 CLAUSE_AGAINST = 0.3
-# A change over time names a time: a past ("used to", "at first") or a present ("now").
-_NOW = re.compile(r"\b(?:now|nowadays|these days|today|anymore|any more|no longer)\b", re.IGNORECASE)
-_WHEN = re.compile(
-    r"\b(?:in the past|used to|at first|initially|previously|back then|before|once|originally|earlier)\b",
-    re.IGNORECASE,
-)
+# More words that mark a time, which the clause order above does not read.
+_OTHER_TIMES = re.compile(r"\b(?:anymore|any more|no longer|initially|originally|earlier)\b", re.IGNORECASE)
 # Someone else's opinion: other people, or what the writer heard or was told.
 _OTHERS = re.compile(
     r"\b(?:others?|other people|people|everyone|everybody|they|friends?|critics?|reviewers?|"
@@ -189,7 +185,7 @@ def description_reason(description: str, text: str) -> str | None:
 def time_change_reason(text: str) -> str | None:
     """Why ``text`` tells no change of opinion over time (None: a word marks a time, past or
     present: "used to", "at first", "in the past", "now", "these days", "no longer")."""
-    if _NOW.search(text) or _WHEN.search(text):
+    if any(marker.search(text) for marker in (_PRESENT, _PAST, _OTHER_TIMES)):
         return None
     return "no change over time: no word marks a past or present opinion ('used to', 'at first', 'now', ...)"
 
@@ -202,18 +198,19 @@ def others_reason(text: str, wanted: str) -> str | None:
         return "no one else's opinion in it (others, people, friends, what the writer heard)"
     for clause in theirs:
         score = polarity(clause)
-        if wanted != "neutral" and score * (1 if wanted == "positive" else -1) >= CLAUSE_AGAINST:
+        if wanted != "neutral" and _leans(score, wanted):
             return f"the others' clause {clause.strip()!r} reads {wanted} too ({score:+.2f}): no contrast with the writer's"
     return None
 
 
+def _leans(score: float, side: str) -> bool:
+    """Whether a clause's polarity reads strongly toward ``side`` (positive or negative)."""
+    return score * (1 if side == "positive" else -1) >= CLAUSE_AGAINST
+
+
 def _clause_reason(clause: str, wanted: str, which: str) -> str | None:
     score = polarity(clause)
-    against = (
-        abs(score) >= CLAUSE_AGAINST
-        if wanted == "neutral"
-        else score * (1 if wanted == "positive" else -1) <= -CLAUSE_AGAINST
-    )
+    against = abs(score) >= CLAUSE_AGAINST if wanted == "neutral" else _leans(score, OPPOSITE[wanted])
     if against:
         reads = "positive" if score > 0 else "negative"
         return f"its {which} clause {clause.strip()!r} reads {reads} ({score:+.2f}), the description asks for {wanted}"
