@@ -177,7 +177,13 @@ def run_yields(root: Path) -> dict[str, str]:
             )
             ratio("mft", len(units.get("mft", [])), prompts, "representative prompted")
         elif job == "testaug":
-            descs = {u["description"] for u in units.get("testaug", [])}
+            # per description the run prompted (one that kept no case counts, as zero)
+            prompted = run / "stages" / "generate" / "data.parquet"
+            descs = (
+                set(pq.read_table(prompted, columns=["key"]).column("key").to_pylist())
+                if prompted.exists()
+                else {u["description"] for u in units.get("testaug", [])}
+            )
             ratio("testaug", len(units.get("testaug", [])), len(descs), "description")
         elif job == "s2lct":
             seeds, exps = units.get("s2lct_seed", []), units.get("s2lct_expansion", [])

@@ -29,3 +29,19 @@ def test_cases_read_before_are_left_out_by_id_or_by_texts(tmp_path):
     ]
     assert [u["case_id"] for u in annotate.unread_units(pool, [batch])] == ["t8"]
     assert annotate.unread_units(pool, []) == pool
+
+
+def test_testaug_yield_counts_every_description_prompted(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    annotate = _annotate()
+    run = tmp_path / "testaug"
+    (run / "stages" / "generate").mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"config": {}}))
+    # three descriptions prompted (two prompts of d1), one of them kept cases
+    pq.write_table(pa.table({"key": ["d1", "d1", "d2", "d3"]}), run / "stages" / "generate" / "data.parquet")
+    cases = [{"description": "A positive sentence."}] * 6
+    monkeypatch.setattr(annotate, "units_of_run", lambda root: ({"testaug": cases}, {}))
+    monkeypatch.setattr(annotate, "job_runs", lambda root: [("testaug", run)])
+    assert annotate.run_yields(tmp_path) == {"testaug": "2.00 per description (6/3)"}
