@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from checkray.engine.case_checks import Check, row_check
+from checkray.engine.lang.stems import stem
 from checkray.engine.schema import normalize_text
 
 # ------------------------------------------------------------------------ cleaning
@@ -234,20 +235,8 @@ META_WORDS = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _porter():
-    from nltk.stem.porter import PorterStemmer  # rules only: no NLTK data needed
-
-    return PorterStemmer()
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _porter().stem(word)
-
-
-@lru_cache(maxsize=1)
 def _meta_stems() -> frozenset[str]:
-    return frozenset(_stem(w) for w in META_WORDS)
+    return frozenset(stem(w) for w in META_WORDS)
 
 
 def tokens(text: str) -> list[str]:
@@ -284,9 +273,9 @@ def prompt_leak_reason(text: str, instructions: str, sources: Iterable[str] = ()
     if shared:
         return "repeats the prompt: " + ", ".join(" ".join(b) for b in shared[:3])
     # by stem: "testing the accuracy of family photos" repeats a prompt that says "test"
-    allowed_stems = {_stem(w) for w in allowed}
-    inst_stems = {_stem(w) for w in inst} & _meta_stems()
-    meta = sorted({w for w in words if _stem(w) in inst_stems and _stem(w) not in allowed_stems})
+    allowed_stems = {stem(w) for w in allowed}
+    inst_stems = {stem(w) for w in inst} & _meta_stems()
+    meta = sorted({w for w in words if stem(w) in inst_stems and stem(w) not in allowed_stems})
     if meta:
         return "repeats the prompt's words: " + ", ".join(meta[:3])
     return None

@@ -88,7 +88,12 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
         )
     tokens = tokens_from_doc(doc)
     ents = [t.ent_type_ for t in doc]
-    words = dict(ents=ents, guard=settings.polarity_guard, per_word=settings.per_word)
+    words = dict(
+        ents=ents,
+        guard=settings.polarity_guard,
+        per_word=settings.per_word,
+        wordnet_fallback=settings.substitutes == "table+wordnet",
+    )
     senses: dict[int, int] = {}  # the sense each kept synonym found; antonyms oppose it
     variants = checked_substitutions(tokens, "synonym", ref, senses=senses, **words)
     variants += checked_substitutions(tokens, "antonym", ref, senses=senses, **words)

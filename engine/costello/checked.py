@@ -54,6 +54,7 @@ from checkray.engine.costello.mutations import (
     replace_word,
 )
 from checkray.engine.costello.substitutes import curated
+from checkray.engine.lang.stems import stem
 from checkray.engine.lang.polarity import polarity_class, word_polarity
 
 SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
@@ -84,6 +85,9 @@ _NAME_ENTS = {"PERSON", "WORK_OF_ART", "ORG", "GPE", "NORP", "FAC", "EVENT", "PR
 _QUOTES = {'"', "``", "''", "“", "”"}
 _SENTENCE_ENDS = {".", "!", "?", "...", ":"}
 _WORD = re.compile(r"[a-z]+")
+# Words before which an adjective stands for a noun when no noun follows ("what good",
+# "no good", "any good", "much good", "some good").
+NOMINAL_BEFORE = {"what", "no", "any", "much", "some"}
 
 
 def inflect(lemma: str, tag: str) -> str | None:
@@ -129,10 +133,46 @@ def _neighbours(tokens: Sequence[Token], i: int, replace: dict[int, str] | None 
     return left, right
 
 
+def nominal_adjective(tokens: Sequence[Token], i: int) -> str | None:
+    """Why adjective i stands for a noun ("asks what good the execution could do", "does no
+    good", "is it any good ?"), or None. There a synonym or antonym is not English ("what
+    decent the execution"); before a noun ("no good reason") the adjective is a plain one."""
+    if i == 0 or tokens[i].tag != "JJ":
+        return None
+    before = tokens[i - 1].text.lower()
+    after = tokens[i + 1].pos if i + 1 < len(tokens) else "PUNCT"
+    if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM", "CCONJ"):
+        return f"'{before} {tokens[i].text.lower()}' uses the adjective as a noun"
+    return None
+
+
+def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
+    """The curated table's fixed phrase that token i is part of ("that awkward age"), or None."""
+    upos = PAIR_TAGS.get(tokens[i].tag)
+    entry = curated((tokens[i].lemma or tokens[i].text).lower(), upos) if upos else None
+    if entry is None:
+        return None
+    words = [t.text.lower() for t in tokens]
+    own = {words[i], (tokens[i].lemma or words[i]).lower()}
+    for phrase in entry.fixed:
+        parts = phrase.split()
+        for k, part in enumerate(parts):
+            start = i - k
+            if part not in own or start < 0 or start + len(parts) > len(tokens):
+                continue
+            window = words[start : start + len(parts)]
+            if all(w == p for j, (w, p) in enumerate(zip(window, parts)) if j != k):
+                return f"'{' '.join(window)}' is a fixed phrase of the substitutes table ('{phrase}')"
+    return None
+
+
 def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> str | None:
     """Why token i is part of a fixed expression, or None."""
     from checkray.engine.lang.wordnet import is_multiword
 
+    why = nominal_adjective(tokens, i) or table_phrase(tokens, i)
+    if why:
+        return why
     words = [t.text.lower() for t in tokens]
     lemmas = [(t.lemma or t.text).lower() for t in tokens]
     for start in range(max(0, i - 2), i + 1):
@@ -310,9 +350,12 @@ def word_checks(
     new_left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
     left, _ = _neighbours(tokens, i)
     why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
-    if why is None and any(j != i and t.text.lower() == form.lower() for j, t in enumerate(tokens)):
-        # "smart wordplay and clever plot" -> "clever wordplay and clever plot"
-        why = f"'{form}' is already in the sentence: the substitution would repeat it"
+    if why is None:
+        # "smart wordplay and clever plot" -> "clever wordplay and clever plot"; "a lovely and
+        # beautifully photographed romance" -> "a beautiful and beautifully ...": one stem
+        again = [t.text for j, t in enumerate(tokens) if j != i and t.text.isalpha() and stem(t.text) == stem(form)]
+        if again:
+            why = f"'{form}' repeats '{again[0]}' of the sentence (one stem)"
     if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
         # A less frequent sense needs positive evidence: the candidate seen beside a
         # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).
@@ -345,6 +388,7 @@ def checked_substitutions(
     guard: bool = True,
     per_word: int = 1,
     senses: dict[int, int] | None = None,
+    wordnet_fallback: bool = True,
 ) -> list[Variant]:
     """Per substitutable word (adjective or verb, any inflection) up to ``per_word`` kept
     variants, and every candidate rejected on the way (``check``/``reason`` set).
@@ -352,7 +396,8 @@ def checked_substitutions(
     ``senses`` (token index -> WordNet sense rank): for synonyms it is filled with the sense
     of each kept synonym; for antonyms it restricts a word's antonyms to that sense (or the
     first), so that CR1's antonym opposes the sense its synonym found in this context
-    ("sick society": ill / healthy, not ill / well)."""
+    ("sick society": ill / healthy, not ill / well). ``wordnet_fallback=False``: only words
+    the curated table lists are substituted; another polar word is one rejection (``sense``)."""
     out: list[Variant] = []
     seed_text = detokenize(tokens)
     for i, tok in enumerate(tokens):
@@ -364,6 +409,10 @@ def checked_substitutions(
             continue  # not a sentiment word: no candidate is generated (as the plain operator)
         if _never(lemma, upos):
             continue  # its sense cannot be read from the sentence around it: not a substitution site
+        if not wordnet_fallback and curated(lemma, upos) is None:
+            why = f"'{lemma}' is not in the substitutes table, and WordNet's senses are not used (substitutes: table)"
+            out.append(Variant(kind, seed_text, index=i, word=tok.text, check="sense", reason=why))
+            continue
         position = position_verdict(tokens, i, ref, ents)
         good: list[tuple[float, int, Variant]] = []
         for n, (cand, rank) in enumerate(ranked_candidates(lemma, upos, kind, ref)):

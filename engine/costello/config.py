@@ -67,6 +67,12 @@ class CostelloConfig(JobSection):
     # common word, fixed expression, name/title, n-gram fit, profanity; rejected candidates
     # are published in rejected.parquet. False: the plain first-WordNet-lemma operators.
     context_checks: bool = True
+    # Where the checked synonyms and antonyms of a sentiment word come from: "table+wordnet"
+    # (the curated table, engine/data/costello_substitutes.yaml, and WordNet's frequent
+    # senses for a word it does not list) or "table" (only words the table lists; any other
+    # polar word is rejected as `sense`). Read at size, WordNet's candidates for unlisted
+    # words were in the sentence's sense far less often than the table's (docs/costello.md).
+    substitutes: Literal["table", "table+wordnet"] = "table+wordnet"
     # Substitutions scored in their sentence by a causal LM (engine/costello/fluency.py):
     # a variant whose sentence loses more than max_drop nats against its seed is rejected.
     # None: no LM check.
@@ -150,5 +156,6 @@ class MutationSettings(Section):
     polarity_guard: bool = True
     per_word: int = Field(default=1, ge=1)  # synonyms / antonyms kept per word
     context_checks: bool = True  # checked operators (engine/costello/checked.py)
+    substitutes: Literal["table", "table+wordnet"] = "table+wordnet"  # CostelloConfig.substitutes
     gender_pairs: str | None = None  # extra gendered word pairs
     dense_seed: int | None = None  # the authors' dense synonym substitution (CR3's positive), seeded

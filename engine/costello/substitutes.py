@@ -26,6 +26,9 @@ class Curated:
     synonyms: tuple[str, ...] = ()
     antonyms: tuple[str, ...] = ()
     never: str | None = None
+    # Phrases in which the word is never substituted ("awkward age": the early teens, not a
+    # clumsy age); the word itself may be written in any inflection, the others as listed.
+    fixed: tuple[str, ...] = ()
 
     def candidates(self, kind: str) -> tuple[str, ...]:
         return self.synonyms if kind == "synonym" else self.antonyms
@@ -60,7 +63,7 @@ def parse_substitutes(text: str, source: str = SUBSTITUTES_FILE.name) -> dict[tu
 
 
 def _entry(lemma: str, pos: str, entry: dict, source: str) -> Curated:
-    unknown = set(entry) - {"synonyms", "antonyms", "never"}
+    unknown = set(entry) - {"synonyms", "antonyms", "never", "fixed"}
     if unknown:
         raise InputError(f"{source}: {pos} {lemma!r} has unknown keys {sorted(unknown)}")
     syn, ant = tuple(entry.get("synonyms") or ()), tuple(entry.get("antonyms") or ())
@@ -70,7 +73,10 @@ def _entry(lemma: str, pos: str, entry: dict, source: str) -> Curated:
         raise InputError(f"{source}: {pos} {lemma!r} lists itself as a candidate")
     if set(syn) & set(ant):
         raise InputError(f"{source}: {pos} {lemma!r} lists {sorted(set(syn) & set(ant))} as synonym and antonym")
-    return Curated(syn, ant, entry.get("never"))
+    fixed = tuple(str(p).lower() for p in entry.get("fixed") or ())
+    if any(len(p.split()) < 2 for p in fixed):
+        raise InputError(f"{source}: {pos} {lemma!r} lists a fixed phrase of one word")
+    return Curated(syn, ant, entry.get("never"), fixed)
 
 
 @cache

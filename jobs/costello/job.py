@@ -154,7 +154,8 @@ def refused_inversions(cc: CostelloConfig) -> pa.Table:
 
 def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
     cc = cc.view(
-        "pipeline", "inversions", "inversion_unit", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks"
+        "pipeline", "inversions", "inversion_unit", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks",
+        "substitutes",
     )
 
     def run(ctx: StageContext):
@@ -171,6 +172,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
             gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
             dense_seed=seed if cc.cr3_synonym == "dense" else None,
             context_checks=cc.context_checks,
+            substitutes=cc.substitutes,
         )
         return {"data": mutate_corpus(seeds, settings, batch_size=64)}
 

@@ -88,6 +88,7 @@ def test_curated_words_take_a_persons_candidates_or_none(nlp):
         ("ADJECTIVE:\n  good: {synonyms: [fine]}\n", "unknown part of speech 'ADJECTIVE'"),
         ("ADJ:\n  good: {synonyms: [good]}\n", "lists itself"),
         ("ADJ:\n  good: {synonyms: [fine], antonym: [bad]}\n", "unknown keys ['antonym']"),
+        ("ADJ:\n  good: {synonyms: [fine], fixed: [good]}\n", "a fixed phrase of one word"),
     ],
 )
 def test_a_malformed_substitutes_table_is_one_line(text, error):
@@ -204,8 +205,61 @@ def test_a_substitute_already_in_the_sentence_is_refused(nlp):
     tokens, ents = run(nlp, "its smart wordplay and clever plot .")
     out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "smart"]
     (clever,) = [v for v in out if v.replacement == "clever"]
-    assert clever.check == "context_fit" and "already in the sentence" in clever.reason
+    assert clever.check == "context_fit" and "repeats 'clever'" in clever.reason
     assert [v.replacement for v in out if not v.check] == ["witty"]
+
+
+def test_a_substitute_of_a_stem_already_in_the_sentence_is_refused(nlp):
+    ref = ref_of(*(f"a {w} and beautifully shot romance ." for w in ("lovely", "beautiful", "charming")))
+    tokens, ents = run(nlp, "a lovely and beautifully shot romance .")
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "lovely"]
+    (beautiful,) = [v for v in out if v.replacement == "beautiful"]
+    assert beautiful.check == "context_fit" and "repeats 'beautifully'" in beautiful.reason
+    assert [v.replacement for v in out if not v.check] == ["charming"]
+
+
+@pytest.mark.parametrize(
+    "text, edited",
+    [
+        ("He asks what good the execution of a woman could possibly do .", False),  # a noun
+        ("what good is a film like this ?", False),
+        ("is it any good ?", False),
+        ("there is no good film here .", True),  # before a noun: a plain adjective
+    ],
+)
+def test_an_adjective_standing_for_a_noun_is_not_substituted(nlp, text, edited):
+    ref = ref_of(text, text.replace("good", "fine"), "a fine film .", "a good film .", "a bad film .")
+    tokens, ents = run(nlp, text)
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "good"]
+    assert out
+    refused = [v for v in out if v.check == "fixed_expression" and "uses the adjective as a noun" in v.reason]
+    assert bool(refused) != edited
+
+
+def test_a_fixed_phrase_of_the_table_is_not_substituted(nlp):
+    from checkray.engine.costello.substitutes import curated
+
+    assert "awkward age" in curated("awkward", "ADJ").fixed
+    ref = ref_of("that awkward age .", "that clumsy age .", "an awkward scene .", "a clumsy scene .")
+    for text, refused in (("that awkward age when all is new .", True), ("an awkward scene .", False)):
+        tokens, ents = run(nlp, text)
+        out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "awkward"]
+        assert out and all(v.check == "fixed_expression" for v in out) == refused
+        assert any("fixed phrase of the substitutes table" in (v.reason or "") for v in out) == refused
+
+
+def test_table_only_substitutes_reject_a_word_the_table_lacks(nlp):
+    # sharp is not in the table: WordNet's senses serve it unless the job asks for the table only
+    ref = ref_of("a crisp photo .", "a sharp photo .", "a good photo .", "a fine photo .")
+    tokens, ents = run(nlp, "a sharp photo .")
+    kept = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if not v.check]
+    assert [v.replacement for v in kept] == ["crisp"]
+    out = checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False, wordnet_fallback=False)
+    (sharp,) = [v for v in out if v.word == "sharp"]
+    assert sharp.check == "sense" and "not in the substitutes table" in sharp.reason and sharp.replacement is None
+    tokens, ents = run(nlp, "a good photo .")
+    out = checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False, wordnet_fallback=False)
+    assert [v.replacement for v in out if not v.check] == ["fine"]
 
 
 # A swap must not change a real person's gender; spaCy misses many names: lower-cased
@@ -405,3 +459,15 @@ def test_another_spelling_of_the_word_is_no_synonym(nlp):
     (british,) = [v for v in out if v.replacement == "favourite"]
     assert british.check == "sense" and "another spelling of 'favorite'" in british.reason
     assert "favourite" not in [v.replacement for v in out if not v.check]
+
+
+def test_the_mutation_settings_choose_where_substitutes_come_from(nlp):
+    from checkray.actors.costello.mutators import mutate_one
+    from checkray.engine.costello.config import MutationSettings
+
+    ref = ref_of("a crisp photo .", "a sharp photo .", "a blunt photo .", "a dull photo .")
+    doc = nlp("a sharp photo .")
+    for source, kept in (("table+wordnet", True), ("table", False)):
+        settings = MutationSettings(substitutes=source, polarity_guard=False)
+        out = [v for v in mutate_one(doc, None, doc.text, None, settings, ref) if v.word == "sharp" and v.op == "synonym"]
+        assert any(not v.check for v in out) == kept
