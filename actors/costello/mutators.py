@@ -80,12 +80,16 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
         checked_substitutions,
         profanity_checked,
     )
+    from checkray.engine.costello.seed_slips import seed_slip
 
     if pair_doc is not None:
         a, b = tokens_from_doc(doc), tokens_from_doc(pair_doc)
         return checked_shared_substitutions(a, b, "synonym", ref, PAIR_WORDS) + checked_shared_substitutions(
             a, b, "antonym", ref, PAIR_WORDS
         )
+    slip = seed_slip(text)
+    if slip:  # copied into every sentence of every triple: no triple of this seed is fluent
+        return [Variant("seed", text, check="seed_slip", reason=f"the seed as written has a slip: {slip}")]
     tokens = tokens_from_doc(doc)
     ents = [t.ent_type_ for t in doc]
     words = dict(

@@ -54,8 +54,8 @@ from checkray.engine.costello.mutations import (
     replace_word,
 )
 from checkray.engine.costello.substitutes import curated
-from checkray.engine.lang.stems import stem
 from checkray.engine.lang.polarity import polarity_class, word_polarity
+from checkray.engine.lang.stems import stem
 
 SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
 MIN_COUNT = 10  # occurrences in the reference corpus (~1.4 per million words): a common word

@@ -12,6 +12,9 @@ keeps the pairs that read as one clean inversion:
 * ``not_a_sentence``: both texts are whole sentences (a capital or digit first, ``.``, ``!``
   or ``?`` last, 4-40 words, not ending on a dotted abbreviation); the review splitter
   leaves fragments around ``(...!)`` and cuts "... so bad that my i.q." at its periods.
+* ``seed_slip``: neither text has a slip its writer left that a rule can see
+  (``seed_slips.py``: "i decided", "it,I find it", "the the"); the sentence as written is
+  copied into all three sentences of its triple.
 * ``edit_span``: the edit is one stretch of at most ``MAX_SPAN`` tokens on each side and not
   a bare deletion (nor a word replaced by an article alone: "glimpses of sad characters" ->
   "of the characters"). Read one by one, a pair whose editor rewrote more is mostly not
@@ -40,6 +43,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from checkray.engine.costello.seed_slips import seed_slip
 
 MIN_WORDS, MAX_WORDS = 4, 40
 MAX_SPAN = 3  # tokens an edit may change on each side
@@ -140,6 +145,10 @@ def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
         whole = _OPENS.match(text) and _ENDS.search(text) and not _ABBREVIATION_END.search(text)
         if not whole or not MIN_WORDS <= words <= MAX_WORDS:
             return "not_a_sentence", f"'{text}' is not one whole sentence of {MIN_WORDS}-{MAX_WORDS} words"
+    for which, text in (("the sentence", sentence), ("its edit", reversed_)):
+        slip = seed_slip(text)
+        if slip:
+            return "seed_slip", f"{which} as written has a slip: {slip}"
     spans = _edit_spans(sentence, reversed_)
     if len(spans) != 1:
         return "edit_span", f"the edit changes {len(spans)} places, not one"

@@ -189,3 +189,30 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
     assert combine(seed, [agreed, inverted]) == []
     (row,) = rejected_variants([seed], {seed.id: [agreed, inverted]}, [], "s").to_pylist()
     assert row["check"] == "cr3_closer" and "edited words 'great'" in row["reason"]
+
+
+@pytest.mark.parametrize(
+    "text, slip",
+    [
+        ("MacDowell ... gives give a solid , anguished performance .", "'gives give' writes one verb twice"),
+        ("The film sparkles with the the wisdom of its subjects .", "'the the' writes one word twice"),
+        ("As plain and pedestrian as catsup --", "ends on a dash"),
+        ("Each time I see it,I find it brilliant.", "no space after the comma"),
+        ("It is the worst film i have ever seen.", "'i' for the pronoun"),
+        ("He had had enough of the film .", None),
+        ("You would have had enough of it by now .", None),
+        ("i loved this movie , it was great .", None),  # a lower-cased corpus writes every word so
+        ("A vibrant , colorful , semimusical rendition .", None),
+        ("It 's a feel-bad ending -- and a dull one .", None),
+    ],
+)
+def test_a_slip_the_writer_left_is_named(text, slip):
+    from checkray.engine.costello.seed_slips import seed_slip
+
+    found = seed_slip(text)
+    assert (found is None) if slip is None else (slip in found)
+
+
+def test_a_contrast_pair_with_a_slip_is_refused():
+    check, reason = refusal("This is the worst film i have ever seen.", "This is the best film i have ever seen.")
+    assert check == "seed_slip" and "the sentence as written" in reason

@@ -469,5 +469,20 @@ def test_the_mutation_settings_choose_where_substitutes_come_from(nlp):
     doc = nlp("a sharp photo .")
     for source, kept in (("table+wordnet", True), ("table", False)):
         settings = MutationSettings(substitutes=source, polarity_guard=False)
-        out = [v for v in mutate_one(doc, None, doc.text, None, settings, ref) if v.word == "sharp" and v.op == "synonym"]
+        out = [
+            v for v in mutate_one(doc, None, doc.text, None, settings, ref) if v.word == "sharp" and v.op == "synonym"
+        ]
         assert any(not v.check for v in out) == kept
+
+
+def test_a_seed_with_a_slip_is_one_rejection_and_no_variant(nlp):
+    from checkray.actors.costello.mutators import mutate_one
+    from checkray.engine.costello.config import MutationSettings
+
+    ref = ref_of("a solid performance .", "a decent performance .", "a weak performance .")
+    doc = nlp("she gives give a solid performance .")
+    (refused,) = mutate_one(doc, None, doc.text, None, MutationSettings(), ref)
+    assert refused.op == "seed" and refused.check == "seed_slip" and "'gives give'" in refused.reason
+    seed = Seed("s9", doc.text)
+    (row,) = rejected_variants([seed], {"s9": [refused]}, [], "costello").to_pylist()
+    assert row["check"] == "seed_slip" and row["capability"] == "CR1,CR2,CR3"
