@@ -85,6 +85,8 @@ _NAME_ENTS = {"PERSON", "WORK_OF_ART", "ORG", "GPE", "NORP", "FAC", "EVENT", "PR
 _QUOTES = {'"', "``", "''", "“", "”"}
 _SENTENCE_ENDS = {".", "!", "?", "...", ":"}
 _WORD = re.compile(r"[a-z]+")
+# Adjectives read in another sense before a noun that names a person.
+PERSON_SENSES = {"poor": "penniless or pitiable", "sad": "pathetic", "sorry": "pitiable"}
 # Words before which an adjective stands for a noun when no noun follows ("what good",
 # "no good", "any good", "much good", "some good").
 NOMINAL_BEFORE = {"what", "no", "any", "much", "some"}
@@ -323,6 +325,9 @@ def word_checks(
     variant = Variant(kind, detokenize(tokens, replace_word(tokens, i, form)), index=i, word=tok.text, replacement=form)
     if kind == "synonym" and spelling_variant(tok.text, form):
         return variant, passed, "sense", f"'{form}' is another spelling of '{tok.text}', not another word"
+    why = person_sense(tokens, i, form)
+    if why:
+        return variant, passed, "sense", why
     passed.append("sense")
     if position:
         check, why = position.split(":", 1)
@@ -368,6 +373,22 @@ def word_checks(
         return variant, passed, "profanity", f"adds {', '.join(bad)}"
     passed.append("profanity")
     return variant, passed, None, None
+
+
+def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
+    """Why the word at i or its candidate ``form`` is read in another sense before the noun
+    after it, a person ("the sad schlock merchant" is a pathetic one; "good kids" -> "poor
+    kids" are penniless ones), or None."""
+    end = i + 1
+    while end < len(tokens) and tokens[end].pos == "NOUN":
+        end += 1  # the head of "schlock merchant" is its last noun
+    after = tokens[end - 1]
+    if end == i + 1 or not denotes_person(after.text):
+        return None
+    for word in (tokens[i].text.lower(), form.lower()):
+        if word in PERSON_SENSES:
+            return f"'{word} {after.text}': before a person {word} means {PERSON_SENSES[word]}"
+    return None
 
 
 def position_verdict(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Sequence[str] | None) -> str | None:

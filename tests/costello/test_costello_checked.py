@@ -486,3 +486,23 @@ def test_a_seed_with_a_slip_is_one_rejection_and_no_variant(nlp):
     seed = Seed("s9", doc.text)
     (row,) = rejected_variants([seed], {"s9": [refused]}, [], "costello").to_pylist()
     assert row["check"] == "seed_slip" and row["capability"] == "CR1,CR2,CR3"
+
+
+def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
+    ref = ref_of(
+        "the sad schlock merchant .",
+        "the melancholy schlock merchant .",
+        "the happy schlock merchant .",
+        "good kids .",
+        "poor kids .",
+        "bad kids .",
+        "nice kids .",
+    )
+    tokens, ents = run(nlp, "the sad schlock merchant .")
+    out = checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False)
+    assert out and all(v.check == "sense" and "before a person sad means pathetic" in v.reason for v in out)
+    tokens, ents = run(nlp, "good kids .")
+    antonyms = checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False)
+    (poor,) = [v for v in antonyms if v.replacement == "poor"]
+    assert poor.check == "sense" and "'poor kids'" in poor.reason
+    assert [v.replacement for v in antonyms if not v.check] == ["bad"]
