@@ -4,6 +4,7 @@
         --part dev --out bench/data/annotations/demo-s2lct-exp-dev.jsonl [--config configs/demo.yaml]
     python bench/annotate.py sample-released ../shared/data/costello/contrast_triples_sst.json \
         --n 50 --seed 1 --out bench/data/annotations/released-dev.jsonl
+    python bench/annotate.py carry RUN_DIR --generator costello_cr3 --out bench/data/annotations/dev-...-carried-costello_cr3.jsonl
     python bench/annotate.py show BATCH.jsonl [--start 0 --count 50]
     python bench/annotate.py fill BATCH.jsonl VERDICTS.txt
 
@@ -59,12 +60,17 @@ def git_version() -> str:
         return "unknown"
 
 
-def write_batch(out: Path, units: list[dict], meta: dict) -> None:
+def unjudged(unit: dict) -> dict:
+    return {**unit, **{v: None for v in VERDICTS}, "note": ""}
+
+
+def write_batch(out: Path, rows: list[dict], meta: dict) -> None:
+    """The batch's cases (verdicts as given: None for a case to judge) and its meta."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({**u, **{v: None for v in VERDICTS}, "note": ""}, ensure_ascii=False) for u in units]
+    lines = [json.dumps(row, ensure_ascii=False) for row in rows]
     out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     meta_path(out).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {out} ({len(units)} cases) and {meta_path(out).name}")
+    print(f"wrote {out} ({len(rows)} cases) and {meta_path(out).name}")
 
 
 def _texts(unit: dict) -> tuple:
@@ -104,7 +110,74 @@ def sample_command(args: argparse.Namespace) -> None:
         "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
         "yields": args.yields and json.loads(args.yields),
     }
-    write_batch(Path(args.out), picked, meta)
+    write_batch(Path(args.out), [unjudged(u) for u in picked], meta)
+
+
+def judged_by_texts(batches: list[Path]) -> dict[tuple, tuple[dict, str]]:
+    """Every judged case of ``batches`` by its texts, with the batch's name (a later batch
+    wins when two judged the same texts)."""
+    judged: dict[tuple, tuple[dict, str]] = {}
+    for batch in batches:
+        for line in batch.read_text(encoding="utf-8").splitlines():
+            case = json.loads(line) if line.strip() else {}
+            if case and all(case.get(v) is not None for v in VERDICTS):
+                judged[_texts(case)] = (case, batch.name.removesuffix(".jsonl"))
+    return judged
+
+
+def carried_rows(pool: list[dict], judged: dict[tuple, tuple[dict, str]]) -> list[dict]:
+    """``pool``'s cases, each carrying the verdict a batch gave the same texts (its note
+    says which batch), or unjudged."""
+    rows = []
+    for unit in pool:
+        hit = judged.get(_texts(unit))
+        if hit is None:
+            rows.append(unjudged(unit))
+            continue
+        case, name = hit
+        note = f"carried from {name}" + (f": {case['note']}" if case.get("note") else "")
+        rows.append({**unit, **{v: case[v] for v in VERDICTS}, "note": note})
+    return rows
+
+
+def carry_command(args: argparse.Namespace) -> None:
+    """Every case of one generator in a run, with the verdicts earlier batches gave the same
+    texts: a census of a run whose cases were all (or mostly) read before, as a dev batch."""
+    root = Path(args.run)
+    units, digests = units_of_run(root)
+    pool = units.get(args.generator, [])
+    if not pool:
+        raise SystemExit(f"error: {root}: no {args.generator} cases (have: {', '.join(sorted(units)) or 'none'})")
+    sources = [Path(p) for p in args.source] if args.source else default_sources(args.generator)
+    rows = carried_rows(pool, judged_by_texts(sources))
+    carried = [r for r in rows if r["label_valid"] is not None]
+    named = sorted({r["note"].split(":")[0].removeprefix("carried from ") for r in carried})
+    how = (
+        f"every {args.generator} case of the run ({len(rows)}); {len(carried)} are identical to a case judged in "
+        f"{', '.join(named) or 'no batch'} and carry its verdict (the note says which), {len(rows) - len(carried)} "
+        "are left to judge. Dev: the carried verdicts were given before the code that made the run"
+    )
+    meta = {
+        "run": str(args.run_label or root),
+        "config": args.config,
+        "code_version": args.code_version or git_version(),
+        "suites": digests,
+        "generator": args.generator,
+        "population": len(pool),
+        "sample": {"n": len(rows), "seed": None, "how": how},
+        "part": "dev",
+        "annotator": args.annotator,
+        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
+        "yields": None,
+    }
+    write_batch(Path(args.out), rows, meta)
+    print(f"{len(carried)} carried, {len(rows) - len(carried)} to judge")
+
+
+def default_sources(generator: str) -> list[Path]:
+    """The committed batches of ``generator``, carried ones left out (no verdict twice removed)."""
+    found = sorted((ROOT / "bench" / "data" / "annotations").glob(f"*-{generator}.jsonl"))
+    return [p for p in found if "-carried-" not in p.name]
 
 
 def sample_released_command(args: argparse.Namespace) -> None:
@@ -140,7 +213,7 @@ def sample_released_command(args: argparse.Namespace) -> None:
         "annotator": args.annotator,
         "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    write_batch(Path(args.out), units, meta)
+    write_batch(Path(args.out), [unjudged(u) for u in units], meta)
 
 
 def _s2lct_capabilities(cfg: dict) -> list[str]:
@@ -262,6 +335,18 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--annotator", default="checkray maintainers")
     s.add_argument("--yields", default=None, help="JSON of the run's yields, recorded in the meta")
     s.set_defaults(func=sample_command)
+    c = sub.add_parser("carry", help="every case of a generator in a run, carrying earlier batches' verdicts")
+    c.add_argument("run")
+    c.add_argument("--generator", required=True, choices=GENERATORS)
+    c.add_argument("--out", required=True)
+    c.add_argument(
+        "--source", action="append", help="a batch whose verdicts are carried (default: every batch of the generator)"
+    )
+    c.add_argument("--config", default=None, help="the config the run used (recorded)")
+    c.add_argument("--run-label", default=None, help="how the meta names the run (default: its path)")
+    c.add_argument("--code-version", default=None, help="the code that generated the run (default: this checkout)")
+    c.add_argument("--annotator", default="checkray maintainers")
+    c.set_defaults(func=carry_command)
     r = sub.add_parser("sample-released", help="draw the COSTELLO authors' released triples")
     r.add_argument("file")
     r.add_argument("--n", type=int, default=50)

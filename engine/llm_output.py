@@ -115,11 +115,42 @@ def markup_reason(text: str) -> str | None:
 _ARTICLE_VERB = re.compile(r"\b(?:the|an?)\s+(?:is|are|was|were|has|have|had|does|did)\b(?!-)", re.IGNORECASE)
 
 
+# A "that" clause that ends on its subject: "We found that the staff." (read in a TestAug
+# run, with "We find that the company."). "that" before a determiner is a conjunction,
+# never the demonstrative ("I like that movie."), so its clause needs a verb.
+_THAT_NO_VERB = re.compile(
+    r"\bthat\s+(?:the|an?|this|these|those|our|their|my|his|her|its)\s+[A-Za-z]+\s*[.!?]*\s*$", re.IGNORECASE
+)
+# "have" with a simple past that is no participle: "We have saw that the company."
+_PAST_NOT_PARTICIPLE = (
+    "saw went ate did took gave wrote came ran began drank knew spoke broke chose drove flew forgot froze "
+    "rode rose sang stole swam threw woke wore fell grew hid shook"
+).split()
+_HAVE_PAST = re.compile(r"\b(?:have|has|had|'ve)\s+(?:" + "|".join(_PAST_NOT_PARTICIPLE) + r")\b", re.IGNORECASE)
+# "disapprove" takes "of": "No one disapproves that crew." (a TestAug template's slot).
+_DISAPPROVE_OBJECT = re.compile(
+    r"\bdisapprov(?:e|es|ed|ing)\s+(?:that|this|these|those|the|an?|my|our|their|his|her|its)\b", re.IGNORECASE
+)
+
+
 def missing_word_reason(text: str) -> str | None:
     """Why ``text`` reads as missing a word (None: it does not): an article followed by a
-    verb, where the noun it introduces should stand; else ``article_reason``."""
-    m = _ARTICLE_VERB.search(text or "")
-    return f"a word missing after the article ({m.group(0)!r})" if m else article_reason(text)
+    verb, where the noun it introduces should stand; "have" with a simple past; a "that"
+    clause with no verb; "disapprove" without "of"; else ``article_reason``."""
+    text = text or ""
+    m = _ARTICLE_VERB.search(text)
+    if m:
+        return f"a word missing after the article ({m.group(0)!r})"
+    m = _HAVE_PAST.search(text)
+    if m:
+        return f"a simple past after 'have' ({m.group(0)!r}), where a participle belongs"
+    m = _THAT_NO_VERB.search(text)
+    if m:
+        return f"a verb missing in the clause {m.group(0).strip()!r}"
+    m = _DISAPPROVE_OBJECT.search(text)
+    if m:
+        return f"'of' missing after 'disapprove' ({m.group(0)!r})"
+    return article_reason(text)
 
 
 # "an" before a consonant sound, "a" before a vowel sound ("an European service", "an Swiss

@@ -45,3 +45,21 @@ def test_testaug_yield_counts_every_description_prompted(tmp_path, monkeypatch):
     monkeypatch.setattr(annotate, "units_of_run", lambda root: ({"testaug": cases}, {}))
     monkeypatch.setattr(annotate, "job_runs", lambda root: [("testaug", run)])
     assert annotate.run_yields(tmp_path) == {"testaug": "2.00 per description (6/3)"}
+
+
+def test_a_census_carries_the_verdict_given_to_the_same_texts(tmp_path):
+    annotate = _annotate()
+    triple = dict(capability="CR1", text="It is bad.", text_pair=None, closer="It is awful.", farther="It is good.")
+    verdicts = dict(label_valid=1, fluent=0, on_capability=1)
+    old = tmp_path / "final-x-costello_cr1.jsonl"
+    old.write_text(
+        json.dumps({"case_id": "t1", **triple, **verdicts, "note": "a slip"})
+        + "\n"
+        + json.dumps({"case_id": "t2", **triple, "closer": "It is poor.", "label_valid": None})
+        + "\n"
+    )
+    pool = [{"case_id": "t5", **triple}, {"case_id": "t6", **triple, "closer": "It is poor."}]
+    rows = annotate.carried_rows(pool, annotate.judged_by_texts([old]))
+    assert rows[0]["case_id"] == "t5" and {k: rows[0][k] for k in verdicts} == verdicts
+    assert rows[0]["note"] == "carried from final-x-costello_cr1: a slip"
+    assert rows[1]["label_valid"] is None and rows[1]["note"] == ""  # judged nowhere: left to judge

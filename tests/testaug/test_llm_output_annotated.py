@@ -105,3 +105,25 @@ def test_a_brace_or_an_unbalanced_bracket_is_markup_left_in_the_case():
     assert artefact_reason("The plot (if there is one drags.") is not None
     assert artefact_reason("The plot if there is one) drags.") is not None
     assert artefact_reason("The cast [all of it] shines.") is None
+
+
+def test_a_clause_without_its_verb_or_a_wrong_verb_form_is_a_word_missing():
+    """Read in a small at-size TestAug run (final-atsize-97706f3-seed3-small-testaug): "We
+    found that the staff.", "We have saw that the company.", "No one disapproves that crew."."""
+    for text, part in (
+        ("We found that the staff.", "verb missing"),
+        ("We find that the company!", "verb missing"),
+        ("We have saw that the company.", "simple past after 'have'"),
+        ("She's went home.", None),  # "'s" is "is" as often as "has": not read
+        ("No one disapproves that crew.", "'of' missing"),
+    ):
+        reason = artefact_reason(text)
+        assert (reason is None) if part is None else (part in reason), text
+    for text in (
+        "I like that movie.",
+        "We found that the staff was rude.",
+        "I have seen that the company cares.",
+        "No one disapproves of that crew.",
+        "They had eaten.",
+    ):
+        assert artefact_reason(text) is None, text
