@@ -85,7 +85,30 @@ def artefact_reason(text: str) -> str | None:
     m = _ARTEFACT.search(text or "")
     if m:
         return f"prompt/reasoning label {m.group(0)!r} left in the text"
-    return markup_reason(text) or unfinished_reason(text) or missing_word_reason(text)
+    return markup_reason(text) or unfinished_reason(text) or missing_word_reason(text) or unidiomatic_reason(text)
+
+
+# An open question answered yes or no: "What do you think about the staff? Yes" (read in a
+# TestAug run, three expansions of one generated case).
+_OPEN_QUESTION_YES_NO = re.compile(
+    r"^\W*(?:what|how|why|where|who|whom|whose|which|when)\b[^?]*\?\s*(?:yes|no)\b", re.I
+)
+# Habitual "would" with a verb of state, for the past: "in the past I would like it" (one says
+# "I used to like it" or "I would have liked it"; read in TestAug runs, four cases).
+_STATE_VERBS = "like love admire hate prefer adore dislike loathe abhor detest despise appreciate welcome"
+_PAST_WOULD_STATE = re.compile(
+    r"\bin the past,?\s+(?:I|we|you|they|he|she)\s+would\s+(?:" + "|".join(_STATE_VERBS.split()) + r")\b", re.I
+)
+
+
+def unidiomatic_reason(text: str) -> str | None:
+    """Why ``text`` is grammatical-looking but not English anyone writes (None: no rule sees it)."""
+    if _OPEN_QUESTION_YES_NO.search(text or ""):
+        return "an open question answered yes or no"
+    m = _PAST_WOULD_STATE.search(text or "")
+    if m:
+        return f"habitual 'would' with a verb of state ({m.group(0)!r}): 'used to' or 'would have' is English"
+    return None
 
 
 _PAIRS = {"(": ")", "[": "]"}

@@ -10,8 +10,8 @@ word, a positive question answered "no"; ``description_rules.py``) -> polarity
 (VADER/TextBlob on the deciding clause strongly against the label, or a label resting
 on a negated negative word alone: "not very bad" is not positive, "not sad" not negative)
 -> contradiction. A case that fails is not judged, kept or expanded: a wrongly labelled
-generated seed never becomes a template. Expansion cases: duplicate -> description words ->
-polarity -> contradiction, then the LM fluency check against their source case
+generated seed never becomes a template. Expansion cases: artefact -> duplicate ->
+description words -> polarity -> contradiction, then the LM fluency check against their source case
 (``expand.Expansion.select``, ``testaug.expansion_fluency``).
 """
 
@@ -56,6 +56,7 @@ def generated_checks(d: Description, seen: set, near_copy: float = NEAR_COPY_OVE
 
 def expansion_checks(d: Description, seen: set) -> list[Check]:
     return [
+        artefact_check(),  # a slot can make what its source was not ("in the past I would admire it")
         duplicate_check(seen),
         description_check(lambda r: d.description),
         polarity_check(lambda r: d.label),

@@ -127,3 +127,22 @@ def test_a_clause_without_its_verb_or_a_wrong_verb_form_is_a_word_missing():
         "They had eaten.",
     ):
         assert artefact_reason(text) is None, text
+
+
+def test_an_open_question_answered_yes_and_would_with_a_state_verb_are_not_english():
+    """Read in a small at-size TestAug run (final-atsize-471a564-seed4-small-testaug)."""
+    for text, part in (
+        ("What do you think about the staff? Yes", "open question"),
+        ("How was the flight? No", "open question"),
+        ("I abhor this movie, even though in the past I would admire it.", "habitual 'would'"),
+        ("I dislike this restaurant, in the past I would like it.", "habitual 'would'"),
+    ):
+        reason = artefact_reason(text)
+        assert reason and part in reason, text
+    for text in (
+        "Do you think the staff was rude? Yes",
+        "What a flight! Yes, really.",
+        "In the past I would go there every week.",
+        "I would like it if the food were warmer.",
+    ):
+        assert artefact_reason(text) is None, text
