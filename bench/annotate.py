@@ -89,6 +89,23 @@ def unread_units(pool: list[dict], batches: list[Path]) -> list[dict]:
     return [u for u in pool if u["case_id"] not in read and _texts(u) not in read]
 
 
+def run_meta(args: argparse.Namespace, root: Path, digests: dict, population: int, sample: dict, part: str) -> dict:
+    """A batch's meta for cases drawn from a run (``yields`` left for the caller)."""
+    return {
+        "run": str(args.run_label or root),
+        "config": args.config,
+        "code_version": args.code_version or git_version(),
+        "suites": digests,
+        "generator": args.generator,
+        "population": population,
+        "sample": sample,
+        "part": part,
+        "annotator": args.annotator,
+        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
+        "yields": None,
+    }
+
+
 def sample_command(args: argparse.Namespace) -> None:
     root = Path(args.run)
     units, digests = units_of_run(root)
@@ -97,19 +114,9 @@ def sample_command(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {root}: no {args.generator} cases (have: {', '.join(sorted(units)) or 'none'})")
     pool = unread_units(pool, [Path(p) for p in args.exclude or []])
     picked = random.Random(args.seed).sample(pool, min(args.n, len(pool)))
-    meta = {
-        "run": str(args.run_label or root),
-        "config": args.config,
-        "code_version": args.code_version or git_version(),
-        "suites": digests,
-        "generator": args.generator,
-        "population": len(pool),
-        "sample": {"n": len(picked), "seed": args.seed, "how": "simple random sample of the generator's cases"},
-        "part": args.part,
-        "annotator": args.annotator,
-        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
-        "yields": args.yields and json.loads(args.yields),
-    }
+    sample = {"n": len(picked), "seed": args.seed, "how": "simple random sample of the generator's cases"}
+    meta = run_meta(args, root, digests, len(pool), sample, args.part)
+    meta["yields"] = args.yields and json.loads(args.yields)
     write_batch(Path(args.out), [unjudged(u) for u in picked], meta)
 
 
@@ -157,19 +164,7 @@ def carry_command(args: argparse.Namespace) -> None:
         f"{', '.join(named) or 'no batch'} and carry its verdict (the note says which), {len(rows) - len(carried)} "
         "are left to judge. Dev: the carried verdicts were given before the code that made the run"
     )
-    meta = {
-        "run": str(args.run_label or root),
-        "config": args.config,
-        "code_version": args.code_version or git_version(),
-        "suites": digests,
-        "generator": args.generator,
-        "population": len(pool),
-        "sample": {"n": len(rows), "seed": None, "how": how},
-        "part": "dev",
-        "annotator": args.annotator,
-        "drawn": datetime.now(UTC).isoformat(timespec="seconds"),
-        "yields": None,
-    }
+    meta = run_meta(args, root, digests, len(pool), {"n": len(rows), "seed": None, "how": how}, "dev")
     write_batch(Path(args.out), rows, meta)
     print(f"{len(carried)} carried, {len(rows) - len(carried)} to judge")
 

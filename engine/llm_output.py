@@ -155,24 +155,23 @@ _DISAPPROVE_OBJECT = re.compile(
     r"\bdisapprov(?:e|es|ed|ing)\s+(?:that|this|these|those|the|an?|my|our|their|his|her|its)\b", re.IGNORECASE
 )
 
+_MISSING_WORD_RULES = (
+    (_ARTICLE_VERB, "a word missing after the article ({})"),
+    (_HAVE_PAST, "a simple past after 'have' ({}), where a participle belongs"),
+    (_THAT_NO_VERB, "a verb missing in the clause {}"),
+    (_DISAPPROVE_OBJECT, "'of' missing after 'disapprove' ({})"),
+)
+
 
 def missing_word_reason(text: str) -> str | None:
     """Why ``text`` reads as missing a word (None: it does not): an article followed by a
     verb, where the noun it introduces should stand; "have" with a simple past; a "that"
     clause with no verb; "disapprove" without "of"; else ``article_reason``."""
     text = text or ""
-    m = _ARTICLE_VERB.search(text)
-    if m:
-        return f"a word missing after the article ({m.group(0)!r})"
-    m = _HAVE_PAST.search(text)
-    if m:
-        return f"a simple past after 'have' ({m.group(0)!r}), where a participle belongs"
-    m = _THAT_NO_VERB.search(text)
-    if m:
-        return f"a verb missing in the clause {m.group(0).strip()!r}"
-    m = _DISAPPROVE_OBJECT.search(text)
-    if m:
-        return f"'of' missing after 'disapprove' ({m.group(0)!r})"
+    for pattern, why in _MISSING_WORD_RULES:
+        m = pattern.search(text)
+        if m:
+            return why.format(repr(m.group(0).strip()))
     return article_reason(text)
 
 
