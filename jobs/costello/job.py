@@ -154,7 +154,13 @@ def refused_inversions(cc: CostelloConfig) -> pa.Table:
 
 def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
     cc = cc.view(
-        "pipeline", "inversions", "inversion_unit", "polarity_guard", "gender_pairs", "cr3_synonym", "context_checks",
+        "pipeline",
+        "inversions",
+        "inversion_unit",
+        "polarity_guard",
+        "gender_pairs",
+        "cr3_synonym",
+        "context_checks",
         "substitutes",
     )
 

@@ -94,7 +94,9 @@ def test_a_wrongly_labelled_generated_case_is_not_expanded(descs):
     cases = expand_cases(descs, kept, load_spacy("builtin:sm"), settings, 0).select(settings)["data"].to_pylist()
     assert cases and wrong not in {c["source"] for c in cases}
     assert not any("wonderful" in c["text"] for c in cases if c["key"] == "d01")
-    assert all(c["checks"] == ["artefact", "duplicate", "description_words", "polarity", "contradiction"] for c in cases)
+    assert all(
+        c["checks"] == ["artefact", "duplicate", "description_words", "polarity", "contradiction"] for c in cases
+    )
 
 
 def test_suite_rows_carry_their_checks_and_rejections_include_the_validity_filter(descs):
