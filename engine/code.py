@@ -24,7 +24,11 @@ from pathlib import Path
 FIRST_PARTY = "checkray."
 # Files outside .py that a module reads and that change what its stages compute.
 _ROOT = Path(__file__).resolve().parent.parent
-DATA_OF_MODULE: dict[str, tuple[Path, ...]] = {"checkray.engine.prompts": (_ROOT / "jobs" / "prompts",)}
+# A folder counts with every file below it.
+DATA_OF_MODULE: dict[str, tuple[Path, ...]] = {
+    "checkray.engine.prompts": (_ROOT / "jobs" / "prompts",),
+    "checkray.engine.costello.substitutes": (_ROOT / "engine" / "data" / "costello_substitutes.yaml",),
+}
 
 
 def _is_first_party(name: str) -> bool:
@@ -98,9 +102,10 @@ def _module_digest(module: str) -> str:
             continue
         h.update(f"{name}\n".encode())
         h.update(found[1].encode("utf-8"))
-        for folder in DATA_OF_MODULE.get(name, ()):
-            for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-                h.update(f"{file.relative_to(folder)}\n".encode())
+        for data in DATA_OF_MODULE.get(name, ()):
+            files = [data] if data.is_file() else sorted(p for p in data.rglob("*") if p.is_file())
+            for file in files:
+                h.update(f"{file.relative_to(data.parent if data.is_file() else data)}\n".encode())
                 h.update(file.read_bytes())
     return h.hexdigest()[:20]
 

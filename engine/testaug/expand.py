@@ -7,7 +7,9 @@ that slot again: seed "No one appreciates that airline." from "No one {pos_verb}
 "No one {pos_verb} that air traffic controller." ("that" reappears too, but a determiner
 is not a content word). ``match="pool"`` also slots words that are any filler of the
 seed's slot, as the paper's Table 12 examples do. An article before a slotted word
-becomes ``{a:slot}``. The new templates are expanded with the seed templates' pools by
+becomes ``{a:slot}``. A slot that replaced a noun keeps only the fillers of the same kind
+of noun (WordNet's lexicographer file of the first sense: a person, an artifact, a group;
+``same_kind_pool``). The new templates are expanded with those pools by
 ``checkray.engine.templates.expand``.
 
 Pairs: a slot is kept when its word is found in both texts, or when the seed template
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -89,6 +91,30 @@ def _numbered(cand: SlotCandidate, word: str, words: list[str]) -> tuple[str, st
     return "{" + f"{cand.key}{n}" + "}", "{a:" + f"{cand.key}{n}" + "}"
 
 
+def noun_kind(word: str) -> str | None:
+    """The WordNet lexicographer file of the first noun sense of ``word``'s last word
+    (noun.person, noun.artifact, noun.group, ...), or None when WordNet has no noun for it."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    synsets = wordnet().synsets(word.split()[-1].lower(), pos="n") if word.strip() else []
+    return synsets[0].lexname() if synsets else None
+
+
+def same_kind_pool(cand: SlotCandidate, head) -> SlotCandidate:
+    """``cand`` with its pool cut to the fillers of the kind of noun the slot replaced
+    (``head``: the replaced span's last spaCy token), so a slot that held a person is filled
+    with persons only: read at size, "The pilot was unhappy." expanded to "The airline was
+    unhappy.", "We despised the seat's behavior." A replaced word that is no noun, or that
+    WordNet lacks, and a filler WordNet lacks keep every filler."""
+    if head.pos_ not in ("NOUN", "PROPN"):
+        return cand
+    kind = noun_kind(head.lemma_ or head.text)
+    if kind is None:
+        return cand
+    pool = [f for f in cand.pool if not isinstance(f, str) or noun_kind(f) in (kind, None)]
+    return replace(cand, pool=pool)
+
+
 def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str, SlotCandidate]]:
     """(template text, slots used) for one parsed text; the text itself if nothing matched."""
     out: list[str] = []
@@ -109,6 +135,10 @@ def templatize(doc, candidates: dict[str, SlotCandidate]) -> tuple[str, dict[str
             i += 1
             continue
         length, cand = hit
+        cand = same_kind_pool(cand, tokens[i + length - 1])
+        if cand.key in used:  # a second word of the slot: the fillers of either place's kind
+            first = used[cand.key].pool
+            cand = replace(cand, pool=first + [f for f in cand.pool if f not in first])
         word = " ".join(t.lower_ for t in tokens[i : i + length])
         token, article_token = _numbered(cand, word, words_of.setdefault(cand.key, []))
         trailing = tokens[i + length - 1].whitespace_

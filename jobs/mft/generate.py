@@ -52,8 +52,9 @@ def generation_stage(
         config=[m, llm, base_seed, prompts, chat_id],
         # 2: cleaned answers, automatic checks, the rejected table; 3: a word missing after an
         # article, a/an not fitting the next word; 4: a brace or unbalanced bracket; 5: the
-        # pair-pronoun check
-        version="5",
+        # pair-pronoun check; 6: a verb missing or in the wrong form, an open question
+        # answered yes/no, habitual "would" with a state verb
+        version="6",
     )
 
 

@@ -17,7 +17,7 @@ from checkray.engine.testaug.prompt import Description
 from checkray.jobs.console import item_progress
 
 VERSION = "2"  # generate stage: raw answers
-PARSER_VERSION = "5"  # 2: cleaned cases, automatic checks and their rejected table; 3: a word missing after an article, a/an not fitting the next word; 4: a brace or unbalanced bracket; 5: a change over time names a time, "my opinion matters" holds another's  # bump with a parser change: cached answers are parsed again
+PARSER_VERSION = "6"  # 2: cleaned cases, automatic checks and their rejected table; 3: a word missing after an article, a/an not fitting the next word; 4: a brace or unbalanced bracket; 5: a change over time names a time, "my opinion matters" holds another's; 6: a verb missing or in the wrong form, an open question answered yes/no, habitual "would" with a state verb  # bump with a parser change: cached answers are parsed again
 # What shapes the generation prompts and the descriptions they come from (the generate
 # stage's view of the section; the top-up stage asks later rounds of the same prompts).
 PROMPT_FIELDS = (

@@ -21,7 +21,7 @@ from checkray.engine.testaug.tables import table5_suites, testaug_table4, testau
 from checkray.jobs.benchmark.config import BenchmarkConfig
 from checkray.jobs.config import CheckrayConfig
 
-EXPAND_VERSION = "6"  # 4: expansion cases pass the automatic checks; 5: and the LM fluency check; 6: the description rules of parse 5
+EXPAND_VERSION = "7"  # 4: expansion cases pass the automatic checks; 5: and the LM fluency check; 6: the description rules of parse 5; 7: the artefact check, a noun slot filled with its kind of noun
 BENCHMARK_DIR = "benchmark"  # the benchmark's run, inside the testaug run
 
 

@@ -45,6 +45,17 @@ def test_prompt_files_are_part_of_the_digest_of_code_that_reads_them():
     assert "checkray.engine.prompts" in module_closure("checkray.jobs.mft.job")
 
 
+def test_the_substitutes_table_is_part_of_the_digest_of_costellos_mutation(monkeypatch, tmp_path):
+    """An edit of engine/data/costello_substitutes.yaml changes the mutate stage's variants."""
+    digest = code._module_digest.__wrapped__  # uncached
+    assert "checkray.engine.costello.substitutes" in module_closure("checkray.jobs.costello.job")
+    before = digest("checkray.jobs.costello.job")
+    table = tmp_path / "costello_substitutes.yaml"
+    table.write_text(code.DATA_OF_MODULE["checkray.engine.costello.substitutes"][0].read_text() + "\n# edited\n")
+    monkeypatch.setitem(code.DATA_OF_MODULE, "checkray.engine.costello.substitutes", (table,))
+    assert digest("checkray.jobs.costello.job") != before
+
+
 def test_runner_reruns_a_stage_whose_code_changed(tmp_path, monkeypatch):
     calls = []
 

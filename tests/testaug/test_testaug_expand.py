@@ -22,7 +22,7 @@ SEED_RECORD = {
     "pool": {
         "pos_verb": ["enjoys", "admires", "appreciates"],
         "the": ["that", "the"],
-        "air_noun": ["airline", "seat", "pilot", "service"],
+        "air_noun": ["airline", "seat", "pilot", "service", "plane", "aircraft", "crew", "captain"],
     },
 }
 
@@ -56,16 +56,35 @@ def test_paper_example_slot_detection(nlp, seed_template):
 
 
 def test_two_words_of_one_slot_become_two_slots(nlp, seed_template):
-    seeds = [_seed(seed_template, noun="seat"), _seed(seed_template, verb="admires", noun="pilot")]
+    seeds = [_seed(seed_template, noun="plane"), _seed(seed_template, verb="admires", noun="aircraft")]
     new = case_template(
-        [nlp("No one admires the seat. No one admires the pilot.")],
+        [nlp("No one admires the plane. No one admires the aircraft.")],
         seed_candidates(seeds, {seed_template.template_id: seed_template}),
     )
     assert new.texts == ["No one {pos_verb} the {air_noun}. No one {pos_verb} the {air_noun2}."]
     _, cases = expand_new_template(new, "Negation", "negative", "d", 20, 0, "t")
-    assert len(cases) == 20 and all(
+    # the artifacts of the pool (airline, plane, aircraft), two different ones, 3 verbs
+    assert len(cases) == 18 and all(
         c[0][0].split(". ")[0].split()[-1] != c[0][0].split()[-1].rstrip(".") for c in cases
     )  # {air_noun} and {air_noun2} never take the same noun
+
+
+def test_a_noun_slot_is_filled_with_its_kind_of_noun(nlp, seed_template):
+    """Read at size: "The pilot was unhappy." expanded to "The airline was unhappy.", "The
+    service was unhappy."; a slot that held a person takes persons only."""
+    templates = {seed_template.template_id: seed_template}
+    new = case_template(
+        [nlp("The pilot was unhappy.")], seed_candidates([_seed(seed_template, noun="pilot")], templates)
+    )
+    assert new.texts == ["The {air_noun} was unhappy."] and new.slots["air_noun"].pool == ["pilot", "captain"]
+    _, cases = expand_new_template(new, "Negation", "negative", "d", 10, 0, "t")
+    assert sorted(c[0][0] for c in cases) == ["The captain was unhappy.", "The pilot was unhappy."]
+    # a slot that held no noun keeps the whole pool
+    new = case_template(
+        [nlp("No one admires that crew.")],
+        seed_candidates([_seed(seed_template, verb="admires", noun="crew")], templates),
+    )
+    assert new.slots["pos_verb"].pool == SEED_RECORD["pool"]["pos_verb"]
 
 
 def test_pool_matching_and_articles(nlp, seed_template):
@@ -75,8 +94,8 @@ def test_pool_matching_and_articles(nlp, seed_template):
     new = case_template([doc], seed_candidates([_seed(seed_template)], templates, match="pool"))
     assert new.texts == ["This is not an easy {air_noun} to appreciate."]  # Table 12, first row
     new = case_template(
-        [nlp("I would never call it a seat worth the money.")],
-        seed_candidates([_seed(seed_template, noun="seat")], templates),
+        [nlp("I would never call it a plane worth the money.")],
+        seed_candidates([_seed(seed_template, noun="plane")], templates),
     )
     assert new.texts == ["I would never call it {a:air_noun} worth the money."]
     _, cases = expand_new_template(new, "Negation", "negative", "d", 10, 0, "t")
