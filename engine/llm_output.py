@@ -101,11 +101,27 @@ _PAST_WOULD_STATE = re.compile(
 )
 
 
+# A question answered yes or no opens with an auxiliary or a modal; a statement given a
+# question mark is none: "I don't think the plane is ridiculous? No" (read in a TestAug run,
+# six cases of one generated template).
+_QUESTION_ANSWERED = re.compile(r"^\W*([\w']+)[^?]*\?\s*(?:yes|no)\b", re.I)
+_QUESTION_OPENERS = set(
+    "do does did is are was were am have has had can could will would shall should may might must "
+    "don't doesn't didn't isn't aren't wasn't weren't haven't hasn't hadn't can't couldn't won't "
+    "wouldn't shouldn't".split()
+)
+_WH_WORDS = {"what", "how", "why", "where", "who", "whom", "whose", "which", "when"}
+
+
 def unidiomatic_reason(text: str) -> str | None:
     """Why ``text`` is grammatical-looking but not English anyone writes (None: no rule sees it)."""
-    if _OPEN_QUESTION_YES_NO.search(text or ""):
+    text = text or ""
+    if _OPEN_QUESTION_YES_NO.search(text):
         return "an open question answered yes or no"
-    m = _PAST_WOULD_STATE.search(text or "")
+    m = _QUESTION_ANSWERED.search(text)
+    if m and m.group(1).lower() not in _QUESTION_OPENERS | _WH_WORDS:
+        return f"a statement given a question mark and an answer ({m.group(0)!r})"
+    m = _PAST_WOULD_STATE.search(text)
     if m:
         return f"habitual 'would' with a verb of state ({m.group(0)!r}): 'used to' or 'would have' is English"
     return None

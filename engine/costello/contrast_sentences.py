@@ -13,7 +13,7 @@ keeps the pairs that read as one clean inversion:
   or ``?`` last, 4-40 words, not ending on a dotted abbreviation); the review splitter
   leaves fragments around ``(...!)`` and cuts "... so bad that my i.q." at its periods.
 * ``seed_slip``: neither text has a slip its writer left that a rule can see
-  (``seed_slips.py``: "i decided", "it,I find it", "the the"); the sentence as written is
+  (``seed_slips.py``: "gives give", "it,I find it", "the the"); the sentence as written is
   copied into all three sentences of its triple.
 * ``edit_span``: the edit is one stretch of at most ``MAX_SPAN`` tokens on each side and not
   a bare deletion (nor a word replaced by an article alone: "glimpses of sad characters" ->

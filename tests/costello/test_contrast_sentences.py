@@ -198,7 +198,7 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("The film sparkles with the the wisdom of its subjects .", "'the the' writes one word twice"),
         ("As plain and pedestrian as catsup --", "ends on a dash"),
         ("Each time I see it,I find it brilliant.", "no space after the comma"),
-        ("It is the worst film i have ever seen.", "'i' for the pronoun"),
+        ("It is the worst film i have ever seen.", None),  # casing, as the guide reads it
         ("He had had enough of the film .", None),
         ("You would have had enough of it by now .", None),
         ("i loved this movie , it was great .", None),  # a lower-cased corpus writes every word so
@@ -214,5 +214,7 @@ def test_a_slip_the_writer_left_is_named(text, slip):
 
 
 def test_a_contrast_pair_with_a_slip_is_refused():
-    check, reason = refusal("This is the worst film i have ever seen.", "This is the best film i have ever seen.")
+    check, reason = refusal(
+        "This is the the worst film I have ever seen.", "This is the the best film I have ever seen."
+    )
     assert check == "seed_slip" and "the sentence as written" in reason

@@ -146,3 +146,17 @@ def test_an_open_question_answered_yes_and_would_with_a_state_verb_are_not_engli
         "I would like it if the food were warmer.",
     ):
         assert artefact_reason(text) is None, text
+
+
+def test_a_statement_given_a_question_mark_and_an_answer_is_not_english():
+    """Read in a small at-size TestAug run (final-atsize-6ba0c6d-seed6-small-testaug): "I
+    don't think the plane is ridiculous? No" and five expansions like it."""
+    reason = artefact_reason("I don't think the plane is ridiculous? No")
+    assert reason and "a statement given a question mark" in reason
+    for text in (
+        "Do I think the chef was lazy? No",
+        "Isn't the crew friendly? Yes",
+        "Would you fly with them again? No",
+        "i can't say, given it's a Monday, that the food is British.",  # the spec's own casing
+    ):
+        assert artefact_reason(text) is None, text
