@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -91,6 +92,7 @@ def _numbered(cand: SlotCandidate, word: str, words: list[str]) -> tuple[str, st
     return "{" + f"{cand.key}{n}" + "}", "{a:" + f"{cand.key}{n}" + "}"
 
 
+@lru_cache(maxsize=4096)  # a slot's pool is read again for every case that fills it
 def noun_kind(word: str) -> str | None:
     """The WordNet lexicographer file of the first noun sense of ``word``'s last word
     (noun.person, noun.artifact, noun.group, ...), or None when WordNet has no noun for it."""
