@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from checkray.engine.review import SUITE_OF_JOB, job_runs  # noqa: E402
 from checkray.engine.review import units_of_run as review_units  # noqa: E402
-from checkray.engine.suite_validity import GENERATORS, VERDICTS, meta_path  # noqa: E402
+from checkray.engine.suite_validity import GENERATORS, VERDICTS, jsonl_records, meta_path  # noqa: E402
 
 
 def units_of_run(root: Path) -> tuple[dict[str, list[dict]], dict[str, str]]:
@@ -82,10 +82,8 @@ def unread_units(pool: list[dict], batches: list[Path]) -> list[dict]:
     names its seed's position, which moves when the seeds before it change."""
     read: set = set()
     for batch in batches:
-        for line in batch.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                case = json.loads(line)
-                read |= {case["case_id"], _texts(case)}
+        for _, case in jsonl_records(batch):
+            read |= {case["case_id"], _texts(case)}
     return [u for u in pool if u["case_id"] not in read and _texts(u) not in read]
 
 
@@ -125,9 +123,8 @@ def judged_by_texts(batches: list[Path]) -> dict[tuple, tuple[dict, str]]:
     wins when two judged the same texts)."""
     judged: dict[tuple, tuple[dict, str]] = {}
     for batch in batches:
-        for line in batch.read_text(encoding="utf-8").splitlines():
-            case = json.loads(line) if line.strip() else {}
-            if case and all(case.get(v) is not None for v in VERDICTS):
+        for _, case in jsonl_records(batch):
+            if all(case.get(v) is not None for v in VERDICTS):
                 judged[_texts(case)] = (case, batch.name.removesuffix(".jsonl"))
     return judged
 
@@ -285,7 +282,7 @@ def yields_command(args: argparse.Namespace) -> None:
 
 
 def show_command(args: argparse.Namespace) -> None:
-    rows = [json.loads(line) for line in Path(args.batch).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [case for _, case in jsonl_records(args.batch)]
     for i, r in enumerate(rows[args.start : args.start + args.count], start=args.start):
         judged = "" if r.get("label_valid") is None else f"  [{r['label_valid']}{r['fluent']}{r['on_capability']}]"
         print(f"#{i} {r['capability']} | expect {r['expected']}{judged}")
@@ -297,7 +294,7 @@ def show_command(args: argparse.Namespace) -> None:
 
 def fill_command(args: argparse.Namespace) -> None:
     path = Path(args.batch)
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [case for _, case in jsonl_records(path)]
     for number, line in enumerate(Path(args.verdicts).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue

@@ -13,12 +13,13 @@ does not tell the readers' fluent cases from the others.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from pathlib import Path
 
 from common import setup_env  # noqa: E402
+
+from checkray.engine.suite_validity import jsonl_records  # noqa: E402
 
 GENERATORS = ("mft", "testaug", "s2lct_seed", "s2lct_expansion", "templates")
 ANNOTATIONS = Path(__file__).parent / "data" / "annotations"
@@ -28,8 +29,7 @@ def judged_texts(per_cell: int, seed: int) -> list[tuple[str, str, int]]:
     """Up to ``per_cell`` distinct texts per (generator, fluent verdict)."""
     first: dict[str, tuple[str, int]] = {}
     for path in sorted(ANNOTATIONS.glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
+        for _, r in jsonl_records(path):
             if r.get("text_pair") or r.get("fluent") is None or r["generator"] not in GENERATORS:
                 continue
             first.setdefault(r["text"], (r["generator"], int(r["fluent"])))

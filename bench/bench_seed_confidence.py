@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 from common import setup_env  # noqa: E402
 
+from checkray.engine.suite_validity import jsonl_records  # noqa: E402
+
 ANNOTATIONS = Path(__file__).parent / "data" / "annotations"
 THRESHOLDS = (0.6, 0.7, 0.8, 0.9)
 
@@ -41,8 +43,7 @@ def read_seeds(versions: list[str]) -> list[dict]:
         version = str(meta.get("code_version", ""))
         if versions and not any(version.startswith(v) for v in versions):
             continue
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
+        for _, r in jsonl_records(path):
             m = re.search(r" on (\S+);", r["source"])
             if m and "label from corpus" in r["source"] and r.get("label_valid") is not None:
                 out.append({"id": m.group(1), "valid": int(r["label_valid"]), "batch": path.stem})

@@ -117,6 +117,15 @@ def meta_path(batch: Path) -> Path:
     return batch.with_name(batch.name.removesuffix(".jsonl") + ".meta.json")
 
 
+def jsonl_records(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) of every non-blank line of a JSON Lines file. Lines end at
+    "\\n" only: ``str.splitlines`` also breaks at U+0085 and U+2028, which corpus text holds
+    (Rotten Tomatoes writes an ellipsis as U+0085) and ``json.dumps(ensure_ascii=False)``
+    leaves raw inside a string."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [(n, json.loads(line)) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+
+
 def read_batch(path: str | Path, *, require_verdicts: bool = True) -> Batch:
     """A batch file and its ``.meta.json``; a row without its three verdicts is a one-line
     error naming the file and row (unless ``require_verdicts`` is false: a batch being read)."""
@@ -128,10 +137,7 @@ def read_batch(path: str | Path, *, require_verdicts: bool = True) -> Batch:
     if meta.get("part", "dev") not in PARTS:
         raise InputError(f"{mpath}: part must be one of {', '.join(PARTS)}, not {meta.get('part')!r}")
     cases = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for number, row in jsonl_records(path):
         verdicts = {v: row.get(v) for v in VERDICTS}
         missing = [v for v, value in verdicts.items() if value not in (0, 1)]
         if missing:

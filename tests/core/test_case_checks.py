@@ -108,3 +108,21 @@ def test_an_unjudged_or_unknown_row_is_a_one_line_error(tmp_path):
     bad = {"case_id": "1", "generator": "gpt9", "capability": "x", "label_valid": 1, "fluent": 1, "on_capability": 1}
     with pytest.raises(InputError, match="unknown generator 'gpt9'"):
         read_batch(_batch(tmp_path, [bad]))
+
+
+def test_a_batch_whose_text_holds_a_next_line_character_reads_as_one_row_per_case(tmp_path):
+    # Rotten Tomatoes writes an ellipsis as U+0085; str.splitlines() would cut the row in two.
+    row = {
+        "case_id": "1",
+        "generator": "costello_cr1",
+        "capability": "CR1",
+        "text": "a long wait\x85 worth it .",
+        "label_valid": 1,
+        "fluent": 1,
+        "on_capability": 1,
+    }
+    path = tmp_path / "b.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp_path / "b.meta.json").write_text(json.dumps({"run": "r", "code_version": "v", "part": "dev"}))
+    batch = read_batch(path)
+    assert [c.row["text"] for c in batch.cases] == ["a long wait\x85 worth it ."]
