@@ -90,6 +90,15 @@ PERSON_SENSES = {"poor": "penniless or pitiable", "sad": "pathetic", "sorry": "p
 # Words before which an adjective stands for a noun when no noun follows ("what good",
 # "no good", "any good", "much good", "some good").
 NOMINAL_BEFORE = {"what", "no", "any", "much", "some"}
+# After "the", an adjective heading its phrase names a group of people ("the rich and the
+# powerful who ...") when a pronoun, verb or preposition follows it instead of a noun.
+NOMINAL_AFTER_THE = {"PRON", "AUX", "VERB", "ADP", "DET", "SCONJ"}
+REFLEXIVES = frozenset("myself yourself yourselves himself herself itself ourselves themselves oneself".split())
+# An -ly adverb this polar (either lexicon, scaled to [-1, 1]; or the adjective it is made
+# from) before an adjective judges it: "delightfully charming", "hilariously wicked" (fun,
+# not evil). Adverbs of degree ("really", "truly good") only scale it.
+POLAR_ADVERB = 0.4
+DEGREE_ADVERBS = frozenset({"truly", "genuinely"})
 
 
 def inflect(lemma: str, tag: str) -> str | None:
@@ -145,7 +154,50 @@ def nominal_adjective(tokens: Sequence[Token], i: int) -> str | None:
     after = tokens[i + 1].pos if i + 1 < len(tokens) else "PUNCT"
     if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM", "CCONJ"):
         return f"'{before} {tokens[i].text.lower()}' uses the adjective as a noun"
+    end = i + 1 >= len(tokens) or tokens[i + 1].text in _SENTENCE_ENDS
+    if before == "the" and (after in NOMINAL_AFTER_THE or end):
+        return f"'the {tokens[i].text.lower()}' names a group of people (the adjective as a noun)"
     return None
+
+
+def reflexive_verb(tokens: Sequence[Token], i: int) -> str | None:
+    """Why verb i with a reflexive object is an idiom of its own ("enjoy yourselves" is have
+    a good time: "like yourselves" is self-esteem), or None."""
+    if tokens[i].pos != "VERB" or i + 1 >= len(tokens) or tokens[i + 1].text.lower() not in REFLEXIVES:
+        return None
+    return f"'{tokens[i].text} {tokens[i + 1].text}': a verb with a reflexive object is an idiom of its own"
+
+
+def _adverb_base(adverb: str) -> str:
+    """The adjective an -ly adverb is made from: hilariously -> hilarious, horribly ->
+    horrible, happily -> happy, ironically -> ironic."""
+    for suffix, base in (("ically", "ic"), ("ibly", "ible"), ("ably", "able"), ("ily", "y"), ("ly", "")):
+        if adverb.endswith(suffix) and len(adverb) > len(suffix) + 2:
+            return adverb[: -len(suffix)] + base
+    return adverb
+
+
+@lru_cache(maxsize=1)
+def _degree_adverbs() -> frozenset[str]:
+    from vaderSentiment.vaderSentiment import BOOSTER_DICT  # VADER's intensifiers
+
+    return DEGREE_ADVERBS | frozenset(BOOSTER_DICT)
+
+
+def polar_adverb(tokens: Sequence[Token], i: int) -> str | None:
+    """Why adjective i is judged by the polar -ly adverb before it, or None. The adverb
+    fixes the word's reading: its antonym turns the phrase into an oxymoron ("delightfully
+    charming" -> "delightfully charmless"), and an ironic use has no synonym ("hilariously
+    wicked" is fun, not evil)."""
+    if i == 0 or tokens[i].pos != "ADJ" or tokens[i - 1].tag != "RB":
+        return None
+    adverb = tokens[i - 1].text.lower()
+    if not adverb.endswith("ly") or adverb in _degree_adverbs():
+        return None
+    strength = max(abs(word_polarity(adverb)), abs(word_polarity(_adverb_base(adverb))))
+    if strength < POLAR_ADVERB:
+        return None
+    return f"'{adverb} {tokens[i].text.lower()}': the polar adverb sets the adjective's reading"
 
 
 def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
@@ -172,7 +224,9 @@ def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> st
     """Why token i is part of a fixed expression, or None."""
     from checkray.engine.lang.wordnet import is_multiword
 
-    why = nominal_adjective(tokens, i) or table_phrase(tokens, i)
+    why = (
+        nominal_adjective(tokens, i) or reflexive_verb(tokens, i) or polar_adverb(tokens, i) or table_phrase(tokens, i)
+    )
     if why:
         return why
     words = [t.text.lower() for t in tokens]
@@ -219,7 +273,7 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     if in_compound(tokens, i):
         return "half of a hyphenated word"
     quotes = [j for j, t in enumerate(tokens) if t.text in _QUOTES]
-    if any(a < i < b for a, b in zip(quotes[::2], quotes[1::2])):
+    if any(a < i < b for a, b in zip(quotes[::2], quotes[1::2])) or single_quoted(tokens, i):
         return "inside a quoted span"
     words = [t.text.lower() for t in tokens]
     if ref.title_like(words[i]):
@@ -228,6 +282,20 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
         if 0 <= a and b < len(tokens) and ref.title_like(words[a], words[b], share=0.4):
             return f"'{words[a]} {words[b]}' is mostly written capitalised (a title or name)"
     return None
+
+
+def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6) -> bool:
+    """Token i sits inside a short span in single quotes: a title, or words mentioned
+    rather than used ("the 'laughing at' variety", "'easier' to watch"). An opening quote
+    is glued to the word after it; the closing one comes within ``longest`` tokens (a
+    lone "'" with a space after it is a plural possessive: "the actors ' work")."""
+    for a in range(max(0, i - longest), i):
+        if tokens[a].text not in ("'", "‘") or tokens[a].ws or not tokens[a + 1].text[:1].isalnum():
+            continue
+        close = next((b for b in range(a + 2, min(len(tokens), a + longest + 2)) if tokens[b].text in ("'", "’")), None)
+        if close is not None and a < i < close:
+            return True
+    return False
 
 
 def _scored(*words: str) -> bool:
@@ -380,10 +448,10 @@ def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
     after it, a person ("the sad schlock merchant" is a pathetic one; "good kids" -> "poor
     kids" are penniless ones), or None."""
     end = i + 1
-    while end < len(tokens) and tokens[end].pos == "NOUN":
-        end += 1  # the head of "schlock merchant" is its last noun
+    while end < len(tokens) and tokens[end].pos in ("NOUN", "PROPN"):
+        end += 1  # the head of "schlock merchant" is its last noun; "daniel auteuil", a name
     after = tokens[end - 1]
-    if end == i + 1 or not denotes_person(after.text):
+    if end == i + 1 or not (denotes_person(after.text) or after.pos == "PROPN"):
         return None
     for word in (tokens[i].text.lower(), form.lower()):
         if word in PERSON_SENSES:

@@ -506,3 +506,54 @@ def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
     (poor,) = [v for v in antonyms if v.replacement == "poor"]
     assert poor.check == "sense" and "'poor kids'" in poor.reason
     assert [v.replacement for v in antonyms if not v.check] == ["bad"]
+
+
+@pytest.mark.parametrize(
+    "text, word, reason",
+    [
+        ("they meet the rich and the powerful who run the town .", "powerful", "names a group of people"),
+        ("they just want you to enjoy yourselves tonight .", "enjoy", "reflexive object"),
+        ("a gleefully grungy , hilariously wicked comedy .", "wicked", "polar adverb"),
+        ("it is a delightfully charming slice of bliss .", "charming", "polar adverb"),
+    ],
+)
+def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, word, reason):
+    ref = ref_of(text, "a good film .", "a fine film .", "a bad film .")
+    tokens, ents = run(nlp, text)
+    for kind in ("synonym", "antonym"):
+        out = [v for v in checked_substitutions(tokens, kind, ref, ents=ents, guard=False) if v.word == word]
+        assert out and all(v.check == "fixed_expression" and reason in v.reason for v in out)
+
+
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("the powerful film moves .", "powerful"),  # a noun follows: a plain adjective
+        ("a really charming film .", "charming"),  # an adverb of degree
+        ("an intermittently powerful study .", "powerful"),  # an adverb with no polarity
+    ],
+)
+def test_the_same_words_in_plain_use_are_substituted(nlp, text, word):
+    ref = ref_of(text, text.replace(word, "strong"), text.replace(word, "weak"), text.replace(word, "lovely"))
+    tokens, ents = run(nlp, text)
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == word]
+    assert out and not any(v.check == "fixed_expression" for v in out)
+
+
+def test_words_in_short_single_quotes_are_mentioned_not_used(nlp):
+    from checkray.engine.costello.checked import single_quoted
+
+    tokens, _ = run(nlp, "it's more of the 'laughing at' variety than the actors ' good work .")
+    words = [t.text for t in tokens]
+    assert single_quoted(tokens, words.index("laughing"))
+    assert not single_quoted(tokens, words.index("good"))  # a plural possessive, not a quote
+
+
+def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
+    text = "a performance from the great daniel auteuil ."
+    ref = ref_of(text, text.replace("great", "poor"), text.replace("great", "terrible"), "a great film .")
+    tokens, ents = run(nlp, text)
+    (poor,) = [
+        v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.replacement == "poor"
+    ]
+    assert poor.check == "sense" and "before a person poor means" in poor.reason
