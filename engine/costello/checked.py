@@ -54,7 +54,7 @@ from checkray.engine.costello.mutations import (
     replace_word,
 )
 from checkray.engine.costello.substitutes import curated
-from checkray.engine.lang.polarity import polarity_class, word_polarity
+from checkray.engine.lang.polarity import polar_sources, polarity_class, word_polarity
 from checkray.engine.lang.stems import stem
 
 SENSES = 4  # WordNet senses of a word whose synonyms/antonyms are candidates
@@ -98,7 +98,15 @@ REFLEXIVES = frozenset("myself yourself yourselves himself herself itself oursel
 # from) before an adjective judges it: "delightfully charming", "hilariously wicked" (fun,
 # not evil). Adverbs of degree ("really", "truly good") only scale it.
 POLAR_ADVERB = 0.4
-DEGREE_ADVERBS = frozenset({"truly", "genuinely"})
+# Adverbs that scale or frame a judgement without making one ("truly", "surprisingly dull",
+# "mostly boring"), beside VADER's intensifiers.
+DEGREE_ADVERBS = frozenset({"truly", "genuinely", "surprisingly", "unexpectedly", "mostly", "largely", "partly"})
+# A superlative after "the" heads its own phrase before a clause ("the best you can say
+# about it", "the worst that can be said"): a fixed frame, not a judgement of a noun.
+NOMINAL_SUPERLATIVE_AFTER = {"PRON", "AUX", "VERB", "SCONJ"}
+# Dependents that give a verb its object; one with none of them that ends its clause is
+# used intransitively ("go see it and enjoy .").
+OBJECT_DEPS = {"dobj", "obj", "ccomp", "xcomp", "dative", "attr", "acomp", "oprd", "prep", "agent", "nsubjpass"}
 
 
 def inflect(lemma: str, tag: str) -> str | None:
@@ -148,10 +156,14 @@ def nominal_adjective(tokens: Sequence[Token], i: int) -> str | None:
     """Why adjective i stands for a noun ("asks what good the execution could do", "does no
     good", "is it any good ?"), or None. There a synonym or antonym is not English ("what
     decent the execution"); before a noun ("no good reason") the adjective is a plain one."""
-    if i == 0 or tokens[i].tag != "JJ":
+    if i == 0 or tokens[i].tag not in ("JJ", "JJS"):
         return None
     before = tokens[i - 1].text.lower()
     after = tokens[i + 1].pos if i + 1 < len(tokens) else "PUNCT"
+    if tokens[i].tag == "JJS":
+        if before == "the" and after in NOMINAL_SUPERLATIVE_AFTER:
+            return f"'the {tokens[i].text.lower()}' opens a clause of its own (a fixed frame, not a judgement)"
+        return None
     if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM", "CCONJ"):
         return f"'{before} {tokens[i].text.lower()}' uses the adjective as a noun"
     end = i + 1 >= len(tokens) or tokens[i + 1].text in _SENTENCE_ENDS
@@ -195,9 +207,24 @@ def polar_adverb(tokens: Sequence[Token], i: int) -> str | None:
     if not adverb.endswith("ly") or adverb in _degree_adverbs():
         return None
     strength = max(abs(word_polarity(adverb)), abs(word_polarity(_adverb_base(adverb))))
-    if strength < POLAR_ADVERB:
-        return None
-    return f"'{adverb} {tokens[i].text.lower()}': the polar adverb sets the adjective's reading"
+    if strength >= POLAR_ADVERB or _agreeing_adverb(adverb, tokens[i]):
+        return f"'{adverb} {tokens[i].text.lower()}': the polar adverb sets the adjective's reading"
+    return None
+
+
+def _strongest(word: str, lemma: str | None = None) -> float:
+    """The source polarity (VADER, AFINN, TextBlob) of largest magnitude, 0 if none."""
+    return max(polar_sources(word, lemma).values(), key=abs, default=0.0)
+
+
+def _agreeing_adverb(adverb: str, adjective: Token) -> bool:
+    """The adverb is polar only in TextBlob's review lexicon ("refreshingly") and agrees in
+    sign with a polar adjective: its antonym would make an oxymoron ("refreshingly
+    honest" -> "refreshingly dishonest"). Where they disagree ("mostly boring") the adverb
+    does not judge."""
+    tilt = _strongest(adverb) or _strongest(_adverb_base(adverb))
+    lean = _strongest(adjective.text.lower(), (adjective.lemma or "").lower() or None)
+    return abs(tilt) >= POLAR_ADVERB and abs(lean) >= POLAR_ADVERB and tilt * lean > 0
 
 
 def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
@@ -393,7 +420,7 @@ def word_checks(
     variant = Variant(kind, detokenize(tokens, replace_word(tokens, i, form)), index=i, word=tok.text, replacement=form)
     if kind == "synonym" and spelling_variant(tok.text, form):
         return variant, passed, "sense", f"'{form}' is another spelling of '{tok.text}', not another word"
-    why = person_sense(tokens, i, form)
+    why = person_sense(tokens, i, form) or objectless_verb(tokens, i, candidate_lemma)
     if why:
         return variant, passed, "sense", why
     passed.append("sense")
@@ -457,6 +484,42 @@ def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
         if word in PERSON_SENSES:
             return f"'{word} {after.text}': before a person {word} means {PERSON_SENSES[word]}"
     return None
+
+
+def objectless_verb(tokens: Sequence[Token], i: int, candidate_lemma: str) -> str | None:
+    """Why the candidate cannot stand for verb i used without an object, or None. A verb
+    that ends its clause with no object ("go see it and enjoy .") takes only a candidate
+    WordNet lets stand alone: "go see it and hate ." is not English. Needs the parser's
+    labels (an unparsed sentence passes); a verb whose object sits elsewhere ("things to
+    like", a relative clause) is not checked."""
+    tok = tokens[i]
+    if tok.pos != "VERB" or not tok.dep or tok.dep in ("relcl", "acl", "amod", "advcl", "xcomp"):
+        return None
+    if i + 1 < len(tokens) and tokens[i + 1].text not in _SENTENCE_ENDS | {",", ";", "!"}:
+        return None
+    if any(tokens[j].dep in OBJECT_DEPS for j in _children(tokens).get(i, [])):
+        return None
+    if _stands_alone(candidate_lemma.lower()):
+        return None
+    return f"'{tok.text}' has no object here and '{candidate_lemma}' needs one"
+
+
+@lru_cache(maxsize=4096)
+def _stands_alone(lemma: str, senses: int = 4) -> bool:
+    """WordNet lists an intransitive frame ("Somebody ----s") for one of the verb's first
+    senses, or does not know the verb (no evidence either way)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    synsets = wordnet().synsets(lemma, pos="v")[:senses]
+    if not synsets:
+        return True
+    for synset in synsets:
+        for lem in synset.lemmas():
+            if lem.name().lower() != lemma:
+                continue
+            if any(f.endswith((f" {lemma}", f" {lemma} PP")) for f in lem.frame_strings()):
+                return True
+    return False
 
 
 def position_verdict(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Sequence[str] | None) -> str | None:
@@ -689,6 +752,13 @@ def _inconsistent(
         if j == 0 and tok.pos == "PROPN" and tok.text[:1].isupper():
             # a name that opens the sentence: "Bright seems amused ... he", "Bow 's best moments"
             return f"'{tok.text}' opens the sentence as a proper noun: a name the swap leaves as it is"
+        if j == 0 and tok.dep in _SUBJECT_DEPS and tok.pos in ("PROPN", "ADJ"):
+            # lower-cased text: "bow's best moments ... he", "bright seems amused ... he" (no
+            # adjective is a subject or an owner; the parser's guess for an unknown name)
+            return f"'{tok.text}' opens the sentence as its subject or owner: a name the swap leaves as it is"
+        if tok.pos in ("PROPN", "NOUN") and _famous_name(low):
+            # "goodall and her chimpanzees": WordNet's first sense is a person (or place)
+            return f"'{tok.text}' is first of all a name in WordNet (a real person the swap would regender)"
         if j > 0 and tok.text[:1].isupper() and low != "i" and tokens[j - 1].text not in _SENTENCE_ENDS:
             # cased text: "..., Silberling also trivializes" (spaCy: a verb), "in Talk to Her"
             return f"'{tok.text}' is capitalised mid-sentence: a name or a title the swap leaves as it is"
@@ -703,6 +773,19 @@ def _inconsistent(
             # dictionary lists beside a gendered word is most likely a person's name
             return f"'{tok.text}' is no English word (not in WordNet): likely a name the swap leaves as it is"
     return None
+
+
+_SUBJECT_DEPS = ("nsubj", "nsubjpass", "poss")
+
+
+@lru_cache(maxsize=8192)
+def _famous_name(word: str) -> bool:
+    """WordNet's most frequent noun sense of ``word`` is an instance, a named person or place
+    ("goodall", "spielberg", "welles"), not a kind of thing ("king", "hope")."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    synsets = wordnet().synsets(word, pos="n")
+    return bool(synsets) and bool(synsets[0].instance_hypernyms())
 
 
 # ------------------------------------------------------------------ matching pairs (CR4)

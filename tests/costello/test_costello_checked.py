@@ -515,6 +515,8 @@ def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
         ("they just want you to enjoy yourselves tonight .", "enjoy", "reflexive object"),
         ("a gleefully grungy , hilariously wicked comedy .", "wicked", "polar adverb"),
         ("it is a delightfully charming slice of bliss .", "charming", "polar adverb"),
+        ("a refreshingly honest tale of people .", "honest", "polar adverb"),  # TextBlob's
+        ("the best you can say about it is that it ends .", "best", "opens a clause of its own"),
     ],
 )
 def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, word, reason):
@@ -531,6 +533,8 @@ def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, w
         ("the powerful film moves .", "powerful"),  # a noun follows: a plain adjective
         ("a really charming film .", "charming"),  # an adverb of degree
         ("an intermittently powerful study .", "powerful"),  # an adverb with no polarity
+        ("the film is mostly boring .", "boring"),  # an adverb that frames, not judges
+        ("the best film of the year .", "best"),  # a superlative before its noun
     ],
 )
 def test_the_same_words_in_plain_use_are_substituted(nlp, text, word):
@@ -557,3 +561,34 @@ def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
         v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.replacement == "poor"
     ]
     assert poor.check == "sense" and "before a person poor means" in poor.reason
+
+
+def test_a_verb_without_an_object_takes_only_a_candidate_that_stands_alone(parsed_nlp):
+    text = "go see it and enjoy ."
+    ref = ref_of(text, text.replace("enjoy", "hate"), "i hate the film .", "i love the film .")
+    tokens, ents = run(parsed_nlp, text)
+    (hate,) = [
+        v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.replacement == "hate"
+    ]
+    assert hate.check == "sense" and "has no object here and 'hate' needs one" in hate.reason
+    text = "i enjoy the film ."  # with its object the same candidate is fine
+    tokens, ents = run(parsed_nlp, text)
+    out = [v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.word == "enjoy"]
+    assert out and not any("needs one" in (v.reason or "") for v in out)
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        (
+            "bright seems alternately amused and disgusted with this material , and he can't help throwing in a few of his own touches .",
+            "opens the sentence as its subject",
+        ),
+        ("bow's best moments are when he scores .", "opens the sentence as its subject or owner"),
+        ("it is fun to see goodall and her chimpanzees .", "first of all a name in WordNet"),
+    ],
+)
+def test_gender_swap_refused_beside_a_lower_cased_name(parsed_nlp, text, reason):
+    tokens, ents = run(parsed_nlp, text)
+    (v,) = checked_gender_swap(tokens, ref_of(*SWAP_REF), ents=ents)
+    assert v.check == "consistent" and reason in v.reason
