@@ -489,15 +489,20 @@ def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
 def objectless_verb(tokens: Sequence[Token], i: int, candidate_lemma: str) -> str | None:
     """Why the candidate cannot stand for verb i used without an object, or None. A verb
     that ends its clause with no object ("go see it and enjoy .") takes only a candidate
-    WordNet lets stand alone: "go see it and hate ." is not English. Needs the parser's
-    labels (an unparsed sentence passes); a verb whose object sits elsewhere ("things to
-    like", a relative clause) is not checked."""
+    WordNet lets stand alone: "go see it and hate ." is not English. A verb whose object
+    sits elsewhere ("things to like", a relative clause) is not checked."""
     tok = tokens[i]
-    if tok.pos != "VERB" or not tok.dep or tok.dep in ("relcl", "acl", "amod", "advcl", "xcomp"):
+    if tok.pos != "VERB" or (i + 1 < len(tokens) and tokens[i + 1].text not in _SENTENCE_ENDS | {",", ";", "!"}):
         return None
-    if i + 1 < len(tokens) and tokens[i + 1].text not in _SENTENCE_ENDS | {",", ";", "!"}:
-        return None
-    if any(tokens[j].dep in OBJECT_DEPS for j in _children(tokens).get(i, [])):
+    if tok.dep:
+        if tok.dep in ("relcl", "acl", "amod", "advcl", "xcomp"):
+            return None
+        if any(tokens[j].dep in OBJECT_DEPS for j in _children(tokens).get(i, [])):
+            return None
+    elif not (i == 0 or tokens[i - 1].text.lower() in ("and", "or", ",")):
+        # unparsed (single sentences are tagged only): a verb ending a coordination or
+        # standing alone ("sit back and enjoy .") has no object; one after its subject may
+        # close a relative clause whose object went before ("a film you'll enjoy .")
         return None
     if _stands_alone(candidate_lemma.lower()):
         return None
@@ -752,7 +757,7 @@ def _inconsistent(
         if j == 0 and tok.pos == "PROPN" and tok.text[:1].isupper():
             # a name that opens the sentence: "Bright seems amused ... he", "Bow 's best moments"
             return f"'{tok.text}' opens the sentence as a proper noun: a name the swap leaves as it is"
-        if j == 0 and tok.dep in _SUBJECT_DEPS and tok.pos in ("PROPN", "ADJ"):
+        if j == 0 and _opens_as_subject(tokens):
             # lower-cased text: "bow's best moments ... he", "bright seems amused ... he" (no
             # adjective is a subject or an owner; the parser's guess for an unknown name)
             return f"'{tok.text}' opens the sentence as its subject or owner: a name the swap leaves as it is"
@@ -776,6 +781,19 @@ def _inconsistent(
 
 
 _SUBJECT_DEPS = ("nsubj", "nsubjpass", "poss")
+_FINITE = ("VBZ", "VBD", "MD")
+
+
+def _opens_as_subject(tokens: Sequence[Token]) -> bool:
+    """The sentence opens with a proper noun or an adjective as its subject or owner: the
+    parser's label where there is one, else the tags (followed by "'s" or a finite verb).
+    No adjective is a subject or an owner, so it is the tagger's guess for an unknown name."""
+    first = tokens[0]
+    if first.pos not in ("PROPN", "ADJ") or len(tokens) < 2:
+        return False
+    if first.dep:
+        return first.dep in _SUBJECT_DEPS
+    return tokens[1].tag == "POS" or tokens[1].tag in _FINITE
 
 
 @lru_cache(maxsize=8192)

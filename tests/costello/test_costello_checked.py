@@ -563,7 +563,9 @@ def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
     assert poor.check == "sense" and "before a person poor means" in poor.reason
 
 
-def test_a_verb_without_an_object_takes_only_a_candidate_that_stands_alone(parsed_nlp):
+@pytest.mark.parametrize("pipeline", ["nlp", "parsed_nlp"])  # single seeds are tagged, not parsed
+def test_a_verb_without_an_object_takes_only_a_candidate_that_stands_alone(request, pipeline):
+    parsed_nlp = request.getfixturevalue(pipeline)
     text = "go see it and enjoy ."
     ref = ref_of(text, text.replace("enjoy", "hate"), "i hate the film .", "i love the film .")
     tokens, ents = run(parsed_nlp, text)
@@ -588,7 +590,8 @@ def test_a_verb_without_an_object_takes_only_a_candidate_that_stands_alone(parse
         ("it is fun to see goodall and her chimpanzees .", "first of all a name in WordNet"),
     ],
 )
-def test_gender_swap_refused_beside_a_lower_cased_name(parsed_nlp, text, reason):
-    tokens, ents = run(parsed_nlp, text)
+@pytest.mark.parametrize("pipeline", ["nlp", "parsed_nlp"])
+def test_gender_swap_refused_beside_a_lower_cased_name(request, pipeline, text, reason):
+    tokens, ents = run(request.getfixturevalue(pipeline), text)
     (v,) = checked_gender_swap(tokens, ref_of(*SWAP_REF), ents=ents)
     assert v.check == "consistent" and reason in v.reason
