@@ -163,6 +163,9 @@ def nominal_adjective(tokens: Sequence[Token], i: int) -> str | None:
     if tokens[i].tag == "JJS":
         if before == "the" and after in NOMINAL_SUPERLATIVE_AFTER:
             return f"'the {tokens[i].text.lower()}' opens a clause of its own (a fixed frame, not a judgement)"
+        if tokens[i - 1].tag == "POS" and after not in ("NOUN", "PROPN", "ADJ", "NUM"):
+            # "new york's finest" (its police), "hollywood's best": a group named by it
+            return f"'{tokens[i - 1].text} {tokens[i].text.lower()}' names a group (the superlative as a noun)"
         return None
     if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM", "CCONJ"):
         return f"'{before} {tokens[i].text.lower()}' uses the adjective as a noun"
@@ -204,10 +207,18 @@ def polar_adverb(tokens: Sequence[Token], i: int) -> str | None:
     if i == 0 or tokens[i].pos != "ADJ" or tokens[i - 1].tag != "RB":
         return None
     adverb = tokens[i - 1].text.lower()
-    if not adverb.endswith("ly") or adverb in _degree_adverbs():
+    if not adverb.endswith("ly") or adverb in DEGREE_ADVERBS:
         return None
-    strength = max(abs(word_polarity(adverb)), abs(word_polarity(_adverb_base(adverb))))
-    if strength >= POLAR_ADVERB or _agreeing_adverb(adverb, tokens[i]):
+    tilt = max(word_polarity(adverb), word_polarity(_adverb_base(adverb)), key=abs)
+    if adverb in _degree_adverbs():
+        # VADER's intensifiers scale; one made from a polar adjective also judges when it
+        # agrees with the word: "fabulously funny" -> "fabulously unfunny" ("awfully good"
+        # -> "awfully bad" stays)
+        lean = word_polarity(tokens[i].text.lower(), tokens[i].lemma)
+        judged = abs(tilt) >= POLAR_ADVERB and abs(lean) >= POLAR_ADVERB and tilt * lean > 0
+    else:
+        judged = abs(tilt) >= POLAR_ADVERB or _agreeing_adverb(adverb, tokens[i])
+    if judged:
         return f"'{adverb} {tokens[i].text.lower()}': the polar adverb sets the adjective's reading"
     return None
 

@@ -516,7 +516,9 @@ def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
         ("a gleefully grungy , hilariously wicked comedy .", "wicked", "polar adverb"),
         ("it is a delightfully charming slice of bliss .", "charming", "polar adverb"),
         ("a refreshingly honest tale of people .", "honest", "polar adverb"),  # TextBlob's
+        ("he is fabulously funny as a butler .", "funny", "polar adverb"),  # an intensifier that judges
         ("the best you can say about it is that it ends .", "best", "opens a clause of its own"),
+        ("a tribute to the courage of new york's finest and the nation .", "finest", "names a group"),
     ],
 )
 def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, word, reason):
@@ -534,6 +536,7 @@ def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, w
         ("a really charming film .", "charming"),  # an adverb of degree
         ("an intermittently powerful study .", "powerful"),  # an adverb with no polarity
         ("the film is mostly boring .", "boring"),  # an adverb that frames, not judges
+        ("an awfully good film .", "good"),  # an intensifier against the word's sign
         ("the best film of the year .", "best"),  # a superlative before its noun
     ],
 )
