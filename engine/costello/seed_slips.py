@@ -70,4 +70,37 @@ def seed_slip(text: str) -> str | None:
         why = _doubled(a, b) if a.isalpha() and b.isalpha() else None
         if why:
             return why
+    return _two_finite_verbs(tokens) or _inflected_after_to(tokens)
+
+
+# A subject pronoun whose "is" is followed straight by a form of "do" ("in that it is does
+# not rely"): two finite verbs. After a wh-word the "is" closes a clause of its own ("what
+# it is does not matter"), which is English.
+_SUBJECTS = {"it", "he", "she", "this", "that", "there"}
+_WH = {"what", "who", "whoever", "whatever", "how", "where", "why", "when"}
+# Object pronouns that show the word before them is a verb ("to makes us laugh").
+_OBJECTS = {"us", "me", "him", "them", "you", "her", "it"}
+
+
+def _two_finite_verbs(tokens: list[str]) -> str | None:
+    low = [t.lower() for t in tokens]
+    for k in range(1, len(low) - 1):
+        if low[k] in ("is", "was") and low[k + 1] in ("does", "did") and low[k - 1] in _SUBJECTS:
+            if k < 2 or low[k - 2] not in _WH:
+                return f"'{tokens[k - 1]} {tokens[k]} {tokens[k + 1]}' writes two finite verbs"
+    return None
+
+
+def _inflected_after_to(tokens: list[str]) -> str | None:
+    """'to' + a verb in its -s form + an object pronoun ("tries to makes us laugh"): the
+    infinitive written inflected. A noun plural after "to" ("to movies") takes no object
+    pronoun after it."""
+    low = [t.lower() for t in tokens]
+    for k in range(len(low) - 2):
+        word = low[k + 1]
+        if low[k] != "to" or low[k + 2] not in _OBJECTS or not word.endswith("s"):
+            continue
+        lemmas = _verb_lemmas(word)
+        if lemmas and word not in lemmas and any(word in (f"{lem}s", f"{lem}es") for lem in lemmas):
+            return f"'to {tokens[k + 1]}' writes the infinitive inflected"
     return None

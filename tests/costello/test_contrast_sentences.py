@@ -204,6 +204,11 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("i loved this movie , it was great .", None),  # a lower-cased corpus writes every word so
         ("A vibrant , colorful , semimusical rendition .", None),
         ("It 's a feel-bad ending -- and a dull one .", None),
+        ("It differs in that it is does not rely on gags .", "'it is does' writes two finite verbs"),
+        ("What it is does not matter .", None),
+        ("Desperately unfunny when it tries to makes us laugh .", "'to makes' writes the infinitive inflected"),
+        ("It tries to make us laugh and sends us to movies .", None),
+        ("He goes to towns with them .", None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):
