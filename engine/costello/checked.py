@@ -464,7 +464,12 @@ def word_checks(
     if why is None:
         # "smart wordplay and clever plot" -> "clever wordplay and clever plot"; "a lovely and
         # beautifully photographed romance" -> "a beautiful and beautifully ...": one stem
-        again = [t.text for j, t in enumerate(tokens) if j != i and t.text.isalpha() and stem(t.text) == stem(form)]
+        # ("fun ... entertainingly nasty" -> "entertaining ... entertainingly": an adverb's stem is its adjective's)
+        again = [
+            t.text
+            for j, t in enumerate(tokens)
+            if j != i and t.text.isalpha() and stem(form) in (stem(t.text), stem(_adverb_base(t.text.lower())))
+        ]
         if again:
             why = f"'{form}' repeats '{again[0]}' of the sentence (one stem)"
     if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:

@@ -21,6 +21,7 @@ from functools import lru_cache
 _NEVER_TWICE = {"the", "a", "an", "to", "of", "and", "in", "for", "with", "is", "was", "are"}
 _COMMA_GLUED = re.compile(r"[a-z],[A-Za-z]")  # "it,I find it"
 _CUT_OFF = re.compile(r"\s-{1,2}\s*$")  # "... a sweet little girl -": the corpus cut the sentence
+_ENTITY = re.compile(r"&#?\w+;?")  # "can&#8217 ; t": HTML the corpus did not decode
 # Forms of the auxiliaries, which do stand beside a form of themselves ("have had").
 _AUXILIARY_FORMS = {
     "be",
@@ -63,6 +64,9 @@ def seed_slip(text: str) -> str | None:
     """What slip the sentence as written has, or None."""
     if _CUT_OFF.search(text):
         return "it ends on a dash, cut off mid-sentence"
+    entity = _ENTITY.search(text)
+    if entity and (entity.group().startswith("&#") or entity.group().endswith(";")):
+        return f"an HTML entity ('{entity.group()}') the corpus left undecoded"
     if _COMMA_GLUED.search(text):
         return f"no space after the comma in '{_COMMA_GLUED.search(text).group()}'"
     tokens = text.split()

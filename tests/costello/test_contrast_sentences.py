@@ -209,6 +209,8 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("Desperately unfunny when it tries to makes us laugh .", "'to makes' writes the infinitive inflected"),
         ("It tries to make us laugh and sends us to movies .", None),
         ("He goes to towns with them .", None),
+        ("what the director can&#8217 ; t do is make it interesting .", "an HTML entity ('&#8217')"),
+        ("Tom & Jerry ; a fine pair .", None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):

@@ -218,6 +218,15 @@ def test_a_substitute_of_a_stem_already_in_the_sentence_is_refused(nlp):
     assert [v.replacement for v in out if not v.check] == ["charming"]
 
 
+def test_a_substitute_whose_adverb_is_in_the_sentence_is_refused(nlp):
+    text = "it's fun , splashy and entertainingly nasty ."
+    ref = ref_of(*(text.replace("fun", w) for w in ("fun", "entertaining", "enjoyable")))
+    tokens, ents = run(nlp, text)
+    out = [v for v in checked_substitutions(tokens, "synonym", ref, ents=ents, guard=False) if v.word == "fun"]
+    (entertaining,) = [v for v in out if v.replacement == "entertaining"]
+    assert entertaining.check == "context_fit" and "repeats 'entertainingly'" in entertaining.reason
+
+
 @pytest.mark.parametrize(
     "text, edited",
     [
