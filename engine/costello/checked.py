@@ -431,7 +431,7 @@ def word_checks(
     variant = Variant(kind, detokenize(tokens, replace_word(tokens, i, form)), index=i, word=tok.text, replacement=form)
     if kind == "synonym" and spelling_variant(tok.text, form):
         return variant, passed, "sense", f"'{form}' is another spelling of '{tok.text}', not another word"
-    why = person_sense(tokens, i, form) or objectless_verb(tokens, i, candidate_lemma)
+    why = person_sense(tokens, i, form) or objectless_verb(tokens, i, candidate_lemma) or stranded_npi(tokens, i, form)
     if why:
         return variant, passed, "sense", why
     passed.append("sense")
@@ -499,6 +499,30 @@ def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
     for word in (tokens[i].text.lower(), form.lower()):
         if word in PERSON_SENSES:
             return f"'{word} {after.text}': before a person {word} means {PERSON_SENSES[word]}"
+    return None
+
+
+# Words whose sense is negative enough to license a negative-polarity item after them
+# ("it's difficult to feel anything much", "hard to imagine ... let alone funny"), and those
+# items: a candidate that does not license them strands them ("it's easy to feel anything
+# much" is not English).
+NPI_LICENSERS = frozenset(
+    "difficult hard tough impossible unable unlikely reluctant hesitant fail fails failed refuse refuses refused "
+    "deny denies denied doubt doubts doubted".split()
+)
+NEGATIVE_POLARITY_ITEMS = (("let", "alone"), ("at", "all"), ("anything", "much"), ("much", "of", "anything"))
+
+
+def stranded_npi(tokens: Sequence[Token], i: int, form: str) -> str | None:
+    """Why replacing word i by ``form`` leaves a negative-polarity item after it without
+    its licence, or None."""
+    word = tokens[i].text.lower()
+    if word not in NPI_LICENSERS or form.lower() in NPI_LICENSERS:
+        return None
+    words = [t.text.lower() for t in tokens[i + 1 :]]
+    for item in NEGATIVE_POLARITY_ITEMS:
+        if any(tuple(words[k : k + len(item)]) == item for k in range(len(words))):
+            return f"'{' '.join(item)}' after '{tokens[i].text}' needs its negative sense: '{form}' strands it"
     return None
 
 

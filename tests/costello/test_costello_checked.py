@@ -607,3 +607,15 @@ def test_gender_swap_refused_beside_a_lower_cased_name(request, pipeline, text, 
     tokens, ents = run(request.getfixturevalue(pipeline), text)
     (v,) = checked_gender_swap(tokens, ref_of(*SWAP_REF), ents=ents)
     assert v.check == "consistent" and reason in v.reason
+
+
+def test_an_antonym_that_strands_a_negative_polarity_item_is_refused(nlp):
+    text = "it's difficult to feel anything much while watching this movie ."
+    ref = ref_of(text, text.replace("difficult", "easy"), text.replace("difficult", "hard"))
+    tokens, ents = run(nlp, text)
+    out = [v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.word == "difficult"]
+    assert out and all(v.check == "sense" and "strands it" in v.reason for v in out)
+    plain = "it's difficult to feel much while watching this movie ."  # no such item: the antonym stays
+    tokens, ents = run(nlp, plain)
+    out = [v for v in checked_substitutions(tokens, "antonym", ref, ents=ents, guard=False) if v.word == "difficult"]
+    assert out and not any("strands" in (v.reason or "") for v in out)
