@@ -813,14 +813,19 @@ def _inconsistent(
         if tok.pos == "NOUN" and _gendered_noun(low, (tok.lemma or low).lower()):
             # "the lioness ... her cubs" -> "his cubs": a gendered word no pair list swaps
             return f"'{tok.text}' is gendered and the swap has no counterpart for it"
-        if tok.pos in ("PROPN", "NOUN") and len(low) > 2 and not _english_word(low, tok.lemma):
-            # "the dispassionate gantz brothers", "director ferzan ozpetek ... he": a word no
-            # dictionary lists beside a gendered word is most likely a person's name
+        unlisted = tok.pos in ("PROPN", "NOUN") or (tok.pos in ("ADJ", "X") and not low.endswith(_ADJECTIVE_ENDINGS))
+        if unlisted and len(low) > 2 and not _english_word(low, tok.lemma):
+            # "the dispassionate gantz brothers", "director ferzan ozpetek ... he", "so de
+            # palma ... him" (tagged an adjective): a word no dictionary lists beside a
+            # gendered word is most likely a person's name
             return f"'{tok.text}' is no English word (not in WordNet): likely a name the swap leaves as it is"
     return None
 
 
 _SUBJECT_DEPS = ("nsubj", "nsubjpass", "poss")
+# An adjective WordNet lacks but built like one ("watchable", "quick-witted" as "witted") is
+# a word; one built like none ("so de palma", tagged an adjective) is most likely a name.
+_ADJECTIVE_ENDINGS = ("able", "ible", "ed", "ing", "ful", "less", "ous", "ive", "al", "ic", "y", "ish", "ly", "esque")
 _FINITE = ("VBZ", "VBD", "MD")
 
 

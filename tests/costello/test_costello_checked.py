@@ -600,6 +600,7 @@ def test_a_verb_without_an_object_takes_only_a_candidate_that_stands_alone(reque
         ),
         ("bow's best moments are when he scores .", "opens the sentence as its subject or owner"),
         ("it is fun to see goodall and her chimpanzees .", "first of all a name in WordNet"),
+        ("this is so de palma . if you love him , you'll like it .", "'palma' is no English word"),
     ],
 )
 @pytest.mark.parametrize("pipeline", ["nlp", "parsed_nlp"])
