@@ -193,10 +193,16 @@ def _adverb_base(adverb: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _degree_adverbs() -> frozenset[str]:
+def _intensifiers() -> frozenset[str]:
     from vaderSentiment.vaderSentiment import BOOSTER_DICT  # VADER's intensifiers
 
-    return DEGREE_ADVERBS | frozenset(BOOSTER_DICT)
+    return frozenset(BOOSTER_DICT)
+
+
+def _same_strong_sign(tilt: float, lean: float) -> bool:
+    """Adverb and adjective are both polar (|value| >= POLAR_ADVERB) and of one sign: the
+    adjective's antonym would make an oxymoron ("fabulously funny" -> "fabulously unfunny")."""
+    return abs(tilt) >= POLAR_ADVERB and abs(lean) >= POLAR_ADVERB and tilt * lean > 0
 
 
 def polar_adverb(tokens: Sequence[Token], i: int) -> str | None:
@@ -210,12 +216,10 @@ def polar_adverb(tokens: Sequence[Token], i: int) -> str | None:
     if not adverb.endswith("ly") or adverb in DEGREE_ADVERBS:
         return None
     tilt = max(word_polarity(adverb), word_polarity(_adverb_base(adverb)), key=abs)
-    if adverb in _degree_adverbs():
+    if adverb in _intensifiers():
         # VADER's intensifiers scale; one made from a polar adjective also judges when it
-        # agrees with the word: "fabulously funny" -> "fabulously unfunny" ("awfully good"
-        # -> "awfully bad" stays)
-        lean = word_polarity(tokens[i].text.lower(), tokens[i].lemma)
-        judged = abs(tilt) >= POLAR_ADVERB and abs(lean) >= POLAR_ADVERB and tilt * lean > 0
+        # agrees with the word ("awfully good" -> "awfully bad" stays)
+        judged = _same_strong_sign(tilt, word_polarity(tokens[i].text.lower(), tokens[i].lemma))
     else:
         judged = abs(tilt) >= POLAR_ADVERB or _agreeing_adverb(adverb, tokens[i])
     if judged:
@@ -230,12 +234,10 @@ def _strongest(word: str, lemma: str | None = None) -> float:
 
 def _agreeing_adverb(adverb: str, adjective: Token) -> bool:
     """The adverb is polar only in TextBlob's review lexicon ("refreshingly") and agrees in
-    sign with a polar adjective: its antonym would make an oxymoron ("refreshingly
-    honest" -> "refreshingly dishonest"). Where they disagree ("mostly boring") the adverb
-    does not judge."""
+    sign with a polar adjective ("refreshingly honest" -> "refreshingly dishonest"). Where
+    they disagree ("mostly boring") the adverb does not judge."""
     tilt = _strongest(adverb) or _strongest(_adverb_base(adverb))
-    lean = _strongest(adjective.text.lower(), (adjective.lemma or "").lower() or None)
-    return abs(tilt) >= POLAR_ADVERB and abs(lean) >= POLAR_ADVERB and tilt * lean > 0
+    return _same_strong_sign(tilt, _strongest(adjective.text.lower(), (adjective.lemma or "").lower() or None))
 
 
 def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
@@ -465,10 +467,11 @@ def word_checks(
         # "smart wordplay and clever plot" -> "clever wordplay and clever plot"; "a lovely and
         # beautifully photographed romance" -> "a beautiful and beautifully ...": one stem
         # ("fun ... entertainingly nasty" -> "entertaining ... entertainingly": an adverb's stem is its adjective's)
+        own = stem(form)
         again = [
             t.text
             for j, t in enumerate(tokens)
-            if j != i and t.text.isalpha() and stem(form) in (stem(t.text), stem(_adverb_base(t.text.lower())))
+            if j != i and t.text.isalpha() and own in (stem(t.text), stem(_adverb_base(t.text.lower())))
         ]
         if again:
             why = f"'{form}' repeats '{again[0]}' of the sentence (one stem)"
