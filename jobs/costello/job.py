@@ -313,19 +313,24 @@ def thresholds_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec]) -> Stage
 
 def validate_stage(cc: CostelloConfig, specs: Sequence[EmbedderSpec], seed: int) -> Stage:
     def run(ctx: StageContext):
+        from checkray.actors.costello.scoring import ModelInputs, score_models
         from checkray.engine.arrays import column_to_numpy
-        from checkray.engine.costello.scoring import score_model
 
         wide = triple_table(ctx.input("triples"))
         texts = ctx.input("embed", "texts").column("text").to_pylist()
         train = ctx.input("seeds", "train")
-        parts, thr_rows, acc_rows = [], [], []
+        models = []
         for spec in specs:
-            matrix = column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding"))
-            lookup = dict(zip(texts, matrix))
             nn_table = ctx.input("thresholds", f"nn-{spec.name}")
-            nn = {m: nn_table.column(m).to_numpy() for m in nn_table.column_names}
-            score = score_model(spec.name, lookup, wide, train, nn, cc, seed)
+            models.append(
+                ModelInputs(
+                    spec.name,
+                    column_to_numpy(ctx.input("embed", f"emb-{spec.name}").column("embedding")),
+                    {m: nn_table.column(m).to_numpy() for m in nn_table.column_names},
+                )
+            )
+        parts, thr_rows, acc_rows = [], [], []
+        for spec, score in zip(specs, score_models(models, texts, wide, train, cc, seed)):
             parts.append(score.violations)
             thr_rows += score.thresholds
             acc_rows += [{"model": spec.name, "classifier": i, "accuracy": a} for i, a in enumerate(score.accuracies)]

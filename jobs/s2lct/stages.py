@@ -43,13 +43,30 @@ from checkray.jobs.config import CheckrayConfig
 EVALUATION_FIELDS = ("models", "only_models", "coverage", "explain", "consistency")
 
 
-def ray_map(table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None) -> pa.Table:
+# Below these row counts a one-node CPU Ray maps in the driver: a pool costs more than it
+# saves. An expansion actor takes ~9 s to start (spaCy, WordNet, the filler's word table)
+# and then ~20 ms a seed, so two actors gain on one process only past ~500 seeds; the
+# demo's parse (2,100 sentences) took 10.4 s in the driver and 14.9 s on two actors.
+EXPAND_IN_DRIVER_BELOW = 400
+PARSE_IN_DRIVER_BELOW = 3_000
+
+
+def ray_map(
+    table: pa.Table, actor, kwargs: dict, s: S2lctConfig, batch_size: int | None = None, in_driver_below: int = 0
+) -> pa.Table:
     """``table`` through a pool of ``actor``s (one per CPU by default: spaCy is
-    single-threaded); one output row per input row, in input order."""
+    single-threaded); one output row per input row, in input order. Fewer than
+    ``in_driver_below`` rows on a one-node CPU Ray run in this process instead
+    (``runtime.embed_in_driver_below: 0`` turns that off, as for encoders)."""
+    from checkray.actors.embed_cache import driver_plan
+    from checkray.actors.embed_cache import in_driver_below as driver_allowed
     from checkray.actors.pool import map_with_actors
+    from checkray.engine.runtime import alive_node_count
 
     resources = cluster_resources()
     plan = plan_actor_pool(resources, "cpu", s.pool_size or max(1, int(resources.get("CPU", 1))))
+    if in_driver_below and driver_allowed() and not s.pool_size:
+        plan = driver_plan(plan, table.num_rows, alive_node_count(), "cpu", in_driver_below) or plan
     return map_with_actors(table, actor, kwargs, plan, batch_size=batch_size or s.batch_size)
 
 
@@ -140,7 +157,7 @@ def parse_stage(cfg: CheckrayConfig, s: S2lctConfig, specs: list[CapabilitySpec]
         )
         search = CorpusSearch(tuple(specs), neutral_proxy=proxy, neutral_label=s.neutral_label)
         kwargs = dict(pipeline=s.pipeline, parser=s.parser, keep=("id", "text", "label"), search=search)
-        parsed = ray_map(table, ParserActor, kwargs, s)
+        parsed = ray_map(table, ParserActor, kwargs, s, in_driver_below=PARSE_IN_DRIVER_BELOW)
         return {
             "search": parsed.slice(0, n),
             "reference": parsed.slice(n).select(["tokens", "tree"]),
@@ -320,7 +337,9 @@ def expand_stage(s: S2lctConfig, seed: int) -> Stage:
         # The expansion inserts into the seed sentence (``core``), never into the wrapper.
         seeds = ctx.input("seeds", columns=["case_id", "core", "rule", "core_polarity", "denied_form"])
         seeds = seeds.rename_columns(["case_id", "text", "rule", "core_polarity", "denied_form"])
-        return {"data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16)}
+        return {
+            "data": ray_map(seeds, ExpansionActor, kwargs, s, batch_size=16, in_driver_below=EXPAND_IN_DRIVER_BELOW)
+        }
 
     return Stage("expand", run, inputs=("seeds", "grammar"), config=[s, seed])
 
