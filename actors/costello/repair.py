@@ -11,7 +11,8 @@ Violated triples are resampled at random up to the number of benign ones ("rando
 complete the violated samples to the size of the benign samples"). The paper: alpha 0.5,
 SGD, learning rate 1e-4, 8 epochs. ``RepairActor`` runs it inside a Ray actor planned by
 ``checkray.engine.runtime.plan_actor_pool``: a ``num_gpus`` actor when Ray reports a GPU, a CPU
-actor otherwise.
+actor on a cluster of several nodes, and in the driver on a one-node CPU Ray
+(``runtime.embed_in_driver_below: 0`` keeps it on an actor).
 """
 
 from __future__ import annotations
@@ -185,9 +186,12 @@ def repair_in_actor(
     texts already known (the content cache), so the actor encodes only the others."""
     import ray
 
-    from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
+    from checkray.actors.embed_cache import driver_plan, in_driver_below
+    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend, pool_size=1)
+    if in_driver_below() and driver_plan(plan, 1, alive_node_count(), plan.device, below=1):
+        return repair_here(spec, violated, benign, settings, out_dir, old_embeddings, plan.threads)
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)
     try:
         return wait_for(
@@ -197,3 +201,24 @@ def repair_in_actor(
         )
     finally:
         ray.kill(actor)
+
+
+def repair_here(
+    spec: EmbedderSpec,
+    violated: list[Triple],
+    benign: list[Triple],
+    settings: RepairSettings,
+    out_dir: str,
+    old_embeddings: dict[str, np.ndarray] | None,
+    threads: int | None,
+) -> RepairResult:
+    """The repair in this process: on a one-node CPU Ray an actor would only add a process
+    start and a second import of torch (~6 s of the demo's repair) to the same training."""
+    from checkray.engine.memory import release_memory
+
+    holder = RepairActor(spec, threads)
+    try:
+        return holder.repair(violated, benign, settings, out_dir, old_embeddings)
+    finally:
+        del holder
+        release_memory()
