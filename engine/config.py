@@ -157,6 +157,10 @@ class ReducerConfig(Section):
     # CPU: a corpus fitted whole (no transform pass) of at most this many points gets the
     # exact neighbour graph (engine/topics/reduce.exact_knn) instead of pynndescent's. 0: never.
     exact_knn_below: int = Field(default=20_000, ge=0)
+    # Epochs of the 2-D UMAP that lays out the topic map (a figure only: the clusters come
+    # from the n-D layout, which keeps umap-learn's default). None: umap-learn's default
+    # (500 below 10,000 points, else 200).
+    map_epochs: int | None = Field(default=None, ge=10)
     backend: Backend = "auto"
 
 

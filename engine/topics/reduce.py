@@ -35,11 +35,13 @@ def make_reducer(
     seed: int,
     n_components: int | None = None,
     knn: tuple[np.ndarray, np.ndarray] | None = None,
+    n_epochs: int | None = None,
 ) -> Reducer:
     """UMAP on ``device``. ``knn``: the exact neighbour graph of the points it will be fitted
     on (``exact_knn``; CPU only), so umap-learn skips pynndescent's approximate search,
-    and a model fitted so cannot ``transform`` new points."""
-    kwargs = {}
+    and a model fitted so cannot ``transform`` new points. ``n_epochs``: None for the
+    library's default."""
+    kwargs = {} if n_epochs is None else {"n_epochs": n_epochs}
     if device == "gpu":
         from cuml.manifold import UMAP  # GPU image only (extra 'gpu-cluster')
     else:

@@ -124,7 +124,9 @@ def fit_layout(run_uri: str, cfg: CheckrayConfig, device: str) -> pa.Table:
     reducer = make_reducer(t.reducer, device, cfg.seed, knn=knn(X))
     reduced_sample = to_numpy(reducer.fit_transform(X))
     clusterer = make_clusterer(t.clusterer, device, cfg.seed).fit(reduced_sample)
-    mapper = make_reducer(t.reducer, device, cfg.seed, n_components=2, knn=knn(reduced_sample))
+    mapper = make_reducer(
+        t.reducer, device, cfg.seed, n_components=2, knn=knn(reduced_sample), n_epochs=t.reducer.map_epochs
+    )
     map_sample = to_numpy(mapper.fit_transform(reduced_sample))
 
     if n == len(sample_pos):  # everything was in the sample: no second pass

@@ -125,3 +125,28 @@ def test_gpu_branch_schedules_gpu_actors_when_ray_reports_a_gpu(tmp_path):
     env.pop("RAY_ADDRESS", None)
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=240)
     assert "GPU-PLAN-OK" in res.stdout, res.stderr[-3000:]
+
+
+@pytest.mark.timeout(300)
+def test_the_map_epochs_change_the_map_and_not_the_clusters(topics_run):
+    """``topics.reducer.map_epochs`` sets the epochs of the 2-D map's UMAP only: the
+    clusters come from the n-D layout and stay the same document for document."""
+    from checkray.jobs.config import load_config
+    from checkray.jobs.topics.job import fit_layout
+    from tests.conftest import TOPICS_DOCS
+
+    cfg, out = topics_run
+    layout = pq.read_table(out / "stages/layout/data.parquet")
+    quick = load_config(
+        None,
+        {
+            "corpus.sample": TOPICS_DOCS,
+            "topics.clusterer.n_clusters": 4,
+            "topics.representatives.top_k": 6,
+            "topics.reducer.map_epochs": 20,
+        },
+    )
+    relaid = fit_layout(str(out), quick, "cpu")
+    assert relaid.column("pos").equals(layout.column("pos"))
+    assert relaid.column("cluster").equals(layout.column("cluster"))
+    assert relaid.column("x").to_pylist() != layout.column("x").to_pylist()
