@@ -19,7 +19,11 @@
 * **the ONNX export of the encoders the demo runs** (``builtin:minilm``, the default;
   ``builtin:mpnet``, S²LCT's label check; ``engine/inference.py``), traced once into the
   cache, where the encoder setting resolves to ONNX on this CPU (on a CPU with native
-  bf16 the encoders run on PyTorch and there is nothing to export).
+  bf16 the encoders run on PyTorch and there is nothing to export);
+* **the LM of the fluency checks** (``builtin:smollm2-135m-instruct``, TestAug's expansion
+  check and COSTELLO's where on): it ships as a GGUF, which transformers reads only after
+  dequantizing it into a model folder beside it, once (about 24 s on 2 cores); without this
+  step the first TestAug job of a new machine paid for it.
 
 Each step prints its time; a step that fails prints why and the set-up goes on (the
 first job then pays for it, as before).
@@ -80,6 +84,22 @@ def warm_encoder(model: str) -> Callable[[], str | None]:
     return export
 
 
+def warm_fluency_lm() -> str | None:
+    from pathlib import Path
+
+    from checkray.actors.llm.local_transformers import convert_gguf, converted_dir
+    from checkray.actors.llm.packaged import resolve_llm
+    from checkray.engine.lm_fluency import DEFAULT_MODEL
+
+    gguf = Path(resolve_llm(DEFAULT_MODEL))
+    if gguf.suffix != ".gguf":
+        return f"not needed: {DEFAULT_MODEL} is not a GGUF"
+    if (converted_dir(gguf) / "config.json").is_file():
+        return "already converted"
+    convert_gguf(gguf)
+    return None
+
+
 BYTECODE = ("bytecode of the installed packages", compile_bytecode)
 STEPS: list[tuple[str, Callable[[], str | None]]] = [
     BYTECODE,
@@ -87,6 +107,7 @@ STEPS: list[tuple[str, Callable[[], str | None]]] = [
     ("ONNX export of builtin:minilm", warm_encoder("builtin:minilm")),
     # S²LCT's label check (``s2lct.label_check``) embeds the searched corpus with mpnet
     ("ONNX export of builtin:mpnet", warm_encoder("builtin:mpnet")),
+    ("the fluency checks' LM (GGUF to transformers)", warm_fluency_lm),
 ]
 
 

@@ -217,6 +217,28 @@ def test_warmup_reports_each_step_and_a_failed_step_does_not_fail_setup(monkeypa
     assert warmup.main(["--fast"]) == 2
 
 
+def test_warmup_converts_the_fluency_lm_once(tmp_path, monkeypatch):
+    """The fluency checks' packaged GGUF is dequantized at set-up, not by the first job."""
+    from checkray.actors.llm import local_transformers, packaged
+    from checkray.jobs import warmup
+
+    gguf = tmp_path / "lm.gguf"
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setattr(packaged, "resolve_llm", lambda name: str(gguf))
+    converted = []
+
+    def convert(path):
+        converted.append(path)
+        (tmp_path / "lm-hf").mkdir()
+        (tmp_path / "lm-hf" / "config.json").write_text("{}")
+        return tmp_path / "lm-hf"
+
+    monkeypatch.setattr(local_transformers, "convert_gguf", convert)
+    assert warmup.warm_fluency_lm() is None and converted == [gguf]
+    assert warmup.warm_fluency_lm() == "already converted" and converted == [gguf]
+    assert any(step is warmup.warm_fluency_lm for _, step in warmup.STEPS)
+
+
 def test_bytecode_is_written_where_the_environment_forbids_writing_it(tmp_path, monkeypatch):
     # PYTHONDONTWRITEBYTECODE stops imports from writing .pyc files, not compileall
     import sysconfig
