@@ -219,6 +219,15 @@ def driver_plan(
     return ActorPlan("cpu", 1, num_cpus=driver_cpus, num_gpus=0.0, threads=int(driver_cpus), in_driver=True)
 
 
+def small_work_plan(plan: ActorPlan, rows: int, below: int, backend: str = "auto") -> ActorPlan:
+    """``plan``, or the plan that does ``rows`` rows of work in this process when there are
+    at most ``below`` of them (``driver_plan``) and ``runtime.embed_in_driver_below`` is not
+    0: the one rule by which a small map or a one-off task skips its actors."""
+    from checkray.engine.runtime import alive_node_count
+
+    return driver_plan(plan, rows, alive_node_count(), backend, below if in_driver_below() else 0) or plan
+
+
 def in_driver_below() -> int:
     """``runtime.embed_in_driver_below`` (``IN_DRIVER_ENV``; 0: never in the driver)."""
     import os

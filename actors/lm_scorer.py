@@ -84,16 +84,14 @@ def score_sentences(texts: Sequence[str], model: str, *, backend: str = "auto") 
     """Log-probability of every distinct sentence in ``texts`` under ``model`` (a Ray Data
     actor pool: GPUs when Ray reports them and ``backend`` allows, else one CPU actor; a
     few sentences on a one-node CPU Ray in this process, ``SCORE_IN_DRIVER_BELOW``)."""
-    from checkray.actors.embed_cache import driver_plan, in_driver_below
+    from checkray.actors.embed_cache import small_work_plan
     from checkray.actors.pool import map_with_actors
-    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool
 
     distinct = sorted(set(texts))
     if not distinct:
         return {}
-    plan = plan_actor_pool(cluster_resources(), backend)
-    below = SCORE_IN_DRIVER_BELOW if in_driver_below() else 0
-    plan = driver_plan(plan, len(distinct), alive_node_count(), backend, below) or plan
+    plan = small_work_plan(plan_actor_pool(cluster_resources(), backend), len(distinct), SCORE_IN_DRIVER_BELOW, backend)
     table = map_with_actors(
         pa.table({"text": distinct}),
         SentenceLogprobActor,

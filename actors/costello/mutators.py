@@ -162,14 +162,12 @@ def mutate_corpus(
     """Run the operators over ``seeds`` (id, text[, text_pair]) on a Ray Data actor pool, or
     in this process for a few seeds on a one-node CPU Ray (``MUTATE_IN_DRIVER_BELOW``,
     ``runtime.embed_in_driver_below: 0`` turns it off); variants in seed order (VARIANT_SCHEMA)."""
-    from checkray.actors.embed_cache import driver_plan, in_driver_below
+    from checkray.actors.embed_cache import small_work_plan
     from checkray.actors.pool import map_with_actors
-    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool
 
     device = "cpu" if backend == "auto" else backend
-    plan = plan_actor_pool(cluster_resources(), device)
-    below = MUTATE_IN_DRIVER_BELOW if in_driver_below() else 0
-    plan = driver_plan(plan, seeds.num_rows, alive_node_count(), device, below) or plan
+    plan = small_work_plan(plan_actor_pool(cluster_resources(), device), seeds.num_rows, MUTATE_IN_DRIVER_BELOW, device)
     return map_with_actors(
         seeds,
         MutationActor,

@@ -186,11 +186,11 @@ def repair_in_actor(
     texts already known (the content cache), so the actor encodes only the others."""
     import ray
 
-    from checkray.actors.embed_cache import driver_plan, in_driver_below
-    from checkray.engine.runtime import alive_node_count, cluster_resources, plan_actor_pool, wait_for
+    from checkray.actors.embed_cache import small_work_plan
+    from checkray.engine.runtime import cluster_resources, plan_actor_pool, wait_for
 
     plan = plan_actor_pool(cluster_resources(), backend, pool_size=1)
-    if in_driver_below() and driver_plan(plan, 1, alive_node_count(), plan.device, below=1):
+    if small_work_plan(plan, 1, 1, plan.device).in_driver:  # one training: one unit of work
         return repair_here(spec, violated, benign, settings, out_dir, old_embeddings, plan.threads)
     actor = ray.remote(RepairActor).options(**plan.ray_options(), max_restarts=0).remote(spec, plan.threads)
     try:

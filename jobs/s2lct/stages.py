@@ -58,15 +58,13 @@ def ray_map(
     single-threaded); one output row per input row, in input order. Fewer than
     ``in_driver_below`` rows on a one-node CPU Ray run in this process instead
     (``runtime.embed_in_driver_below: 0`` turns that off, as for encoders)."""
-    from checkray.actors.embed_cache import driver_plan
-    from checkray.actors.embed_cache import in_driver_below as driver_allowed
+    from checkray.actors.embed_cache import small_work_plan
     from checkray.actors.pool import map_with_actors
-    from checkray.engine.runtime import alive_node_count
 
     resources = cluster_resources()
     plan = plan_actor_pool(resources, "cpu", s.pool_size or max(1, int(resources.get("CPU", 1))))
-    if in_driver_below and driver_allowed() and not s.pool_size:
-        plan = driver_plan(plan, table.num_rows, alive_node_count(), "cpu", in_driver_below) or plan
+    if not s.pool_size:  # a pool size the user set is a pool
+        plan = small_work_plan(plan, table.num_rows, in_driver_below, "cpu")
     return map_with_actors(table, actor, kwargs, plan, batch_size=batch_size or s.batch_size)
 
 
