@@ -2,6 +2,7 @@
 
     python bench/bench_suite_validity.py [bench/data/annotations] [--part dev|final] [--by-capability]
         [--run-filter demo] [--markdown] [--write-estimates engine/data/validity_estimates.json]
+        [--pool]
 
 Reads the annotation batches (docs/validity.md: one JSON Lines file of judged cases and a
 ``.meta.json`` each) and prints, per generator (and with ``--by-capability`` per
@@ -9,7 +10,8 @@ capability): cases annotated, % label-valid, % fluent, % on-capability and % all
 each with its 95 % Wilson interval, the yield recorded when the batch was drawn (cases
 kept per input), and whether the generator reaches the targets (≥ 95 % label-valid,
 ≥ 90 % fluent, ≥ 90 % on-capability). Batches are grouped by the run they judged, so a
-before/after pair of runs prints as two tables. ``--write-estimates`` writes what every
+before/after pair of runs prints as two tables; ``--pool`` prints the batches given as one
+table instead (fresh draws of several runs of the same rules, each yield listed). ``--write-estimates`` writes what every
 job's report shows (``validity_estimate.parquet``): per generator, the shares of its
 current batches (the final part when there is one, else dev; the newest code version).
 """
@@ -48,11 +50,9 @@ def group_by_run(batches: list[Batch]) -> dict[tuple[str, str], list[Batch]]:
 
 
 def yield_of(batches: list[Batch], generator: str) -> str:
-    for batch in batches:
-        yields = batch.meta.get("yields") or {}
-        if generator in yields:
-            return str(yields[generator])
-    return "–"
+    """The yield recorded with each batch's run, once per distinct run."""
+    found = [str((b.meta.get("yields") or {})[generator]) for b in batches if generator in (b.meta.get("yields") or {})]
+    return "; ".join(dict.fromkeys(found)) or "–"
 
 
 def print_table(batches: list[Batch], *, by_capability: bool, markdown: bool) -> None:
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--by-capability", action="store_true", help="a row per capability too")
     parser.add_argument("--run-filter", default=None, help="only runs whose label contains this")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--pool", action="store_true", help="one table over every batch given, not one per run")
     parser.add_argument(
         "--write-estimates",
         metavar="JSON",
@@ -113,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("error: no annotation batches found")
     if args.write_estimates:
         write_estimates(Path(args.write_estimates), batches)
-    for (run, version), group in group_by_run(batches).items():
+    groups = group_by_run(batches)
+    if args.pool:
+        versions = ", ".join(sorted({version for _, version in groups}))
+        groups = {(f"pooled: {len(groups)} runs", versions): batches}
+    for (run, version), group in groups.items():
         if args.run_filter and args.run_filter not in run:
             continue
         parts = sorted({b.part for b in group})
