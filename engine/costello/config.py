@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from checkray.engine.config import NOT_FINGERPRINTED, Backend, JobSection, Section
 from checkray.engine.costello.embedder_kinds import EMBEDDER_KINDS
@@ -50,6 +50,10 @@ class CostelloConfig(JobSection):
     # only as one clean inversion (engine/costello/contrast_sentences.py); the sentence as
     # written is the seed, the edit the farther sentence.
     inversion_unit: Literal["text", "sentence"] = "text"
+    # With "sentence": Link Grammar must link every word of the sentence as written and of
+    # its edit (engine/lang/link_grammar.py; Debian's python3-link-grammar). It refuses the
+    # reviewers' slips that are real words ("This must me one of the worst").
+    inversion_grammar: bool = False
     # CR3's positive: "word" (one polarity-guarded synonym, as CR1) or "dense" (the
     # authors' code: every notional word swapped for a random WordNet synonym w.p. 0.5).
     cr3_synonym: Literal["word", "dense"] = "word"
@@ -100,6 +104,12 @@ class CostelloConfig(JobSection):
     backend: Backend = "auto"
     batch_size: int = Field(default=128, ge=1, json_schema_extra=NOT_FINGERPRINTED)  # texts per Ray Data batch
     seed: int | None = None  # None: the top-level seed
+
+    @model_validator(mode="after")
+    def _grammar_checks_sentences(self) -> CostelloConfig:
+        if self.inversion_grammar and self.inversion_unit != "sentence":
+            raise ValueError("inversion_grammar checks single sentences: it needs inversion_unit: sentence")
+        return self
 
 
 class RepairSettings(Section):
@@ -153,6 +163,7 @@ class MutationSettings(Section):
     pipeline: str = "builtin:sm"  # spaCy pipeline for POS tags and lemmas
     inversions: str | None = None  # the semantic-inversion table (CR3)
     inversion_unit: Literal["text", "sentence"] = "text"  # CostelloConfig.inversion_unit
+    inversion_grammar: bool = False  # CostelloConfig.inversion_grammar
     polarity_guard: bool = True
     per_word: int = Field(default=1, ge=1)  # synonyms / antonyms kept per word
     context_checks: bool = True  # checked operators (engine/costello/checked.py)

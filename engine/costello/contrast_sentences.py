@@ -29,6 +29,10 @@ keeps the pairs that read as one clean inversion:
   sentences on opposite sides, each at least ``MIN_POLARITY`` away from neutral, so the edit
   reverses what the sentence says on its own, not only in its review's context
   ("Cheap Canadian Production." -> "A Canadian Production.").
+* ``grammar`` (with ``costello.inversion_grammar``): Link Grammar links every word of the
+  sentence and of its edit (``engine/lang/link_grammar.py``). It sees the slips that are
+  real words in the wrong place, which ``seed_slip`` cannot: "This must me one of the
+  worst", "The jokes and script was terrible!", "I thought is was impossible".
 
 The sentence as its reviewer wrote it is the seed and the edit the farther sentence, so two
 of a triple's three sentences are a person's own writing. The LM check
@@ -136,8 +140,9 @@ def known_word(word: str) -> bool:
     return reference_model().count(word.lower()) > 0 or bool(getAllLemmas(word.lower()))
 
 
-def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
-    """(check, reason) when the pair is not one clean sentence-level inversion, else None."""
+def refusal(sentence: str, reversed_: str, grammar: bool = False) -> tuple[str, str] | None:
+    """(check, reason) when the pair is not one clean sentence-level inversion, else None;
+    ``grammar``: Link Grammar must link every word of both texts too."""
     from checkray.engine.llm_output import missing_word_reason, polarity
 
     for text in (sentence, reversed_):
@@ -169,6 +174,18 @@ def refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
     before, after = polarity(sentence), polarity(reversed_)
     if before * after >= 0 or min(abs(before), abs(after)) < MIN_POLARITY:
         return "polarity_flip", f"polarity {before:+.2f} -> {after:+.2f}: the sentence's sentiment is not reversed"
+    return grammar_refusal(sentence, reversed_) if grammar else None
+
+
+def grammar_refusal(sentence: str, reversed_: str) -> tuple[str, str] | None:
+    """("grammar", reason) when Link Grammar cannot link every word of either text."""
+    from checkray.engine.lang.link_grammar import unlinked_words
+
+    for which, text in (("the sentence as written", sentence), ("its edit", reversed_)):
+        left_out = unlinked_words(text)
+        if left_out:
+            words = ", ".join(repr(w) for w in left_out)
+            return "grammar", f"{which} has no parse that links every word (Link Grammar leaves out {words})"
     return None
 
 
@@ -179,12 +196,17 @@ def edit_of(sentence: str, reversed_: str) -> tuple[str, str]:
     return (" ".join(spans[0][0]), " ".join(spans[0][1])) if spans else ("", "")
 
 
-def sentence_inversions(pairs: Iterable[tuple[str, str]]) -> list[SentencePair]:
-    """Every edited sentence of the (original, edited) review pairs, kept or refused."""
+def sentence_inversions(pairs: Iterable[tuple[str, str]], grammar: bool = False) -> list[SentencePair]:
+    """Every edited sentence of the (original, edited) review pairs, kept or refused
+    (``grammar``: the Link Grammar check too)."""
+    if grammar:
+        from checkray.engine.lang.link_grammar import require
+
+        require()
     out: list[SentencePair] = []
     for review, (original, edited) in enumerate(pairs):
         for sentence, reversed_ in aligned_sentences(original, edited):
-            refused = refusal(sentence, reversed_)
+            refused = refusal(sentence, reversed_, grammar)
             check, reason = refused if refused else (None, None)
             out.append(SentencePair(sentence, reversed_, review, check, reason))
     return out

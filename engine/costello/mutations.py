@@ -293,16 +293,17 @@ INVERSION_RELATIONS = ("synon_contr", "CR3")
 InversionUnit = Literal["text", "sentence"]
 
 
-def read_inversions(path: str | Path, unit: InversionUnit = "text") -> dict[str, str]:
+def read_inversions(path: str | Path, unit: InversionUnit = "text", grammar: bool = False) -> dict[str, str]:
     """A reference table of (sentence, reversed) pairs, normalized sentence -> reversed.
 
     Either JSON lines ``{"sentence": ..., "reversed": ...}``, or a released-triples JSON
     (``{relation: [[seed, closer, farther], ...]}``) whose CR3 relation (``synon_contr``
     or ``CR3``) pairs each seed with its farther sentence: the paper's contrast set as
     its authors published it. ``unit="sentence"``: the table's pairs cut into the single
-    sentences their edit changed (``contrast_sentences.py``), the refused ones left out."""
+    sentences their edit changed (``contrast_sentences.py``), the refused ones left out
+    (``grammar``: with the Link Grammar check, ``costello.inversion_grammar``)."""
     if unit == "sentence":
-        return {normalize(p.sentence): p.reversed for p in inversion_sentence_pairs(path) if p.check is None}
+        return {normalize(p.sentence): p.reversed for p in inversion_sentence_pairs(path, grammar) if p.check is None}
     return {normalize(sentence): reversed_ for sentence, reversed_ in _table_pairs(Path(path))}
 
 
@@ -352,30 +353,30 @@ def _inversions_from_triples(p: Path) -> list[tuple[str, str]]:
     return list(pairs.values())
 
 
-def inversion_sentence_pairs(path: str | Path) -> list:
+def inversion_sentence_pairs(path: str | Path, grammar: bool = False) -> list:
     """Every sentence-level pair of the table (``contrast_sentences.SentencePair``), kept or
     refused, with the sentence as its reviewer wrote it first. A released-triples file's
     seed is the contrast set's edit and its farther text the review as written, so their
     order is swapped; a JSON-lines table's ``sentence`` is taken as written."""
     p = Path(path)
-    return list(_sentence_pairs(str(p.resolve()), p.stat().st_mtime_ns if p.is_file() else 0))
+    return list(_sentence_pairs(str(p.resolve()), p.stat().st_mtime_ns if p.is_file() else 0, grammar))
 
 
 @lru_cache(maxsize=4)
-def _sentence_pairs(path: str, mtime: int) -> tuple:
+def _sentence_pairs(path: str, mtime: int, grammar: bool) -> tuple:
     from checkray.engine.costello.contrast_sentences import sentence_inversions
 
     p = Path(path)
     pairs = _table_pairs(p)
     if p.suffix.lower() == ".json":
         pairs = [(reversed_, sentence) for sentence, reversed_ in pairs]
-    return tuple(sentence_inversions(pairs))
+    return tuple(sentence_inversions(pairs, grammar))
 
 
-def inversion_sentences(path: str | Path, unit: InversionUnit = "text") -> list[str]:
+def inversion_sentences(path: str | Path, unit: InversionUnit = "text", grammar: bool = False) -> list[str]:
     """The table's own sentences as written (seeds for CR3 when the corpus lacks them)."""
     if unit == "sentence":
-        return list(dict.fromkeys(p.sentence for p in inversion_sentence_pairs(path) if p.check is None))
+        return list(dict.fromkeys(p.sentence for p in inversion_sentence_pairs(path, grammar) if p.check is None))
     return list(dict.fromkeys(sentence for sentence, _ in _table_pairs(Path(path))))
 
 

@@ -96,6 +96,7 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
         "inversions",
         "inversion_seeds",
         "inversion_unit",
+        "inversion_grammar",
         "pairs",
         "classifier_train",
         "dictionary_size",
@@ -105,7 +106,11 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
 
     def run(ctx: StageContext):
         corpus = read_corpora(cfg.corpus, cc.more_corpora)
-        inv = read_inversions(repo_path(cc.inversions), cc.inversion_unit) if cc.inversions and cc.generate else None
+        inv = (
+            read_inversions(repo_path(cc.inversions), cc.inversion_unit, cc.inversion_grammar)
+            if cc.inversions and cc.generate
+            else None
+        )
         idx = pick_seeds(corpus, cc.seeds, inv, seed) if cc.generate else np.array([], dtype=np.int64)
         seeds = corpus.take(pa.array(idx, pa.int64())).select(["id", "text", "label"])
         seeds = seeds.append_column("text_pair", pa.nulls(seeds.num_rows, pa.string()))
@@ -113,7 +118,8 @@ def seeds_stage(cfg: CheckrayConfig, cc: CostelloConfig, seed: int) -> Stage:
         if inv and cc.inversion_seeds:
             # The paper's CR3 seeds are the reference table's own sentences (IMDB reviews).
             have = {t.strip() for t in seeds.column("text").to_pylist()}
-            extra = [t for t in inversion_sentences(repo_path(cc.inversions), cc.inversion_unit) if t not in have]
+            table = inversion_sentences(repo_path(cc.inversions), cc.inversion_unit, cc.inversion_grammar)
+            extra = [t for t in table if t not in have]
             parts.append(
                 pa.table(
                     {
@@ -149,7 +155,7 @@ def refused_inversions(cc: CostelloConfig) -> pa.Table:
     from checkray.engine.costello.contrast_sentences import refused_table
 
     cut = cc.inversions and cc.generate and cc.inversion_unit == "sentence"
-    return refused_table(inversion_sentence_pairs(repo_path(cc.inversions)) if cut else [])
+    return refused_table(inversion_sentence_pairs(repo_path(cc.inversions), cc.inversion_grammar) if cut else [])
 
 
 def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
@@ -157,6 +163,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
         "pipeline",
         "inversions",
         "inversion_unit",
+        "inversion_grammar",
         "polarity_guard",
         "gender_pairs",
         "cr3_synonym",
@@ -174,6 +181,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
             pipeline=cc.pipeline,
             inversions=repo_path(cc.inversions) if cc.inversions else None,
             inversion_unit=cc.inversion_unit,
+            inversion_grammar=cc.inversion_grammar,
             polarity_guard=cc.polarity_guard,
             gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
             dense_seed=seed if cc.cr3_synonym == "dense" else None,
@@ -388,6 +396,10 @@ class CostelloJob(Job[CostelloConfig]):
             from checkray.actors.llm.packaged import resolve_llm
 
             resolve_llm(self.conf.fluency.model)  # a missing model fails before Ray starts
+        if self.conf.inversion_grammar and self.conf.generate:
+            from checkray.engine.lang.link_grammar import require
+
+            require()  # a missing parser fails before Ray starts
 
     def stages(self):
         cc, seed = self.conf, self.seed

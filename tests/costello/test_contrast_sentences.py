@@ -11,6 +11,7 @@ import pytest
 
 from checkray.engine.costello.contrast_sentences import (
     aligned_sentences,
+    grammar_refusal,
     refusal,
     refused_table,
     sentence_inversions,
@@ -18,6 +19,7 @@ from checkray.engine.costello.contrast_sentences import (
 )
 from checkray.engine.costello.fluency import FluencyCheck, apply_fluency
 from checkray.engine.costello.mutations import inversion_sentences, normalize, read_inversions
+from checkray.engine.lang import link_grammar
 
 WRITTEN = (
     "A spoiler.<br /><br />The theme music is excellent! The plot is thin. "
@@ -225,3 +227,19 @@ def test_a_contrast_pair_with_a_slip_is_refused():
         "This is the the worst film I have ever seen.", "This is the the best film I have ever seen."
     )
     assert check == "seed_slip" and "the sentence as written" in reason
+
+
+@pytest.mark.skipif(not link_grammar.available(), reason="Link Grammar not installed (make grammar)")
+def test_the_grammar_check_refuses_a_writers_slip_and_a_broken_edit_only_when_asked():
+    slip = ("The jokes and script was terrible!", "The jokes and script was wonderful!")
+    assert refusal(*slip) is None  # no rule of seed_slips.py sees it
+    check, reason = refusal(*slip, grammar=True)
+    assert check == "grammar" and reason.startswith("the sentence as written has no parse")
+    broken_edit = ("I loved this film.", "I loved this me film.")
+    assert grammar_refusal(*broken_edit)[1].startswith("its edit has no parse")
+    assert refusal("The theme music is excellent!", "The theme music is dull!", grammar=True) is None
+    pairs = sentence_inversions(
+        [("The jokes and script was terrible! I liked it.", "The jokes and script was wonderful! I liked it.")],
+        grammar=True,
+    )
+    assert [(p.check, p.sentence) for p in pairs] == [("grammar", slip[0])]

@@ -321,6 +321,22 @@ def test_paper_config_and_its_embedder_lists_load():
     assert len(read_gender_pairs(root / cc.gender_pairs)) >= 20
 
 
+def test_the_grammar_check_is_asked_of_single_sentences_only(tmp_path):
+    from checkray.engine.errors import ConfigError
+    from checkray.jobs.config import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("costello:\n  inversion_grammar: true\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match="inversion_grammar checks single sentences: it needs inversion_unit: sentence"
+    ):
+        load_config(path, {})
+    path.write_text("costello:\n  inversion_grammar: true\n  inversion_unit: sentence\n", encoding="utf-8")
+    from checkray.engine.costello.config import CostelloConfig
+
+    assert load_config(path, {}).section(CostelloConfig).inversion_grammar
+
+
 # ------------------------------------------------------------------ embedder kinds, repair choices
 
 
