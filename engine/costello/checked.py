@@ -167,12 +167,21 @@ def nominal_adjective(tokens: Sequence[Token], i: int) -> str | None:
             # "new york's finest" (its police), "hollywood's best": a group named by it
             return f"'{tokens[i - 1].text} {tokens[i].text.lower()}' names a group (the superlative as a noun)"
         return None
-    if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM", "CCONJ"):
+    if before in NOMINAL_BEFORE and after not in ("NOUN", "PROPN", "ADJ", "NUM") and not _coordinated(tokens, i):
         return f"'{before} {tokens[i].text.lower()}' uses the adjective as a noun"
     end = i + 1 >= len(tokens) or tokens[i + 1].text in _SENTENCE_ENDS
     if before == "the" and (after in NOMINAL_AFTER_THE or end):
         return f"'the {tokens[i].text.lower()}' names a group of people (the adjective as a noun)"
     return None
+
+
+def _coordinated(tokens: Sequence[Token], i: int) -> bool:
+    """Adjective i is joined by a conjunction to another modifier of a noun ("no good or
+    decent reason"), not ending its phrase before a new predicate ("none of them are ever
+    any good or make any money")."""
+    if i + 2 >= len(tokens) or tokens[i + 1].pos != "CCONJ":
+        return False
+    return tokens[i + 2].pos in ("ADJ", "NOUN", "PROPN", "NUM", "ADV")
 
 
 def reflexive_verb(tokens: Sequence[Token], i: int) -> str | None:
@@ -324,11 +333,19 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     return None
 
 
-def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6) -> bool:
+def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int = 20) -> bool:
     """Token i sits inside a short span in single quotes: a title, or words mentioned
     rather than used ("the 'laughing at' variety", "'easier' to watch"). An opening quote
     is glued to the word after it; the closing one comes within ``longest`` tokens (a
-    lone "'" with a space after it is a plural possessive: "the actors ' work")."""
+    lone "'" with a space after it is a plural possessive: "the actors ' work"). A
+    Penn-Treebank opening quote, a backtick, is never an apostrophe, so its span may run
+    to ``quoted`` tokens (SST's "the anarchist maxim that ` the urge to destroy is also a
+    creative urge '")."""
+    for a in range(max(0, i - quoted), i):
+        if tokens[a].text == "`":
+            close = next((b for b in range(a + 1, min(len(tokens), a + quoted + 2)) if tokens[b].text == "'"), None)
+            if close is not None and a < i < close:
+                return True
     for a in range(max(0, i - longest), i):
         if tokens[a].text not in ("'", "‘") or tokens[a].ws or not tokens[a + 1].text[:1].isalnum():
             continue

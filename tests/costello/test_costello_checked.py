@@ -528,6 +528,7 @@ def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
         ("he is fabulously funny as a butler .", "funny", "polar adverb"),  # an intensifier that judges
         ("the best you can say about it is that it ends .", "best", "opens a clause of its own"),
         ("a tribute to the courage of new york's finest and the nation .", "finest", "names a group"),
+        ("none of them are ever any good or make any money .", "good", "uses the adjective as a noun"),
     ],
 )
 def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, word, reason):
@@ -547,6 +548,7 @@ def test_a_word_whose_reading_its_neighbours_fix_is_not_substituted(nlp, text, w
         ("the film is mostly boring .", "boring"),  # an adverb that frames, not judges
         ("an awfully good film .", "good"),  # an intensifier against the word's sign
         ("the best film of the year .", "best"),  # a superlative before its noun
+        ("there are some good or decent moments .", "good"),  # coordinated before its noun
     ],
 )
 def test_the_same_words_in_plain_use_are_substituted(nlp, text, word):
@@ -563,6 +565,11 @@ def test_words_in_short_single_quotes_are_mentioned_not_used(nlp):
     words = [t.text for t in tokens]
     assert single_quoted(tokens, words.index("laughing"))
     assert not single_quoted(tokens, words.index("good"))  # a plural possessive, not a quote
+    # a Penn-Treebank backtick opens a quotation, however long (SST's tokenisation)
+    tokens, _ = run(nlp, "the maxim that ` the urge to destroy is also a creative urge ' , or more willing .")
+    words = [t.text for t in tokens]
+    assert single_quoted(tokens, words.index("creative"))
+    assert not single_quoted(tokens, words.index("willing"))
 
 
 def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
