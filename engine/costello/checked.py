@@ -343,7 +343,9 @@ def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int
     creative urge '")."""
     for a in range(max(0, i - quoted), i):
         if tokens[a].text == "`":
-            close = next((b for b in range(a + 1, min(len(tokens), a + quoted + 2)) if tokens[b].text == "'"), None)
+            # spaCy splits a double "``" into two backticks and keeps the closing "''" whole
+            end = min(len(tokens), a + quoted + 2)
+            close = next((b for b in range(a + 1, end) if tokens[b].text in ("'", "''")), None)
             if close is not None and a < i < close:
                 return True
     for a in range(max(0, i - longest), i):

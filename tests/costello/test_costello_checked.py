@@ -570,6 +570,8 @@ def test_words_in_short_single_quotes_are_mentioned_not_used(nlp):
     words = [t.text for t in tokens]
     assert single_quoted(tokens, words.index("creative"))
     assert not single_quoted(tokens, words.index("willing"))
+    tokens, _ = run(nlp, "what critics have come to term an `` ambitious failure . ''")  # spaCy: ` ` ... ''
+    assert single_quoted(tokens, [t.text for t in tokens].index("ambitious"))
 
 
 def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
