@@ -29,7 +29,6 @@ import json
 import math
 import random
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -107,22 +106,13 @@ def llm_judge_scores(texts: list[str]) -> list[float]:
 
 
 def link_grammar_scores(texts: list[str]) -> list[float] | None:
-    """1.0 when every sentence parses with no null link, else 0.0; None without the module."""
-    for extra in ("/usr/lib/python3/dist-packages",):  # Debian installs it for the system Python
-        if extra not in sys.path:
-            sys.path.append(extra)
-    try:
-        from linkgrammar import Dictionary, ParseOptions, Sentence
-    except ImportError:
+    """1.0 when the parser links every word of every sentence (``engine/lang/link_grammar``,
+    the check COSTELLO runs), else 0.0; None where the parser is not installed."""
+    from checkray.engine.lang.link_grammar import available, unlinked_words
+
+    if not available():
         return None
-    dictionary = Dictionary("en")
-    options = ParseOptions(min_null_count=0, max_null_count=0, verbosity=0)
-    options.max_parse_time = 3
-
-    def parses(sentence: str) -> bool:
-        return len(Sentence(sentence, dictionary, options).parse()) > 0
-
-    return [float(all(parses(s) for s in _SENTENCE_END.split(t) if s.strip())) for t in texts]
+    return [float(not any(unlinked_words(s) for s in _SENTENCE_END.split(t) if s.strip())) for t in texts]
 
 
 DETECTORS = {"slor": slor_scores, "llm_judge": llm_judge_scores, "link_grammar": link_grammar_scores}

@@ -199,10 +199,6 @@ def edit_of(sentence: str, reversed_: str) -> tuple[str, str]:
 def sentence_inversions(pairs: Iterable[tuple[str, str]], grammar: bool = False) -> list[SentencePair]:
     """Every edited sentence of the (original, edited) review pairs, kept or refused
     (``grammar``: the Link Grammar check too)."""
-    if grammar:
-        from checkray.engine.lang.link_grammar import require
-
-        require()
     out: list[SentencePair] = []
     for review, (original, edited) in enumerate(pairs):
         for sentence, reversed_ in aligned_sentences(original, edited):

@@ -12,7 +12,8 @@ refuses about half the clean seeds, so checkray asks it only of whole sentences 
 wrote (COSTELLO's ``inversion_grammar``).
 
 The parser is Debian's ``link-grammar`` (``python3-link-grammar`` and
-``link-grammar-dictionaries-en``; ``make setup`` installs them where apt is available).
+``link-grammar-dictionaries-en``; ``make grammar`` installs them where apt is available,
+and ``make test`` and ``make setup-at-size`` run it).
 Debian builds the Python module for its own Python 3.11, whose ABI a venv's CPython 3.11
 shares, so it is loaded from Debian's folder when the venv has no copy of its own.
 """
@@ -58,7 +59,7 @@ def _module():
 
 
 def available() -> bool:
-    """Whether the parser and its English dictionary can be loaded here."""
+    """Whether the parser's Python module loads here (its dictionary loads on first use)."""
     return _module() is not None
 
 
