@@ -7,9 +7,9 @@ ones (``bench/seed_slip_detectors.py``). Link Grammar parses a sentence by linki
 word to others under an English lexicon; when no parse links them all, it names the words
 it had to leave out. On the contrast-set sentences people read, it refused 10 of the 14
 seeds with a slip and 15 of 80 clean ones (same script). Its lexicon misses some informal
-English ("Liam was great as always."), and on Rotten Tomatoes' lower-case fragments it
-refuses about half the clean seeds, so checkray asks it only of whole sentences a person
-wrote (COSTELLO's ``inversion_grammar``).
+English ("Liam was great as always."), and on CR1's tokenised review fragments it refused
+30 of 80 clean seeds, so checkray asks it only of whole sentences a person wrote
+(COSTELLO's ``inversion_grammar``).
 
 The parser is Debian's ``link-grammar`` (``python3-link-grammar`` and
 ``link-grammar-dictionaries-en``; ``make grammar`` installs them where apt is available,
