@@ -87,7 +87,7 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
         return checked_shared_substitutions(a, b, "synonym", ref, PAIR_WORDS) + checked_shared_substitutions(
             a, b, "antonym", ref, PAIR_WORDS
         )
-    slip = seed_slip(text)
+    slip = seed_slip(text, ref)
     if slip:  # copied into every sentence of every triple: no triple of this seed is fluent
         return [Variant("seed", text, check="seed_slip", reason=f"the seed as written has a slip: {slip}")]
     tokens = tokens_from_doc(doc)

@@ -101,6 +101,15 @@ POLAR_ADVERB = 0.4
 # Adverbs that scale or frame a judgement without making one ("truly", "surprisingly dull",
 # "mostly boring"), beside VADER's intensifiers.
 DEGREE_ADVERBS = frozenset({"truly", "genuinely", "surprisingly", "unexpectedly", "mostly", "largely", "partly"})
+# Adverbs of stance, frequency and time: they go with any adjective ("undeniably strong",
+# "usually superb"), so an unseen pair with one says nothing of its fit.
+STANCE_ADVERBS = frozenset(
+    "undeniably usually certainly obviously clearly probably generally definitely simply actually admittedly "
+    "arguably typically relatively fairly equally consistently frequently increasingly merely seemingly "
+    "apparently supposedly undoubtedly unquestionably basically essentially initially eventually finally "
+    "ultimately originally rarely surely honestly frankly seriously literally normally occasionally "
+    "sometimes often always never still already also only even just nearly almost mainly".split()
+)
 # A superlative after "the" heads its own phrase before a clause ("the best you can say
 # about it", "the worst that can be said"): a fixed frame, not a judgement of a noun.
 NOMINAL_SUPERLATIVE_AFTER = {"PRON", "AUX", "VERB", "SCONJ"}
@@ -481,19 +490,12 @@ def word_checks(
         passed.append("polarity")
     new_left, right = _neighbours(tokens, i, replace_word(tokens, i, form))
     left, _ = _neighbours(tokens, i)
-    why = ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
-    if why is None:
-        # "smart wordplay and clever plot" -> "clever wordplay and clever plot"; "a lovely and
-        # beautifully photographed romance" -> "a beautiful and beautifully ...": one stem
-        # ("fun ... entertainingly nasty" -> "entertaining ... entertainingly": an adverb's stem is its adjective's)
-        own = stem(form)
-        again = [
-            t.text
-            for j, t in enumerate(tokens)
-            if j != i and t.text.isalpha() and own in (stem(t.text), stem(_adverb_base(t.text.lower())))
-        ]
-        if again:
-            why = f"'{form}' repeats '{again[0]}' of the sentence (one stem)"
+    why = (
+        repeated_stem(tokens, i, form)
+        or broken_repetition(tokens, i)
+        or ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
+        or unwritten_adverb_pair(tokens, i, form, ref)
+    )
     if why is None and rank > 1 and not context_score(tokens, i, form, ref)[1]:
         # A less frequent sense needs positive evidence: the candidate seen beside a
         # content-word neighbour ("smart wordplay" -> "chic wordplay" is never seen).
@@ -506,6 +508,49 @@ def word_checks(
         return variant, passed, "profanity", f"adds {', '.join(bad)}"
     passed.append("profanity")
     return variant, passed, None, None
+
+
+def repeated_stem(tokens: Sequence[Token], i: int, form: str) -> str | None:
+    """Why ``form`` in place of word i repeats a stem the sentence already has, or None:
+    "smart wordplay and clever plot" -> "clever wordplay and clever plot"; "a lovely and
+    beautifully photographed romance" -> "a beautiful and beautifully ..."; an adverb's stem
+    is its adjective's ("fun ... entertainingly nasty" -> "entertaining ... entertainingly")."""
+    own = stem(form)
+    again = [
+        t.text
+        for j, t in enumerate(tokens)
+        if j != i and t.text.isalpha() and own in (stem(t.text), stem(_adverb_base(t.text.lower())))
+    ]
+    return f"'{form}' repeats '{again[0]}' of the sentence (one stem)" if again else None
+
+
+def broken_repetition(tokens: Sequence[Token], i: int, span: int = 3) -> str | None:
+    """Why word i is one half of a repetition, or None: the same word again within ``span``
+    tokens with only short function words between ("the best of the best", "over and
+    over", "more and more"). Editing one half breaks the figure ("the worst of the best")."""
+    word = tokens[i].text.lower()
+    for j in range(max(0, i - span - 1), min(len(tokens), i + span + 2)):
+        if j == i or tokens[j].text.lower() != word:
+            continue
+        between = tokens[min(i, j) + 1 : max(i, j)]
+        if between and all(t.text.isalpha() and t.text.lower() in _stop_words() for t in between):
+            phrase = " ".join(t.text for t in tokens[min(i, j) : max(i, j) + 1])
+            return f"'{tokens[i].text}' is half of the repetition '{phrase}'"
+    return None
+
+
+def unwritten_adverb_pair(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> str | None:
+    """Why the manner adverb before adjective i never modifies ``form``, or None: "heavily
+    flawed" -> "heavily perfect", seen 0 times. An -ly adverb that is not an intensifier
+    picks the adjectives it goes with; "very", "really", "so" go with any."""
+    if i == 0 or tokens[i].pos != "ADJ" or tokens[i - 1].tag != "RB":
+        return None
+    adverb = tokens[i - 1].text.lower()
+    if not adverb.endswith("ly") or adverb in DEGREE_ADVERBS | STANCE_ADVERBS or adverb in _intensifiers():
+        return None
+    if ref.count(adverb, form.lower()) == 0:
+        return f"'{adverb} {form.lower()}' is never written in the reference corpus"
+    return None
 
 
 def person_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
@@ -704,6 +749,8 @@ def checked_gender_swap(
             possessive = tok.tag == "PRP$" or (
                 nxt is not None and nxt.tag in _POSSESSED_TAGS and nxt.text.lower() not in _ADVERBIAL_NOUNS
             )
+            # "her maid claims" tagged a verb ("made"): a word with no verb reading is owned
+            possessive = possessive or (nxt is not None and nxt.tag.startswith("VB") and _no_verb_reading(nxt.text))
             repl = "his" if possessive else "him"
         elif low in PRONOUNS:
             repl = words.get(low, "her")
@@ -719,7 +766,9 @@ def checked_gender_swap(
             repl = words[low]
             if tok.pos == "NOUN":  # "host to some sequences" -> "hostess to": not this sense
                 left, right = _neighbours(tokens, i)
-                why = ref.fits(left, low, repl, right)
+                why = (
+                    ref.fits(left, low, repl, right) or vocative(tokens, i) or unwritten_compound(tokens, i, repl, ref)
+                )
                 if why:
                     problems.append(("person", f"'{tok.text}' -> '{repl}': {why}"))
                     continue
@@ -763,6 +812,49 @@ def checked_gender_swap(
     return [_keep(variant, passed)]
 
 
+def _no_verb_reading(word: str) -> bool:
+    """An alphabetic word lemminflect has no verb lemma for ("maid", "boss")."""
+    from checkray.engine.costello.seed_slips import verb_lemmas
+
+    return word.isalpha() and not verb_lemmas(word.lower())
+
+
+# What may stand beside a word said to someone or exclaimed ("shred , dude .", "Man , that
+# was close", "oh boy"): a sentence edge, a comma or dash, an interjection.
+_VOCATIVE_EDGES = {",", "--", "-", "!", "?", ".", "...", ";", ":"}
+_INTERJECTIONS = {"oh", "hey", "yo", "ah", "uh", "well", "boy"}
+
+
+def vocative(tokens: Sequence[Token], i: int) -> str | None:
+    """Why noun i addresses the reader or exclaims, or None: set off on both sides (a
+    sentence edge, a comma or dash, "oh") with no determiner. "shred , dude" -> "shred ,
+    chick" and "oh boy" -> "oh girl" name no person of the sentence; the swap changes the
+    register, not a person's gender."""
+    prev = tokens[i - 1].text.lower() if i > 0 else None
+    nxt = tokens[i + 1].text if i + 1 < len(tokens) else None
+    before = prev is None or prev in _VOCATIVE_EDGES or prev in _INTERJECTIONS
+    after = nxt is None or nxt in _VOCATIVE_EDGES
+    if before and after:
+        return "said to someone or exclaimed, not a person of the sentence"
+    return None
+
+
+def unwritten_compound(tokens: Sequence[Token], i: int, repl: str, ref: ReferenceModel) -> str | None:
+    """Why noun i heads a compound whose swapped form the reference corpus never writes,
+    or None: a non-person noun modifying it ("plastic army men" are toy soldiers, "a family
+    man", "a con man"). A compound seen only once or twice escapes ``fits``; its swap,
+    never seen at all, names a thing that is not there."""
+    if i == 0:
+        return None
+    mod = tokens[i - 1]
+    is_compound = mod.dep == "compound" and mod.head == i if mod.dep else mod.pos == "NOUN"
+    if not is_compound or mod.pos not in ("NOUN", "PROPN") or denotes_person((mod.lemma or mod.text).lower()):
+        return None
+    if ref.count(mod.text.lower(), repl.lower()) == 0:
+        return f"'{mod.text} {repl}' is a compound the reference corpus never writes"
+    return None
+
+
 @lru_cache(maxsize=8192)
 def _english_word(word: str, lemma: str | None = None) -> bool:
     from checkray.engine.lang.wordnet import wordnet
@@ -771,6 +863,12 @@ def _english_word(word: str, lemma: str | None = None) -> bool:
     return bool(wn.synsets(word)) or bool(lemma and wn.synsets(lemma.lower()))
 
 
+# Bodies and states of one sex, which a swapped person cannot keep (lemmas and forms).
+SEX_SPECIFIC = frozenset(
+    "breast breasts boob boobs tit tits bosom cleavage bra bikini womb uterus vagina ovary penis "
+    "testicle testicles erection beard bearded moustache mustache pregnant pregnancy miscarriage "
+    "menopause menstruation menstrual breastfeed breastfeeding lactate".split()
+)
 _GENDER_DEFINITION_WORDS = frozenset(
     {"female", "male", "woman", "man", "wife", "husband", "girl", "boy", "mother", "father"}
 )
@@ -832,6 +930,9 @@ def _inconsistent(
         if 0 < j < len(tokens) - 1 and tokens[j - 1].text == "[" and tokens[j + 1].text == "]":
             # a critic's quote with the subject filled in: "[soderbergh] tends to ..."
             return f"'[{tok.text}]' stands in for a person the quote names"
+        if (tok.lemma or low).lower() in SEX_SPECIFIC or low in SEX_SPECIFIC:
+            # "the main character flashed her boobs" -> "his boobs"
+            return f"'{tok.text}' belongs to one sex: the swap would give it to the other"
         if tok.pos == "NOUN" and _gendered_noun(low, (tok.lemma or low).lower()):
             # "the lioness ... her cubs" -> "his cubs": a gendered word no pair list swaps
             return f"'{tok.text}' is gendered and the swap has no counterpart for it"

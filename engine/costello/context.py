@@ -25,6 +25,8 @@ import numpy as np
 
 VERSION = 1
 MIN_EVIDENCE = 3  # an n-gram of the original seen this often is evidence of usage
+PHRASE_EVIDENCE = 5  # an edited trigram expected this often from its word's frequency ...
+PHRASE_RATIO = 20  # ... but seen this many times less often breaks a phrase
 _TOKEN = re.compile(r"[A-Za-z]+(?=n't)|n't|'[A-Za-z]+|[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
 _SENTENCE_END = {".", "!", "?", '"', ":", ";", "(", ")", "-", "--"}
 
@@ -112,6 +114,28 @@ class ReferenceModel:
         new_tri = self._trigrams(new_left, new, right)
         if any(self.count(*t) >= MIN_EVIDENCE for t in old_tri) and not any(self.count(*t) for t in new_tri):
             return f"no trigram around '{new}' is attested in the reference corpus"
+        return self._breaks_phrase(old, new, old_tri, new_tri)
+
+    def _breaks_phrase(
+        self, old: str, new: str, old_tri: list[tuple[str, ...]], new_tri: list[tuple[str, ...]]
+    ) -> str | None:
+        """Why the replacement breaks a phrase the original's trigram is part of, or None.
+        Were the context indifferent to the word, the new trigram would be seen as often as
+        the old one times count(new) / count(old); a phrase is a trigram whose edit, so
+        expected ``PHRASE_EVIDENCE`` times or more, is seen ``PHRASE_RATIO`` times less often
+        ("from bad to worse" -> "from good to worse",
+        "what's worse" -> "what's better"). A rare word in a frequent frame ("is really
+        good" -> "is really decent") is expected too seldom for its absence to say anything."""
+        if len(old_tri) != len(new_tri) or self.count(old) == 0:
+            return None
+        for old_t, new_t in zip(old_tri, new_tri):
+            expected = self.count(*old_t) * self.count(new) / self.count(old)
+            seen = self.count(*new_t)
+            if expected >= PHRASE_EVIDENCE and seen * PHRASE_RATIO < expected:
+                return (
+                    f"'{' '.join(new_t)}' breaks the phrase '{' '.join(old_t)}' (the edit is seen {seen} times "
+                    f"in the reference corpus where its word's frequency predicts {expected:.0f})"
+                )
         return None
 
     @staticmethod

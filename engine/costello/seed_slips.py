@@ -9,17 +9,46 @@ wrong word that is itself English ("quiet mediocre", "exiting serial") is not on
 nor is a word glued to the next ("moviejust"): splitting unknown words into two known ones
 flagged more right words than slips on the bundled corpora ("semimusical", "counties").
 Lower case ("i decided") is no slip either: the annotation guide (docs/validity.md) reads
-it as the corpus's casing.
+it as the corpus's casing; a lower-case sentence after "!" or "." in a text written in
+sentence case is ("could not act AT ALL! she had").
+
+User reviews (IMDB) have slips that edited critics' snippets (SST) rarely do: "its" for
+"it's" ("its worth watching", "Its a shame"), a backtick for an apostrophe ("I`ll"), two
+sentences run into one, and misspelled words ("absolutey"). A misspelled word is one that
+no English word list has (pyspellchecker's 160k words, WordNet) and the reference corpus
+has at most three times; a coined word reviewers use ("rewatch") is seen more often, but
+one a single writer coined ("outgag", "funnybone") is refused with the typos.
 """
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from checkray.engine.costello.context import tokenize
+
+if TYPE_CHECKING:
+    from checkray.engine.costello.context import ReferenceModel
 
 # The same word twice in a row where English never repeats it ("the the", "to to").
 _NEVER_TWICE = {"the", "a", "an", "to", "of", "and", "in", "for", "with", "is", "was", "are"}
-_COMMA_GLUED = re.compile(r"[a-z],[A-Za-z]")  # "it,I find it"
+_COMMA_GLUED = re.compile(r"[A-Za-z)],(?:[A-Za-z(]|[\"'][A-Za-z0-9])")  # "it,I find it", "Masters,(Kyd", ",\"Dream"
+_BACKTICK_APOSTROPHE = re.compile(r"[A-Za-z]`[a-z]")  # "I`ll", "doesn`t"
+_SENTENCE_THEN_WORD = re.compile(r"([.!?]+)\s+([a-z]\w*)")
+# Words a full stop ends that need not end a sentence ("e.g. the", "vs. his").
+_ABBREVIATIONS = frozenset("etc vs mr mrs ms dr st jr sr approx no vol ca bros co inc corp ltd".split())
+# "its" where "it's" is meant: before an article, a negation, a verb form or an adverb
+# that cannot follow a possessive ("its a shame", "its not", "its been").
+_ITS_BEFORE = frozenset(
+    "a an the not so really been being going gonna got too still about never always definitely "
+    "probably obviously clearly also actually basically".split()
+)
+# An adjective after "its" ends there or opens a clause: "Its unfortunate that", "its hard to"
+# (not a comma: "all its odd , quirky charm"; not "its own", "of its kind").
+_CLAUSE_AFTER_ADJECTIVE = {"that", "to", ".", "!", "?", "how", "when", "if"}
+_ITS_NOUNS = {"own", "kind", "sort", "type"}  # "on its own", "of its kind"
+_ITS_WORTH_BEFORE = {"it", "the", "a", "seeing", "watching", "renting", "buying", "checking", "your"}
 _CUT_OFF = re.compile(r"\s-{1,2}\s*$")  # "... a sweet little girl -": the corpus cut the sentence
 _ENTITY = re.compile(r"&#?\w+;?")  # "can&#8217 ; t": HTML the corpus did not decode
 # Forms of the auxiliaries, which do stand beside a form of themselves ("have had").
@@ -44,7 +73,7 @@ _AUXILIARY_FORMS = {
 
 
 @lru_cache(maxsize=65536)
-def _verb_lemmas(word: str) -> frozenset[str]:
+def verb_lemmas(word: str) -> frozenset[str]:
     from lemminflect import getAllLemmas
 
     return frozenset(getAllLemmas(word).get("VERB", ()))
@@ -55,26 +84,111 @@ def _doubled(a: str, b: str) -> str | None:
     if a == b and a in _NEVER_TWICE:
         return f"'{a} {b}' writes one word twice"
     if a != b and a.islower() and b.islower() and not ({a, b} & _AUXILIARY_FORMS):
-        if b in _verb_lemmas(a) or a in _verb_lemmas(b):
+        if b in verb_lemmas(a) or a in verb_lemmas(b):
             return f"'{a} {b}' writes one verb twice"
     return None
 
 
-def seed_slip(text: str) -> str | None:
-    """What slip the sentence as written has, or None."""
+def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
+    """What slip the sentence as written has, or None. With ``ref`` (the reference corpus)
+    a misspelled word is one too."""
     if _CUT_OFF.search(text):
         return "it ends on a dash, cut off mid-sentence"
     entity = _ENTITY.search(text)
     if entity and (entity.group().startswith("&#") or entity.group().endswith(";")):
         return f"an HTML entity ('{entity.group()}') the corpus left undecoded"
-    if _COMMA_GLUED.search(text):
-        return f"no space after the comma in '{_COMMA_GLUED.search(text).group()}'"
+    for pattern, what in (
+        (_COMMA_GLUED, "no space after the comma in"),
+        (_BACKTICK_APOSTROPHE, "a backtick for an apostrophe in"),
+    ):
+        found = pattern.search(text)
+        if found:
+            return f"{what} '{found.group()}'"
     tokens = text.split()
     for a, b in zip(tokens, tokens[1:]):
         why = _doubled(a, b) if a.isalpha() and b.isalpha() else None
         if why:
             return why
-    return _two_finite_verbs(tokens) or _inflected_after_to(tokens)
+    return (
+        _two_finite_verbs(tokens)
+        or _inflected_after_to(tokens)
+        or _lower_case_sentence(text)
+        or _its_for_it_is(tokenize(text))
+        or (misspelled(tokenize(text), ref) if ref is not None else None)
+    )
+
+
+def _lower_case_sentence(text: str) -> str | None:
+    """In a text written in sentence case, a sentence that starts lower case after a full
+    stop, "!" or "?" ("could not act AT ALL! she had no emotion"): two sentences run into
+    one. Lower-cased corpora (no capital at the start) are not read."""
+    if not text[:1].isupper():
+        return None
+    for m in _SENTENCE_THEN_WORD.finditer(text):
+        stop = m.group(1)
+        if len(stop) > 1 and set(stop) == {"."}:
+            continue  # "..." trails off; what follows may go on in lower case
+        before = re.search(r"([\w.]+)$", text[: m.start()])
+        word = before.group(1).lower() if before else ""
+        if len(word) <= 1 or word in _ABBREVIATIONS or "." in word:
+            continue  # "e.g. the", "vs. his", an initial
+        return f"'{text[m.start() - len(word) : m.end()]}' starts a sentence in lower case"
+    return None
+
+
+def _its_for_it_is(words: list[str]) -> str | None:
+    """'its' written for "it's": before an article, a negation, a verb form, an adverb no
+    possessive takes ("its a shame", "its not"), before "worth" + what is worth it ("its
+    worth watching"), or before an adjective that ends the clause ("Its unfortunate that")."""
+    low = [w.lower() for w in words]
+    for k in range(len(low) - 1):
+        if low[k] != "its":
+            continue
+        nxt = low[k + 1]
+        after = low[k + 2] if k + 2 < len(low) else "."
+        slip = nxt in _ITS_BEFORE or (nxt == "worth" and after in _ITS_WORTH_BEFORE)
+        slip = slip or (nxt not in _ITS_NOUNS and _mostly_adjective(nxt) and after in _CLAUSE_AFTER_ADJECTIVE)
+        if slip:
+            return f"'{words[k]} {words[k + 1]}' writes 'its' for \"it's\""
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _mostly_adjective(word: str) -> bool:
+    """A word WordNet knows mostly as an adjective ("unfortunate", "hard"): more adjective
+    senses than noun senses, and one noun sense at most ("its material that is" is a noun)."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    wn = wordnet()
+    nouns = len(wn.synsets(word, pos="n"))
+    return nouns <= 1 and len(wn.synsets(word, pos="a")) + len(wn.synsets(word, pos="s")) > nouns
+
+
+MAX_MISSPELLED_COUNT = 3  # a word the reference corpus has more often is in use, listed or not
+
+
+@lru_cache(maxsize=1)
+def _word_list() -> frozenset[str]:
+    from spellchecker import SpellChecker
+
+    return frozenset(SpellChecker().word_frequency.dictionary)
+
+
+def misspelled(words: list[str], ref: ReferenceModel) -> str | None:
+    """A lower-case word of three letters or more that no English word list has (the
+    spell checker's, WordNet's) and the reference corpus has at most
+    ``MAX_MISSPELLED_COUNT`` times: "absolutey", "laugther", "exporing". Capitalised words
+    are names; a coined word reviewers use ("rewatch") is seen more often."""
+    from checkray.engine.lang.wordnet import wordnet
+
+    known = _word_list()
+    for w in words:
+        if len(w) < 3 or not w.isalpha() or not w.islower() or w in known:
+            continue
+        if wordnet().morphy(w) or ref.count(w) > MAX_MISSPELLED_COUNT:
+            continue
+        return f"'{w}' is misspelled (in no English word list)"
+    return None
 
 
 # A subject pronoun whose "is" is followed straight by a form of "do" ("in that it is does
@@ -104,7 +218,7 @@ def _inflected_after_to(tokens: list[str]) -> str | None:
         word = low[k + 1]
         if low[k] != "to" or low[k + 2] not in _OBJECTS or not word.endswith("s"):
             continue
-        lemmas = _verb_lemmas(word)
+        lemmas = verb_lemmas(word)
         if lemmas and word not in lemmas and any(word in (f"{lem}s", f"{lem}es") for lem in lemmas):
             return f"'to {tokens[k + 1]}' writes the infinitive inflected"
     return None

@@ -213,6 +213,21 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("He goes to towns with them .", None),
         ("what the director can&#8217 ; t do is make it interesting .", "an HTML entity ('&#8217')"),
         ("Tom & Jerry ; a fine pair .", None),
+        # user reviews: "its" for "it's", a backtick apostrophe, run-on sentences, glued quotes
+        ("Peter Falk is one of the reasons its worth watching.", "'its worth' writes 'its' for \"it's\""),
+        ("Its unfortunate that they made a sequel.", "'Its unfortunate' writes 'its'"),
+        ("Its a shame.", "'Its a' writes 'its'"),
+        ("The film proved its worth at the box office.", None),
+        ("On its own , the film is fine .", None),
+        ("All its odd , quirky charm is gone .", None),
+        ("Its very existence is a miracle .", None),
+        ("The design is excellent I`ll be surprised if it wins.", "a backtick for an apostrophe in 'I`l'"),
+        ("Molly could not act AT ALL! she had no emotion.", "'ALL! she' starts a sentence in lower case"),
+        ("It works, e.g. the acting is fine.", None),
+        ("I loved it... and then it ended.", None),
+        ("Griffin & Co. manage to be outrageous .", None),
+        ("Ben Masters,(Kyd Thomas) plays a private eye.", "no space after the comma in 's,('"),
+        ('He said "God works in mysterious ways," and left.', None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):
@@ -220,6 +235,17 @@ def test_a_slip_the_writer_left_is_named(text, slip):
 
     found = seed_slip(text)
     assert (found is None) if slip is None else (slip in found)
+
+
+def test_a_misspelled_word_is_a_slip_where_the_reference_corpus_seldom_has_it():
+    from checkray.engine.costello.context import build, from_arrays
+    from checkray.engine.costello.seed_slips import seed_slip
+
+    ref = from_arrays(build(["we rewatch it ."] * 5 + ["she had absolutey nothing ."]))
+    assert "'absolutey' is misspelled" in seed_slip("She had absolutey nothing to do.", ref)
+    assert seed_slip("I will rewatch it.", ref) is None  # a coined word in use
+    assert seed_slip("She had absolutey nothing to do.") is None  # no reference corpus, no spelling check
+    assert seed_slip("Kyd Thomaz plays a private eye.", ref) is None  # a capitalised word is a name
 
 
 def test_a_contrast_pair_with_a_slip_is_refused():
