@@ -72,6 +72,18 @@ def mutate_one(
     return variants
 
 
+def unparsed_seed(text: str) -> Variant | None:
+    """The seed refused (``seed_grammar``) when Link Grammar cannot link every word of it."""
+    from checkray.engine.lang.link_grammar import unlinked_words
+
+    left_out = unlinked_words(text)
+    if not left_out:
+        return None
+    words = ", ".join(repr(w) for w in left_out)
+    reason = f"the seed as written has no parse that links every word (Link Grammar leaves out {words})"
+    return Variant("seed", text, check="seed_grammar", reason=reason)
+
+
 def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, ref) -> list[Variant]:
     """The checked operators (engine/costello/checked.py): kept and rejected variants."""
     from checkray.engine.costello.checked import (
@@ -90,6 +102,10 @@ def _checked_one(doc, pair_doc, text, inversions, settings: MutationSettings, re
     slip = seed_slip(text, ref)
     if slip:  # copied into every sentence of every triple: no triple of this seed is fluent
         return [Variant("seed", text, check="seed_slip", reason=f"the seed as written has a slip: {slip}")]
+    if settings.seed_grammar:
+        refused = unparsed_seed(text)
+        if refused:
+            return [refused]
     tokens = tokens_from_doc(doc)
     ents = [t.ent_type_ for t in doc]
     words = dict(

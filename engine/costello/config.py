@@ -54,6 +54,11 @@ class CostelloConfig(JobSection):
     # its edit (engine/lang/link_grammar.py; Debian's python3-link-grammar). It refuses the
     # reviewers' slips that are real words ("This must me one of the worst").
     inversion_grammar: bool = False
+    # CR1 and CR2: Link Grammar must link every word of each seed sentence as written, so
+    # a seed with a writer's slip (user reviews: "He makes great job expressing", "Strange
+    # things happens") makes no triple. Off by default: it also refuses about a quarter of
+    # the clean sentences people read on IMDB reviews (docs/costello.md).
+    seed_grammar: bool = False
     # CR3's positive: "word" (one polarity-guarded synonym, as CR1) or "dense" (the
     # authors' code: every notional word swapped for a random WordNet synonym w.p. 0.5).
     cr3_synonym: Literal["word", "dense"] = "word"
@@ -164,6 +169,7 @@ class MutationSettings(Section):
     inversions: str | None = None  # the semantic-inversion table (CR3)
     inversion_unit: Literal["text", "sentence"] = "text"  # CostelloConfig.inversion_unit
     inversion_grammar: bool = False  # CostelloConfig.inversion_grammar
+    seed_grammar: bool = False  # CostelloConfig.seed_grammar
     polarity_guard: bool = True
     per_word: int = Field(default=1, ge=1)  # synonyms / antonyms kept per word
     context_checks: bool = True  # checked operators (engine/costello/checked.py)

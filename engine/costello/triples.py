@@ -242,7 +242,7 @@ def counts_per_cr(triples: pa.Table) -> dict[str, int]:
 
 # The CRs each operator's variants serve (a rejected variant is reported under them).
 OPERATOR_CRS = {
-    "seed": "CR1,CR2,CR3",  # a seed refused before any operator (``seed_slip``)
+    "seed": "CR1,CR2,CR3",  # a seed refused before any operator (``seed_slip``, ``seed_grammar``)
     "synonym": "CR1,CR2,CR3",
     "antonym": "CR1,CR2",
     "gender": "CR2",

@@ -164,6 +164,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
         "inversions",
         "inversion_unit",
         "inversion_grammar",
+        "seed_grammar",
         "polarity_guard",
         "gender_pairs",
         "cr3_synonym",
@@ -182,6 +183,7 @@ def mutate_stage(cc: CostelloConfig, seed: int) -> Stage:
             inversions=repo_path(cc.inversions) if cc.inversions else None,
             inversion_unit=cc.inversion_unit,
             inversion_grammar=cc.inversion_grammar,
+            seed_grammar=cc.seed_grammar,
             polarity_guard=cc.polarity_guard,
             gender_pairs=repo_path(cc.gender_pairs) if cc.gender_pairs else None,
             dense_seed=seed if cc.cr3_synonym == "dense" else None,
@@ -396,7 +398,7 @@ class CostelloJob(Job[CostelloConfig]):
             from checkray.actors.llm.packaged import resolve_llm
 
             resolve_llm(self.conf.fluency.model)  # a missing model fails before Ray starts
-        if self.conf.inversion_grammar and self.conf.generate:
+        if (self.conf.inversion_grammar or self.conf.seed_grammar) and self.conf.generate:
             from checkray.engine.lang.link_grammar import require
 
             require()  # a missing parser fails before Ray starts

@@ -498,6 +498,22 @@ def test_a_seed_with_a_slip_is_one_rejection_and_no_variant(nlp):
     assert row["check"] == "seed_slip" and row["capability"] == "CR1,CR2,CR3"
 
 
+def test_seed_grammar_refuses_a_seed_link_grammar_cannot_parse_only_when_asked(nlp):
+    from checkray.actors.costello.mutators import mutate_one
+    from checkray.engine.costello.config import MutationSettings
+    from checkray.engine.lang import link_grammar
+
+    if not link_grammar.available():
+        pytest.skip("Link Grammar not installed (make grammar)")
+    ref = ref_of("he does a great job .", "he does a fine job .", "he does a poor job .")
+    doc = nlp("The child actors in the movie do a great , too .")
+    (refused,) = mutate_one(doc, None, doc.text, None, MutationSettings(seed_grammar=True), ref)
+    assert refused.op == "seed" and refused.check == "seed_grammar" and "no parse" in refused.reason
+    assert all(v.check != "seed_grammar" for v in mutate_one(doc, None, doc.text, None, MutationSettings(), ref))
+    clean = nlp("He does a great job .")
+    assert all(v.op != "seed" for v in mutate_one(clean, None, clean.text, None, MutationSettings(seed_grammar=True), ref))
+
+
 def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
     ref = ref_of(
         "the sad schlock merchant .",
