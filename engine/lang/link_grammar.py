@@ -91,9 +91,13 @@ def _parser():
 def unlinked_words(sentence: str) -> tuple[str, ...]:
     """The words the best parse of ``sentence`` leaves out; () when every word is linked."""
     lg, dictionary, whole, partial = _parser()
-    if len(lg.Sentence(sentence, dictionary, whole).parse()) > 0:
-        return ()
-    for linkage in lg.Sentence(sentence, dictionary, partial).parse():
-        # A word left out is printed in brackets ("[me]"); a subscript follows a dot.
-        return tuple(w[1:-1].split(".")[0] for w in linkage.words() if w.startswith("[") and w.endswith("]"))
+    timed_out = getattr(lg, "LG_TimerExhausted", lg.LG_Error)  # a long sentence past MAX_PARSE_SECONDS
+    try:
+        if len(lg.Sentence(sentence, dictionary, whole).parse()) > 0:
+            return ()
+        for linkage in lg.Sentence(sentence, dictionary, partial).parse():
+            # A word left out is printed in brackets ("[me]"); a subscript follows a dot.
+            return tuple(w[1:-1].split(".")[0] for w in linkage.words() if w.startswith("[") and w.endswith("]"))
+    except timed_out:
+        pass
     return (sentence,)  # no parse at all within the time limit

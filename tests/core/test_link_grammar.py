@@ -39,3 +39,31 @@ def test_asking_for_a_missing_parser_is_one_clear_error(monkeypatch):
     assert not link_grammar.available()
     with pytest.raises(InputError, match="Link Grammar parser: apt-get install python3-link-grammar"):
         link_grammar.require()
+
+
+def test_a_parse_past_the_time_limit_counts_as_no_parse(monkeypatch):
+    """The parser raises when a long sentence runs out of time; the check must not fail
+    the job (a Ray task) but count the sentence as unparsed, as when no parse is found."""
+
+    class TimerExhausted(Exception):
+        pass
+
+    class Sentence:
+        def __init__(self, *_):
+            pass
+
+        def parse(self):
+            raise TimerExhausted()
+
+    class FakeLG:
+        LG_TimerExhausted = TimerExhausted
+        LG_Error = Exception
+
+    monkeypatch.setattr(
+        link_grammar, "_parser", lambda: (type("LG", (FakeLG,), {"Sentence": Sentence}), None, None, None)
+    )
+    link_grammar.unlinked_words.cache_clear()
+    try:
+        assert link_grammar.unlinked_words("a very long sentence .") == ("a very long sentence .",)
+    finally:
+        link_grammar.unlinked_words.cache_clear()
