@@ -114,7 +114,7 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
         or _inflected_after_to(tokens)
         or _lower_case_sentence(text)
         or _its_for_it_is(tokenize(text))
-        or (misspelled(tokenize(text), ref) if ref is not None else None)
+        or (misspelled(text.split(), ref) if ref is not None else None)
     )
 
 
@@ -165,6 +165,8 @@ def _mostly_adjective(word: str) -> bool:
 
 
 MAX_MISSPELLED_COUNT = 3  # a word the reference corpus has more often is in use, listed or not
+_EDGE_PUNCTUATION = re.compile(r"^[\"'`(\[]+|[\"'`)\].,;:!?]+$")
+_LOWER_WORD = re.compile(r"[a-z]+")
 
 
 @lru_cache(maxsize=1)
@@ -177,13 +179,17 @@ def _word_list() -> frozenset[str]:
 def misspelled(words: list[str], ref: ReferenceModel) -> str | None:
     """A lower-case word of three letters or more that no English word list has (the
     spell checker's, WordNet's) and the reference corpus has at most
-    ``MAX_MISSPELLED_COUNT`` times: "absolutey", "laugther", "exporing". Capitalised words
-    are names; a coined word reviewers use ("rewatch") is seen more often."""
+    ``MAX_MISSPELLED_COUNT`` times: "absolutey", "laugther", "exporing". ``words`` are the
+    text's whitespace-separated tokens; only letters with at most punctuation around them
+    are read, so no half of a hyphenated compound ("show-stoppingly") or of a name with
+    an accent ("Schütte") is. Capitalised words are names; a coined word reviewers use
+    ("rewatch") is seen more often."""
     from checkray.engine.lang.wordnet import wordnet
 
     known = _word_list()
-    for w in words:
-        if len(w) < 3 or not w.isalpha() or not w.islower() or w in known:
+    for token in words:
+        w = _EDGE_PUNCTUATION.sub("", token)
+        if len(w) < 3 or not _LOWER_WORD.fullmatch(w) or w in known:
             continue
         if wordnet().morphy(w) or ref.count(w) > MAX_MISSPELLED_COUNT:
             continue
