@@ -271,10 +271,15 @@ def current_batches(batches: Sequence[Batch]) -> dict[str, list[Batch]]:
     """Per generator, the batches that describe it today: the ``final`` part when there is
     one, else ``dev``; of those, only the code version drawn last (older versions judged a
     generator that has since changed) among the versions with at least
-    ``MIN_ESTIMATE_CASES`` judged cases of it (the newest version when none has)."""
+    ``MIN_ESTIMATE_CASES`` judged cases of it (the newest version when none has). A batch
+    whose meta says ``"for_estimates": false`` (a run with a setting off by default, such
+    as ``costello.seed_grammar``) describes that setting, not what a user runs, and is
+    left out."""
     out: dict[str, list[Batch]] = {}
     for generator in GENERATORS:
-        mine = [b for b in batches if any(c.generator == generator for c in b.cases)]
+        mine = [
+            b for b in batches if b.meta.get("for_estimates", True) and any(c.generator == generator for c in b.cases)
+        ]
         if not mine:
             continue
         part = "final" if any(b.part == "final" for b in mine) else "dev"

@@ -156,3 +156,20 @@ def test_a_handful_of_cases_does_not_replace_a_larger_estimate(tmp_path):
     _batch(tmp_path, "more", _judged("mft", "B", 15, 15), part="final", code_version="v2", drawn="2026-02-02")
     est = build_estimates(read_batches([tmp_path]))  # v2 now has 20 judged: it describes the generator
     assert est["mft"]["judged_on"]["code_version"] == "v2" and est["mft"]["overall"]["n"] == 20
+
+
+def test_a_batch_of_a_setting_off_by_default_does_not_become_the_estimate(tmp_path):
+    _batch(
+        tmp_path, "default", _judged("costello_cr1", "CR1", 30, 24), part="final", code_version="v1", drawn="2026-01-01"
+    )
+    _batch(
+        tmp_path,
+        "seed_grammar",
+        _judged("costello_cr1", "CR1", 30, 30),
+        part="final",
+        code_version="v2",
+        drawn="2026-02-01",
+        for_estimates=False,
+    )
+    est = build_estimates(read_batches([tmp_path]))
+    assert est["costello_cr1"]["judged_on"]["batches"] == ["default.jsonl"]
