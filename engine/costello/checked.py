@@ -349,7 +349,8 @@ def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int
     lone "'" with a space after it is a plural possessive: "the actors ' work"). A
     Penn-Treebank opening quote, a backtick, is never an apostrophe, so its span may run
     to ``quoted`` tokens (SST's "the anarchist maxim that ` the urge to destroy is also a
-    creative urge '")."""
+    creative urge '"), as may a glued one that opens after a space and closes before
+    punctuation (the lower-cased Rotten Tomatoes' "that 'the urge ... urge' ,")."""
     for a in range(max(0, i - quoted), i):
         if tokens[a].text == "`":
             # spaCy splits a double "``" into two backticks and keeps the closing "''" whole
@@ -357,13 +358,23 @@ def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int
             close = next((b for b in range(a + 1, end) if tokens[b].text in ("'", "''")), None)
             if close is not None and a < i < close:
                 return True
-    for a in range(max(0, i - longest), i):
+    for a in range(max(0, i - quoted), i):
         if tokens[a].text not in ("'", "‘") or tokens[a].ws or not tokens[a + 1].text[:1].isalnum():
             continue
-        close = next((b for b in range(a + 2, min(len(tokens), a + longest + 2)) if tokens[b].text in ("'", "’")), None)
-        if close is not None and a < i < close:
+        close = next((b for b in range(a + 2, min(len(tokens), a + quoted + 2)) if tokens[b].text in ("'", "’")), None)
+        if close is None or not a < i < close:
+            continue
+        # Past ``longest`` tokens, a quotation opens after a space and closes before
+        # punctuation or the end ("the maxim that 'the urge to destroy is also a creative
+        # urge' ,", "his poem to , 'do not go gentle into that good theatre . '"); a lone
+        # "'" before a word is a plural possessive ("the actors ' work").
+        if close - a <= longest + 1 or ((a == 0 or tokens[a - 1].ws) and _ends_quote(tokens, close)):
             return True
     return False
+
+
+def _ends_quote(tokens: Sequence[Token], close: int) -> bool:
+    return close + 1 == len(tokens) or not tokens[close + 1].text[:1].isalnum()
 
 
 def _scored(*words: str) -> bool:

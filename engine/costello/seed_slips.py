@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 _NEVER_TWICE = {"the", "a", "an", "to", "of", "and", "in", "for", "with", "is", "was", "are"}
 _COMMA_GLUED = re.compile(r"[A-Za-z)],(?:[A-Za-z(]|[\"'][A-Za-z0-9])")  # "it,I find it", "Masters,(Kyd", ",\"Dream"
 _BACKTICK_APOSTROPHE = re.compile(r"[A-Za-z]`[a-z]")  # "I`ll", "doesn`t"
+# A closing quote after a word that is no plural and opened nowhere ("a direct-to-video'
+# release"): a stray mark. "goin' home" drops a g, "ol'" more; "the actors' work" is a possessive.
+_STRAY_QUOTE = re.compile(r"([A-Za-z]+)' (?=[a-z])")
+_ELISIONS = {"lil", "ole"}
+_OPENING_QUOTE = re.compile(r"(?:^|\s)['`‘][A-Za-z]")
 _SENTENCE_THEN_WORD = re.compile(r"([.!?]+)\s+([a-z]\w*)")
 # Words a full stop ends that need not end a sentence ("e.g. the", "vs. his").
 _ABBREVIATIONS = frozenset("etc vs mr mrs ms dr st jr sr approx no vol ca bros co inc corp ltd".split())
@@ -112,10 +117,24 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
     return (
         _two_finite_verbs(tokens)
         or _inflected_after_to(tokens)
+        or _stray_quote(text)
         or _lower_case_sentence(text)
         or _its_for_it_is(tokenize(text))
         or (misspelled(text.split(), ref) if ref is not None else None)
     )
+
+
+def _stray_quote(text: str) -> str | None:
+    """A closing single quote glued to a word that is no plural and has no opening quote
+    before it, then a word: "a direct-to-video' release"."""
+    for m in _STRAY_QUOTE.finditer(text):
+        word = m.group(1).lower()
+        if len(word) <= 2 or word in _ELISIONS or word.endswith(("s", "z", "x", "in")):
+            continue  # "ol' ball-and-chain", "lil' bow wow", "goin' home", "the actors' work", "solondz'"
+        if _OPENING_QUOTE.search(text[: m.end(1)]):
+            continue  # "rock 'n' roll", "the 'laughing at' variety"
+        return f"a stray quote in '{m.group(0).strip()}'"
+    return None
 
 
 def _lower_case_sentence(text: str) -> str | None:

@@ -228,6 +228,9 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("Griffin & Co. manage to be outrageous .", None),
         ("Ben Masters,(Kyd Thomas) plays a private eye.", "no space after the comma in 's,('"),
         ('He said "God works in mysterious ways," and left.', None),
+        ("a drama that deserved better than a direct-to-video' release .", "a stray quote in 'video''"),
+        ("the actors' work and todd solondz' script are fine .", None),
+        ("rock 'n' roll and the ol' ball-and-chain , goin' home .", None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):

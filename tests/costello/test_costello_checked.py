@@ -589,6 +589,11 @@ def test_words_in_short_single_quotes_are_mentioned_not_used(nlp):
     assert not single_quoted(tokens, words.index("willing"))
     tokens, _ = run(nlp, "what critics have come to term an `` ambitious failure . ''")  # spaCy: ` ` ... ''
     assert single_quoted(tokens, [t.text for t in tokens].index("ambitious"))
+    # a glued quote longer than a title: it opens after a space and closes before punctuation
+    tokens, _ = run(nlp, "he might change his poem to , 'do not go gentle into that good theatre . '")
+    assert single_quoted(tokens, [t.text for t in tokens].index("gentle"))
+    tokens, _ = run(nlp, "it's 'em good folks , and the boys ' toys are fine .")  # an elision, then a possessive
+    assert not single_quoted(tokens, [t.text for t in tokens].index("good"))
 
 
 def test_an_antonym_before_a_name_is_read_in_its_person_sense(nlp):
