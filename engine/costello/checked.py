@@ -101,6 +101,8 @@ POLAR_ADVERB = 0.4
 # Adverbs that scale or frame a judgement without making one ("truly", "surprisingly dull",
 # "mostly boring"), beside VADER's intensifiers.
 DEGREE_ADVERBS = frozenset({"truly", "genuinely", "surprisingly", "unexpectedly", "mostly", "largely", "partly"})
+# Intensifiers VADER's list lacks, which also go with any adjective ("pretty good", "downright silly").
+PLAIN_INTENSIFIERS = frozenset("pretty damn damned downright outright plain way altogether real super".split())
 # Adverbs of stance, frequency and time: they go with any adjective ("undeniably strong",
 # "usually superb"), so an unseen pair with one says nothing of its fit.
 STANCE_ADVERBS = frozenset(
@@ -278,12 +280,33 @@ def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
     return None
 
 
+# Nouns that introduce the words of a saying after a colon ("the old hollywood saw : evil
+# is interesting and good is boring"): what follows is quoted, not the reviewer's own words.
+SAYING_NOUNS = frozenset("saw adage maxim motto proverb saying credo mantra slogan tagline aphorism".split())
+_CLAUSE_ENDS = {".", "!", "?", ";"}
+
+
+def quoted_saying(tokens: Sequence[Token], i: int) -> str | None:
+    """Why token i is in a saying the sentence quotes after "<saying noun> :", or None."""
+    for k in range(i - 1, 0, -1):
+        text = tokens[k].text
+        if text in _CLAUSE_ENDS:
+            return None
+        if text == ":" and tokens[k - 1].text.lower() in SAYING_NOUNS:
+            return f"'{tokens[i].text}' is in the {tokens[k - 1].text.lower()} the sentence quotes after ':'"
+    return None
+
+
 def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> str | None:
     """Why token i is part of a fixed expression, or None."""
     from checkray.engine.lang.wordnet import is_multiword
 
     why = (
-        nominal_adjective(tokens, i) or reflexive_verb(tokens, i) or polar_adverb(tokens, i) or table_phrase(tokens, i)
+        nominal_adjective(tokens, i)
+        or reflexive_verb(tokens, i)
+        or polar_adverb(tokens, i)
+        or table_phrase(tokens, i)
+        or quoted_saying(tokens, i)
     )
     if why:
         return why
@@ -551,13 +574,16 @@ def broken_repetition(tokens: Sequence[Token], i: int, span: int = 3) -> str | N
 
 
 def unwritten_adverb_pair(tokens: Sequence[Token], i: int, form: str, ref: ReferenceModel) -> str | None:
-    """Why the manner adverb before adjective i never modifies ``form``, or None: "heavily
-    flawed" -> "heavily perfect", seen 0 times. An -ly adverb that is not an intensifier
-    picks the adjectives it goes with; "very", "really", "so" go with any."""
+    """Why the adverb before adjective i never modifies ``form``, or None: "heavily flawed"
+    -> "heavily perfect", "dead brilliant" -> "dead excellent", seen 0 times. An adverb that
+    is no intensifier, degree or stance word picks the adjectives it goes with; "very",
+    "really", "so", "undeniably" go with any."""
     if i == 0 or tokens[i].pos != "ADJ" or tokens[i - 1].tag != "RB":
         return None
     adverb = tokens[i - 1].text.lower()
-    if not adverb.endswith("ly") or adverb in DEGREE_ADVERBS | STANCE_ADVERBS or adverb in _intensifiers():
+    if not adverb.isalpha() or adverb in DEGREE_ADVERBS | STANCE_ADVERBS | PLAIN_INTENSIFIERS:
+        return None
+    if adverb in _intensifiers() or adverb in _stop_words():  # "as good as", "too", "rather", "not"
         return None
     if ref.count(adverb, form.lower()) == 0:
         return f"'{adverb} {form.lower()}' is never written in the reference corpus"

@@ -704,3 +704,14 @@ def test_half_of_a_repetition_and_an_unseen_manner_adverb_pair_are_not_substitut
     assert "'heavily perfect' is never written" in unwritten_adverb_pair(tokens, 2, "perfect", ref)
     tokens, _ = run(nlp, "an undeniably flawed character .")  # a stance adverb goes with any adjective
     assert unwritten_adverb_pair(tokens, 2, "perfect", ref) is None
+
+
+def test_the_words_of_a_quoted_saying_are_not_substituted(nlp):
+    from checkray.engine.costello.checked import quoted_saying
+
+    tokens, _ = run(nlp, "it reiterates the old hollywood saw : evil is interesting and good is boring .")
+    words = [t.text for t in tokens]
+    assert "in the saw the sentence quotes" in quoted_saying(tokens, words.index("interesting"))
+    assert quoted_saying(tokens, words.index("old")) is None
+    tokens, _ = run(nlp, "the plot : a dull man meets an interesting woman .")  # no saying noun
+    assert quoted_saying(tokens, [t.text for t in tokens].index("interesting")) is None
