@@ -13,8 +13,9 @@ it as the corpus's casing; a lower-case sentence after "!" or "." in a text writ
 sentence case is ("could not act AT ALL! she had").
 
 User reviews (IMDB) have slips that edited critics' snippets (SST) rarely do: "its" for
-"it's" ("its worth watching", "Its a shame"), a backtick for an apostrophe ("I`ll"), two
-sentences run into one, and misspelled words ("absolutey"). A misspelled word is one that
+"it's" ("its worth watching", "Its a shame"), a backtick for an apostrophe ("I`ll"), a
+stray closing quote ("a direct-to-video' release"), two sentences run into one, and
+misspelled words ("absolutey"). A misspelled word is one that
 no English word list has (pyspellchecker's 160k words, WordNet) and the reference corpus
 has at most three times; a coined word reviewers use ("rewatch") is seen more often, but
 one a single writer coined ("outgag", "funnybone") is refused with the typos.
