@@ -511,7 +511,9 @@ def test_seed_grammar_refuses_a_seed_link_grammar_cannot_parse_only_when_asked(n
     assert refused.op == "seed" and refused.check == "seed_grammar" and "no parse" in refused.reason
     assert all(v.check != "seed_grammar" for v in mutate_one(doc, None, doc.text, None, MutationSettings(), ref))
     clean = nlp("He does a great job .")
-    assert all(v.op != "seed" for v in mutate_one(clean, None, clean.text, None, MutationSettings(seed_grammar=True), ref))
+    assert all(
+        v.op != "seed" for v in mutate_one(clean, None, clean.text, None, MutationSettings(seed_grammar=True), ref)
+    )
 
 
 def test_an_adjective_before_a_person_is_read_in_that_sense(nlp):
