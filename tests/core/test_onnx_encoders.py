@@ -306,3 +306,15 @@ def test_two_classifiers_named_by_one_path_never_share_a_graph(tmp_path, monkeyp
         np.testing.assert_allclose(probs[seed], reference, atol=1e-5)
     assert not np.allclose(probs[0], probs[1], atol=1e-3)
     assert len(list((tmp_path / "onnx").iterdir())) == 2
+
+
+def test_warmup_counts_costellos_reference_ngrams_once(monkeypatch, tmp_path):
+    from checkray.engine.costello import context
+    from checkray.jobs import warmup
+
+    target = tmp_path / "reference-ngrams.npz"
+    built = []
+    monkeypatch.setattr(context, "cache_file", lambda: target)
+    monkeypatch.setattr(context, "reference_model", lambda: built.append(target.write_bytes(b"x")))
+    assert warmup.warm_reference_ngrams() is None and built
+    assert warmup.warm_reference_ngrams() == "already counted" and len(built) == 1
