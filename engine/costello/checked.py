@@ -112,6 +112,8 @@ STANCE_ADVERBS = frozenset(
     "ultimately originally rarely surely honestly frankly seriously literally normally occasionally "
     "sometimes often always never still already also only even just nearly almost mainly".split()
 )
+# Adverbs that go with any adjective: an unseen pair with one of them says nothing.
+_ANY_ADJECTIVE_ADVERBS = DEGREE_ADVERBS | STANCE_ADVERBS | PLAIN_INTENSIFIERS
 # A superlative after "the" heads its own phrase before a clause ("the best you can say
 # about it", "the worst that can be said"): a fixed frame, not a judgement of a noun.
 NOMINAL_SUPERLATIVE_AFTER = {"PRON", "AUX", "VERB", "SCONJ"}
@@ -581,7 +583,7 @@ def unwritten_adverb_pair(tokens: Sequence[Token], i: int, form: str, ref: Refer
     if i == 0 or tokens[i].pos != "ADJ" or tokens[i - 1].tag != "RB":
         return None
     adverb = tokens[i - 1].text.lower()
-    if not adverb.isalpha() or adverb in DEGREE_ADVERBS | STANCE_ADVERBS | PLAIN_INTENSIFIERS:
+    if not adverb.isalpha() or adverb in _ANY_ADJECTIVE_ADVERBS:
         return None
     if adverb in _intensifiers() or adverb in _stop_words():  # "as good as", "too", "rather", "not"
         return None

@@ -126,10 +126,11 @@ class ReferenceModel:
         ("from bad to worse" -> "from good to worse",
         "what's worse" -> "what's better"). A rare word in a frequent frame ("is really
         good" -> "is really decent") is expected too seldom for its absence to say anything."""
-        if len(old_tri) != len(new_tri) or self.count(old) == 0:
+        old_count, new_count = self.count(old), self.count(new)
+        if len(old_tri) != len(new_tri) or old_count == 0:
             return None
         for old_t, new_t in zip(old_tri, new_tri):
-            expected = self.count(*old_t) * self.count(new) / self.count(old)
+            expected = self.count(*old_t) * new_count / old_count
             seen = self.count(*new_t)
             if expected >= PHRASE_EVIDENCE and seen * PHRASE_RATIO < expected:
                 return (
