@@ -87,6 +87,16 @@ _SENTENCE_ENDS = {".", "!", "?", "...", ":"}
 _WORD = re.compile(r"[a-z]+")
 # Adjectives read in another sense before a noun that names a person.
 PERSON_SENSES = {"poor": "penniless or pitiable", "sad": "pathetic", "sorry": "pitiable"}
+# Superlatives that read in another sense than their adjective's judgement: "far from the
+# worst" -> "far from the poorest" is the least wealthy, not the least good.
+SUPERLATIVE_SENSES = {"poorest": "the least wealthy"}
+# Words that negate what follows: a negated prefixed antonym is a double negative people
+# rarely write ("not very funny" -> "not very unfunny", "isn't uninteresting").
+NEGATORS = frozenset("not n't never no hardly nor".split())
+NEGATIVE_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non")
+# Words before a second copy of a word that tie it to the first ("an equally beautiful"):
+# editing one copy breaks the echo.
+ECHO_WORDS = frozenset("equally also".split())
 # Words before which an adjective stands for a noun when no noun follows ("what good",
 # "no good", "any good", "much good", "some good").
 NOMINAL_BEFORE = {"what", "no", "any", "much", "some"}
@@ -500,10 +510,13 @@ def word_checks(
     why = person_sense(tokens, i, form) or objectless_verb(tokens, i, candidate_lemma) or stranded_npi(tokens, i, form)
     if why:
         return variant, passed, "sense", why
-    passed.append("sense")
-    if position:
+    if position:  # a word that must not be edited says so before a candidate's own sense
         check, why = position.split(":", 1)
-        return variant, passed, check, why
+        return variant, passed + ["sense"], check, why
+    why = superlative_sense(tokens, i, form) or negated_prefix_antonym(tokens, i, form)
+    if why:
+        return variant, passed, "sense", why
+    passed.append("sense")
     passed += ["fixed_expression", "named_entity"]
     if ref.count(form) < MIN_COUNT:
         return (
@@ -529,6 +542,7 @@ def word_checks(
     why = (
         repeated_stem(tokens, i, form)
         or broken_repetition(tokens, i)
+        or broken_echo(tokens, i)
         or ref.fits(left, tok.text.lower(), form.lower(), right, new_left)
         or unwritten_adverb_pair(tokens, i, form, ref)
     )
@@ -572,6 +586,50 @@ def broken_repetition(tokens: Sequence[Token], i: int, span: int = 3) -> str | N
         if between and all(t.text.isalpha() and t.text.lower() in _stop_words() for t in between):
             phrase = " ".join(t.text for t in tokens[min(i, j) : max(i, j) + 1])
             return f"'{tokens[i].text}' is half of the repetition '{phrase}'"
+    return None
+
+
+def broken_echo(tokens: Sequence[Token], i: int) -> str | None:
+    """Why word i echoes another copy of itself further on, or None: the copies share their
+    two words before or after, or the word each side ("a great premise but only a great
+    premise", "is n't really
+    good enough ... is n't really good enough"), or one is negated or tied back ("silly
+    beyond comprehension , and even if it were n't silly", "an equally beautiful"). Editing
+    one copy breaks the echo; copies in different frames ("a boring movie about a boring
+    man", "bad writing , bad direction") stay editable."""
+    word = tokens[i].text.lower()
+    words = [t.text.lower() for t in tokens]
+    for j, other in enumerate(words):
+        if j == i or other != word:
+            continue
+        same_left = i >= 2 and j >= 2 and words[i - 2 : i] == words[j - 2 : j]
+        same_right = words[i + 1 : i + 3] == words[j + 1 : j + 3] and len(words[i + 1 : i + 3]) == 2
+        same_frame = 0 < i < len(words) - 1 and 0 < j < len(words) - 1
+        same_frame = same_frame and (words[i - 1], words[i + 1]) == (words[j - 1], words[j + 1])
+        tied = any(k >= 0 and words[k] in NEGATORS | ECHO_WORDS for k in (i - 1, j - 1))
+        if same_left or same_right or same_frame or tied:
+            return f"'{tokens[i].text}' echoes its other copy in the sentence; editing one breaks the echo"
+    return None
+
+
+def superlative_sense(tokens: Sequence[Token], i: int, form: str) -> str | None:
+    """Why the superlative ``form`` reads in another sense than the word at i, or None."""
+    sense = SUPERLATIVE_SENSES.get(form.lower())
+    return f"'{form}' in place of '{tokens[i].text}' reads as {sense}" if sense else None
+
+
+def negated_prefix_antonym(tokens: Sequence[Token], i: int, form: str) -> str | None:
+    """Why ``form``, the word at i with a negative prefix ("unfunny"), stands in a negated
+    phrase, or None: "not very funny" -> "not very unfunny" is a double negative no one writes.
+    The negator is the word before, or the one before that with a degree word between."""
+    low, word = form.lower(), tokens[i].text.lower()
+    if not any(
+        low.startswith(p) and low[len(p) :] in (word, (tokens[i].lemma or "").lower()) for p in NEGATIVE_PREFIXES
+    ):
+        return None
+    before = [tokens[k].text.lower() for k in range(max(0, i - 2), i)]
+    if before and (before[-1] in NEGATORS or (len(before) == 2 and before[0] in NEGATORS)):
+        return f"'{' '.join(before)} {form}' negates a negative prefix: a double negative"
     return None
 
 

@@ -14,7 +14,8 @@ sentence case is ("could not act AT ALL! she had").
 
 User reviews (IMDB) have slips that edited critics' snippets (SST) rarely do: "its" for
 "it's" ("its worth watching", "Its a shame"), a backtick for an apostrophe ("I`ll"), a
-stray closing quote ("a direct-to-video' release"), two sentences run into one, and
+stray closing quote ("a direct-to-video' release"), a double quote with no partner,
+two sentences run into one, and
 misspelled words ("absolutey"). A misspelled word is one that
 no English word list has (pyspellchecker's 160k words, WordNet) and the reference corpus
 has at most three times; a coined word reviewers use ("rewatch") is seen more often, but
@@ -119,6 +120,7 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
         _two_finite_verbs(tokens)
         or _inflected_after_to(tokens)
         or _stray_quote(text)
+        or _unbalanced_double_quotes(text)
         or _lower_case_sentence(text)
         or _its_for_it_is(tokenize(text))
         or (misspelled(text.split(), ref) if ref is not None else None)
@@ -135,6 +137,15 @@ def _stray_quote(text: str) -> str | None:
         if _OPENING_QUOTE.search(text[: m.end(1)]):
             continue  # "rock 'n' roll", "the 'laughing at' variety"
         return f"a stray quote in '{m.group(0).strip()}'"
+    return None
+
+
+def _unbalanced_double_quotes(text: str) -> str | None:
+    """An odd number of double quotes: a quotation opened or closed nowhere, or closed with
+    another mark ("'barbershop \" is a good-hearted ensemble comedy", "sweet home alabama \"
+    is what it is"). An inch mark ("a 9 \" tv") reads the same to this rule and is as rare."""
+    if text.count('"') % 2:
+        return "unbalanced double quotes: a quotation opened or closed nowhere"
     return None
 
 

@@ -231,6 +231,8 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("a drama that deserved better than a direct-to-video' release .", "a stray quote in 'video''"),
         ("the actors' work and todd solondz' script are fine .", None),
         ("rock 'n' roll and the ol' ball-and-chain , goin' home .", None),
+        ("'barbershop \" is a good-hearted ensemble comedy .", "unbalanced double quotes"),
+        ('" barbershop " is a good-hearted ensemble comedy .', None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):

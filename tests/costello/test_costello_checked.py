@@ -717,3 +717,43 @@ def test_the_words_of_a_quoted_saying_are_not_substituted(nlp):
     assert quoted_saying(tokens, words.index("old")) is None
     tokens, _ = run(nlp, "the plot : a dull man meets an interesting woman .")  # no saying noun
     assert quoted_saying(tokens, [t.text for t in tokens].index("interesting")) is None
+
+
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("a film with a great premise but only a great premise .", "great"),
+        ("the movie is silly beyond comprehension , and even if it were n't silly , it would still be dull .", "silly"),
+        ("a beautiful wife and an equally beautiful house .", "beautiful"),
+    ],
+)
+def test_one_copy_of_an_echoed_word_is_not_substituted(nlp, text, word):
+    from checkray.engine.costello.checked import broken_echo
+
+    tokens, _ = run(nlp, text)
+    i = [t.text for t in tokens].index(word)
+    assert "echoes its other copy" in broken_echo(tokens, i)
+
+
+@pytest.mark.parametrize(
+    "text, word",
+    [("it 's a boring movie about a boring man .", "boring"), ("bad writing , bad direction and bad acting .", "bad")],
+)
+def test_copies_of_a_word_in_different_frames_stay_substitutable(nlp, text, word):
+    from checkray.engine.costello.checked import broken_echo
+
+    tokens, _ = run(nlp, text)
+    assert broken_echo(tokens, [t.text for t in tokens].index(word)) is None
+
+
+def test_a_negated_prefixed_antonym_and_a_wealth_superlative_are_refused(nlp):
+    from checkray.engine.costello.checked import negated_prefix_antonym, superlative_sense
+
+    tokens, _ = run(nlp, "it is not very funny .")
+    assert "double negative" in negated_prefix_antonym(tokens, 4, "unfunny")
+    assert negated_prefix_antonym(tokens, 4, "humorless") is None  # no prefix
+    tokens, _ = run(nlp, "it is very funny .")
+    assert negated_prefix_antonym(tokens, 3, "unfunny") is None  # not negated
+    tokens, _ = run(nlp, "it is far from the worst .")
+    assert "least wealthy" in superlative_sense(tokens, 5, "poorest")
+    assert superlative_sense(tokens, 5, "lousiest") is None
