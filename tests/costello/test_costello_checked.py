@@ -338,9 +338,9 @@ def test_pair_synonyms_need_a_sense_both_words_usually_have(nlp):
 def test_pair_substitution_fixes_the_article(nlp):
     from checkray.engine.costello.checked import checked_shared_substitutions
 
-    ref = ref_of("a effective boycott .", "an effective boycott .", "a successful boycott .")
-    a, _ = run(nlp, "it was a successful boycott .")
-    b, _ = run(nlp, "a successful boycott , they said .")
+    ref = ref_of("a odd boycott .", "an odd boycott .", "a strange boycott .")
+    a, _ = run(nlp, "it was a strange boycott .")
+    b, _ = run(nlp, "a strange boycott , they said .")
     kept = [v for v in checked_shared_substitutions(a, b, "synonym", ref) if not v.check]
     assert kept and kept[0].text.startswith("it was an ") and kept[0].text_pair.startswith("an "), kept
 
