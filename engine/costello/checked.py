@@ -292,6 +292,29 @@ def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
     return None
 
 
+# Nouns that "great" or "good" measures rather than judges ("made with great evident care",
+# "a great deal"), and adjectives a "good" before them intensifies ("a good , hard yank",
+# "a good long look"): there an excellent or a poor one is another sense.
+AMOUNT_NOUNS = frozenset("care deal lengths length detail pains extent effort importance interest speed relief".split())
+INTENSIFIED_ADJECTIVES = frozenset("hard long close swift thorough healthy".split())
+
+
+def amount_sense(tokens: Sequence[Token], i: int) -> str | None:
+    """Why "great"/"good" at i measures an amount or intensifies, or None."""
+    word = tokens[i].text.lower()
+    if word not in ("great", "good"):
+        return None
+    j = i + 1
+    while j < len(tokens) and j <= i + 2 and tokens[j].pos in ("ADJ", "ADV"):
+        j += 1  # "great evident care"
+    if j < len(tokens) and tokens[j].text.lower() in AMOUNT_NOUNS:
+        return f"'{word} ... {tokens[j].text}': {word} says how much, not how good"
+    k = i + 2 if i + 1 < len(tokens) and tokens[i + 1].text in (",", "and") else i + 1
+    if word == "good" and k < len(tokens) and tokens[k].text.lower() in INTENSIFIED_ADJECTIVES:
+        return f"'good {tokens[k].text}' intensifies, it does not judge"
+    return None
+
+
 # Nouns that introduce the words of a saying after a colon ("the old hollywood saw : evil
 # is interesting and good is boring"): what follows is quoted, not the reviewer's own words.
 SAYING_NOUNS = frozenset("saw adage maxim motto proverb saying credo mantra slogan tagline aphorism".split())
@@ -319,6 +342,7 @@ def fixed_expression(tokens: Sequence[Token], i: int, ref: ReferenceModel) -> st
         or polar_adverb(tokens, i)
         or table_phrase(tokens, i)
         or quoted_saying(tokens, i)
+        or amount_sense(tokens, i)
     )
     if why:
         return why

@@ -757,3 +757,20 @@ def test_a_negated_prefixed_antonym_and_a_wealth_superlative_are_refused(nlp):
     tokens, _ = run(nlp, "it is far from the worst .")
     assert "least wealthy" in superlative_sense(tokens, 5, "poorest")
     assert superlative_sense(tokens, 5, "lousiest") is None
+
+
+@pytest.mark.parametrize(
+    "text, word, found",
+    [
+        ("it has been made with great evident care .", "great", "says how much"),
+        ("he can give it a good , hard yank .", "good", "intensifies"),
+        ("it is a great film with great care .", "great", None),  # the first "great" judges the film
+        ("it is a good film .", "good", None),
+    ],
+)
+def test_great_or_good_that_measures_an_amount_is_not_substituted(nlp, text, word, found):
+    from checkray.engine.costello.checked import amount_sense
+
+    tokens, _ = run(nlp, text)
+    why = amount_sense(tokens, [t.text for t in tokens].index(word))
+    assert (why is None) if found is None else (found in why)
