@@ -392,6 +392,11 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     quotes = [j for j, t in enumerate(tokens) if t.text in _QUOTES]
     if any(a < i < b for a, b in zip(quotes[::2], quotes[1::2])) or single_quoted(tokens, i):
         return "inside a quoted span"
+    if tok.text[:1].isupper() and i > 0 and tokens[i - 1].text not in _SENTENCE_ENDS and tok.text != "I":
+        # cased text: "Hey , Happy !" names the film Hey, Happy!
+        return f"'{tok.text}' is capitalised mid-sentence (a name or a title)"
+    if adjective_subject(tokens, i):
+        return f"'{tok.text}' opens the sentence as its subject: an adjective there is a title ('earnest falls short')"
     words = [t.text.lower() for t in tokens]
     if ref.title_like(words[i]):
         return f"'{words[i]}' is mostly written capitalised (a name)"
@@ -399,6 +404,22 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
         if 0 <= a and b < len(tokens) and ref.title_like(words[a], words[b], share=0.4):
             return f"'{words[a]} {words[b]}' is mostly written capitalised (a title or name)"
     return None
+
+
+_FINITE_TAGS = ("VBZ", "VBD", "MD", "POS")
+
+
+def adjective_subject(tokens: Sequence[Token], i: int) -> bool:
+    """Adjective i is among the words that open the sentence before its first finite verb,
+    and those words are adjectives and conjunctions only: no adjective is a subject, so
+    they name something, a title in lower-cased text ("earnest falls short of its
+    predecessor", "lovely and amazing is holofcener's ...")."""
+    if tokens[i].pos != "ADJ":
+        return False
+    k = 0
+    while k < len(tokens) and (tokens[k].pos in ("ADJ", "CCONJ") or tokens[k].text in ("&",)):
+        k += 1
+    return 0 < k < len(tokens) and i < k and tokens[k].tag in _FINITE_TAGS and tokens[0].pos == "ADJ"
 
 
 def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int = 20) -> bool:

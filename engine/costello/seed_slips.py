@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 _NEVER_TWICE = {"the", "a", "an", "to", "of", "and", "in", "for", "with", "is", "was", "are"}
 _COMMA_GLUED = re.compile(r"[A-Za-z)],(?:[A-Za-z(]|[\"'][A-Za-z0-9])")  # "it,I find it", "Masters,(Kyd", ",\"Dream"
 _BACKTICK_APOSTROPHE = re.compile(r"[A-Za-z]`[a-z]")  # "I`ll", "doesn`t"
+_QUESTION_APOSTROPHE = re.compile(r"[A-Za-z] ?\? ?s (?=[a-z])")  # "cube ? s personal revelations": an encoding slip
 # A closing quote after a word that is no plural and opened nowhere ("a direct-to-video'
 # release"): a stray mark. "goin' home" drops a g, "ol'" more; "the actors' work" is a possessive.
 _STRAY_QUOTE = re.compile(r"([A-Za-z]+)' (?=[a-z])")
@@ -107,6 +108,7 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
     for pattern, what in (
         (_COMMA_GLUED, "no space after the comma in"),
         (_BACKTICK_APOSTROPHE, "a backtick for an apostrophe in"),
+        (_QUESTION_APOSTROPHE, "a question mark for an apostrophe in"),
     ):
         found = pattern.search(text)
         if found:
@@ -121,6 +123,7 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
         or _inflected_after_to(tokens)
         or _stray_quote(text)
         or _unbalanced_double_quotes(text)
+        or _unopened_final_quote(text)
         or _lower_case_sentence(text)
         or _its_for_it_is(tokenize(text))
         or (misspelled(text.split(), ref) if ref is not None else None)
@@ -146,6 +149,14 @@ def _unbalanced_double_quotes(text: str) -> str | None:
     is what it is"). An inch mark ("a 9 \" tv") reads the same to this rule and is as rare."""
     if text.count('"') % 2:
         return "unbalanced double quotes: a quotation opened or closed nowhere"
+    return None
+
+
+def _unopened_final_quote(text: str) -> str | None:
+    """A single quote that ends the text and opens nowhere ("to keep parents away from the
+    concession stand . '"): no backtick and no quote glued to the start of a word before it."""
+    if re.search(r"\s'\s*$", text) and "`" not in text and not _OPENING_QUOTE.search(text):
+        return "a closing quote at the end that opens nowhere"
     return None
 
 

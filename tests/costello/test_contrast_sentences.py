@@ -233,6 +233,10 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("rock 'n' roll and the ol' ball-and-chain , goin' home .", None),
         ("'barbershop \" is a good-hearted ensemble comedy .", "unbalanced double quotes"),
         ('" barbershop " is a good-hearted ensemble comedy .', None),
+        ("the drama of cube ? s personal revelations .", "a question mark for an apostrophe"),
+        ("to keep parents away from the concession stand . '", "a closing quote at the end that opens nowhere"),
+        ("too hard a text to ` lick , '", None),
+        ("is it good ? she asked .", None),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):

@@ -774,3 +774,21 @@ def test_great_or_good_that_measures_an_amount_is_not_substituted(nlp, text, wor
     tokens, _ = run(nlp, text)
     why = amount_sense(tokens, [t.text for t in tokens].index(word))
     assert (why is None) if found is None else (found in why)
+
+
+@pytest.mark.parametrize(
+    "text, word, found",
+    [
+        ("earnest falls short of its ideal predecessor .", "earnest", "opens the sentence as its subject"),
+        ("lovely and amazing is holofcener's deep curtsy .", "lovely", "opens the sentence as its subject"),
+        ("Hey , Happy !", "Happy", "capitalised mid-sentence"),
+        ("smart , funny and touching , it is a gem .", "smart", None),
+        ("good films are rare .", "good", None),
+    ],
+)
+def test_an_adjective_that_names_a_title_is_not_substituted(nlp, text, word, found):
+    from checkray.engine.costello.checked import named_entity
+
+    tokens, ents = run(nlp, text)
+    why = named_entity(tokens, [t.text for t in tokens].index(word), ref_of("a good film ."), ents)
+    assert (why is None) if found is None else (found in why)
