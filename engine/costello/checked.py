@@ -293,25 +293,29 @@ def table_phrase(tokens: Sequence[Token], i: int) -> str | None:
 
 
 # Nouns that "great" or "good" measures rather than judges ("made with great evident care",
-# "a great deal"), and adjectives a "good" before them intensifies ("a good , hard yank",
-# "a good long look"): there an excellent or a poor one is another sense.
-AMOUNT_NOUNS = frozenset("care deal lengths length detail pains extent effort importance interest speed relief".split())
-INTENSIFIED_ADJECTIVES = frozenset("hard long close swift thorough healthy".split())
+# "a great deal", "for a good while"), and adjectives a "good" or "nice" before them
+# intensifies ("a good , hard yank", "a nice cool glass"): there an excellent or a poor one is
+# another sense.
+AMOUNT_NOUNS = frozenset(
+    "care deal lengths length detail pains extent effort importance interest speed relief while".split()
+)
+INTENSIFIED_ADJECTIVES = frozenset("hard long close swift thorough healthy cool big warm quiet clean".split())
 
 
 def amount_sense(tokens: Sequence[Token], i: int) -> str | None:
-    """Why "great"/"good" at i measures an amount or intensifies, or None."""
+    """Why "great"/"good" at i measures an amount, or "good"/"nice" intensifies the adjective
+    after it ("a nice cool glass"), or None."""
     word = tokens[i].text.lower()
-    if word not in ("great", "good"):
+    if word not in ("great", "good", "nice"):
         return None
     j = i + 1
     while j < len(tokens) and j <= i + 2 and tokens[j].pos in ("ADJ", "ADV"):
         j += 1  # "great evident care"
-    if j < len(tokens) and tokens[j].text.lower() in AMOUNT_NOUNS:
+    if word != "nice" and j < len(tokens) and tokens[j].text.lower() in AMOUNT_NOUNS:
         return f"'{word} ... {tokens[j].text}': {word} says how much, not how good"
     k = i + 2 if i + 1 < len(tokens) and tokens[i + 1].text in (",", "and") else i + 1
-    if word == "good" and k < len(tokens) and tokens[k].text.lower() in INTENSIFIED_ADJECTIVES:
-        return f"'good {tokens[k].text}' intensifies, it does not judge"
+    if word in ("good", "nice") and k < len(tokens) and tokens[k].text.lower() in INTENSIFIED_ADJECTIVES:
+        return f"'{word} {tokens[k].text}' intensifies, it does not judge"
     return None
 
 

@@ -57,6 +57,7 @@ _ITS_BEFORE = frozenset(
 _CLAUSE_AFTER_ADJECTIVE = {"that", "to", ".", "!", "?", "how", "when", "if"}
 _ITS_NOUNS = {"own", "kind", "sort", "type"}  # "on its own", "of its kind"
 _ITS_WORTH_BEFORE = {"it", "the", "a", "seeing", "watching", "renting", "buying", "checking", "your"}
+_OPENS_CUT = re.compile(r"\s*[,;]")  # ", The Sum of All Fears is simply ...": the corpus cut the sentence
 _CUT_OFF = re.compile(r"\s-{1,2}\s*$")  # "... a sweet little girl -": the corpus cut the sentence
 _ENTITY = re.compile(r"&#?\w+;?")  # "can&#8217 ; t": HTML the corpus did not decode
 # Forms of the auxiliaries, which do stand beside a form of themselves ("have had").
@@ -102,6 +103,8 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
     a misspelled word is one too."""
     if _CUT_OFF.search(text):
         return "it ends on a dash, cut off mid-sentence"
+    if _OPENS_CUT.match(text):
+        return "it opens with a comma, cut from the sentence it belonged to"
     entity = _ENTITY.search(text)
     if entity and (entity.group().startswith("&#") or entity.group().endswith(";")):
         return f"an HTML entity ('{entity.group()}') the corpus left undecoded"

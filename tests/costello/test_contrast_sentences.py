@@ -237,6 +237,7 @@ def test_cr3_takes_its_closer_at_the_word_the_edit_changed():
         ("to keep parents away from the concession stand . '", "a closing quote at the end that opens nowhere"),
         ("too hard a text to ` lick , '", None),
         ("is it good ? she asked .", None),
+        (", The Sum of All Fears is simply a well-made thriller .", "opens with a comma"),
     ],
 )
 def test_a_slip_the_writer_left_is_named(text, slip):

@@ -792,3 +792,19 @@ def test_an_adjective_that_names_a_title_is_not_substituted(nlp, text, word, fou
     tokens, ents = run(nlp, text)
     why = named_entity(tokens, [t.text for t in tokens].index(word), ref_of("a good film ."), ents)
     assert (why is None) if found is None else (found in why)
+
+
+@pytest.mark.parametrize(
+    "text, word, found",
+    [
+        ("i'll settle for a nice cool glass of iced tea .", "nice", "intensifies"),
+        ("it is amusing for a good while .", "good", "says how much"),
+        ("a nice film with a nice cast .", "nice", None),
+    ],
+)
+def test_nice_that_intensifies_and_good_that_measures_time_are_not_substituted(nlp, text, word, found):
+    from checkray.engine.costello.checked import amount_sense
+
+    tokens, _ = run(nlp, text)
+    why = amount_sense(tokens, [t.text for t in tokens].index(word))
+    assert (why is None) if found is None else (found in why)
