@@ -396,8 +396,7 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     quotes = [j for j, t in enumerate(tokens) if t.text in _QUOTES]
     if any(a < i < b for a, b in zip(quotes[::2], quotes[1::2])) or single_quoted(tokens, i):
         return "inside a quoted span"
-    if tok.text[:1].isupper() and i > 0 and tokens[i - 1].text not in _SENTENCE_ENDS and tok.text != "I":
-        # cased text: "Hey , Happy !" names the film Hey, Happy!
+    if capitalised_mid_sentence(tokens, i):  # cased text: "Hey , Happy !" names the film Hey, Happy!
         return f"'{tok.text}' is capitalised mid-sentence (a name or a title)"
     if adjective_subject(tokens, i):
         return f"'{tok.text}' opens the sentence as its subject: an adjective there is a title ('earnest falls short')"
@@ -410,7 +409,10 @@ def named_entity(tokens: Sequence[Token], i: int, ref: ReferenceModel, ents: Seq
     return None
 
 
-_FINITE_TAGS = ("VBZ", "VBD", "MD", "POS")
+def capitalised_mid_sentence(tokens: Sequence[Token], i: int) -> bool:
+    """Token i is capitalised where a sentence does not start (not "I"): in cased text, a
+    name or a title."""
+    return i > 0 and tokens[i].text[:1].isupper() and tokens[i].text != "I" and tokens[i - 1].text not in _SENTENCE_ENDS
 
 
 def adjective_subject(tokens: Sequence[Token], i: int) -> bool:
@@ -421,9 +423,10 @@ def adjective_subject(tokens: Sequence[Token], i: int) -> bool:
     if tokens[i].pos != "ADJ":
         return False
     k = 0
-    while k < len(tokens) and (tokens[k].pos in ("ADJ", "CCONJ") or tokens[k].text in ("&",)):
+    while k < len(tokens) and (tokens[k].pos in ("ADJ", "CCONJ") or tokens[k].text == "&"):
         k += 1
-    return 0 < k < len(tokens) and i < k and tokens[k].tag in _FINITE_TAGS and tokens[0].pos == "ADJ"
+    finite = k < len(tokens) and (tokens[k].tag == "POS" or tokens[k].tag in _FINITE)
+    return finite and i < k and tokens[0].pos == "ADJ"
 
 
 def single_quoted(tokens: Sequence[Token], i: int, longest: int = 6, quoted: int = 20) -> bool:
@@ -641,11 +644,10 @@ def broken_repetition(tokens: Sequence[Token], i: int, span: int = 3) -> str | N
 def broken_echo(tokens: Sequence[Token], i: int) -> str | None:
     """Why word i echoes another copy of itself further on, or None: the copies share their
     two words before or after, or the word each side ("a great premise but only a great
-    premise", "is n't really
-    good enough ... is n't really good enough"), or one is negated or tied back ("silly
-    beyond comprehension , and even if it were n't silly", "an equally beautiful"). Editing
-    one copy breaks the echo; copies in different frames ("a boring movie about a boring
-    man", "bad writing , bad direction") stay editable."""
+    premise", "is n't really good enough ... is n't really good enough"), or one is negated
+    or tied back ("silly beyond comprehension , and even if it were n't silly", "an equally
+    beautiful"). Editing one copy breaks the echo; copies in different frames ("a boring
+    movie about a boring man", "bad writing , bad direction") stay editable."""
     word = tokens[i].text.lower()
     words = [t.text.lower() for t in tokens]
     for j, other in enumerate(words):
@@ -1070,7 +1072,7 @@ def _inconsistent(
         if tok.pos in ("PROPN", "NOUN") and _famous_name(low):
             # "goodall and her chimpanzees": WordNet's first sense is a person (or place)
             return f"'{tok.text}' is first of all a name in WordNet (a real person the swap would regender)"
-        if j > 0 and tok.text[:1].isupper() and low != "i" and tokens[j - 1].text not in _SENTENCE_ENDS:
+        if capitalised_mid_sentence(tokens, j):
             # cased text: "..., Silberling also trivializes" (spaCy: a verb), "in Talk to Her"
             return f"'{tok.text}' is capitalised mid-sentence: a name or a title the swap leaves as it is"
         if 0 < j < len(tokens) - 1 and tokens[j - 1].text == "[" and tokens[j + 1].text == "]":

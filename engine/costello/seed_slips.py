@@ -14,9 +14,8 @@ sentence case is ("could not act AT ALL! she had").
 
 User reviews (IMDB) have slips that edited critics' snippets (SST) rarely do: "its" for
 "it's" ("its worth watching", "Its a shame"), a backtick for an apostrophe ("I`ll"), a
-stray closing quote ("a direct-to-video' release"), a double quote with no partner,
-two sentences run into one, and
-misspelled words ("absolutey"). A misspelled word is one that
+stray closing quote ("a direct-to-video' release"), a double quote with no partner, two
+sentences run into one, and misspelled words ("absolutey"). A misspelled word is one that
 no English word list has (pyspellchecker's 160k words, WordNet) and the reference corpus
 has at most three times; a coined word reviewers use ("rewatch") is seen more often, but
 one a single writer coined ("outgag", "funnybone") is refused with the typos.
@@ -43,6 +42,7 @@ _QUESTION_APOSTROPHE = re.compile(r"[A-Za-z] ?\? ?s (?=[a-z])")  # "cube ? s per
 _STRAY_QUOTE = re.compile(r"([A-Za-z]+)' (?=[a-z])")
 _ELISIONS = {"lil", "ole"}
 _OPENING_QUOTE = re.compile(r"(?:^|\s)['`‘][A-Za-z]")
+_FINAL_QUOTE = re.compile(r"\s'\s*$")  # "... the concession stand . '"
 _SENTENCE_THEN_WORD = re.compile(r"([.!?]+)\s+([a-z]\w*)")
 # Words a full stop ends that need not end a sentence ("e.g. the", "vs. his").
 _ABBREVIATIONS = frozenset("etc vs mr mrs ms dr st jr sr approx no vol ca bros co inc corp ltd".split())
@@ -104,7 +104,7 @@ def seed_slip(text: str, ref: ReferenceModel | None = None) -> str | None:
     if _CUT_OFF.search(text):
         return "it ends on a dash, cut off mid-sentence"
     if _OPENS_CUT.match(text):
-        return "it opens with a comma, cut from the sentence it belonged to"
+        return "it opens with a comma or a semicolon, cut from the sentence it belonged to"
     entity = _ENTITY.search(text)
     if entity and (entity.group().startswith("&#") or entity.group().endswith(";")):
         return f"an HTML entity ('{entity.group()}') the corpus left undecoded"
@@ -158,7 +158,7 @@ def _unbalanced_double_quotes(text: str) -> str | None:
 def _unopened_final_quote(text: str) -> str | None:
     """A single quote that ends the text and opens nowhere ("to keep parents away from the
     concession stand . '"): no backtick and no quote glued to the start of a word before it."""
-    if re.search(r"\s'\s*$", text) and "`" not in text and not _OPENING_QUOTE.search(text):
+    if _FINAL_QUOTE.search(text) and "`" not in text and not _OPENING_QUOTE.search(text):
         return "a closing quote at the end that opens nowhere"
     return None
 
